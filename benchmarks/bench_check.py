@@ -1,0 +1,105 @@
+"""How fast the language layer parses and checks queries.
+
+Generates N varied, valid queries over a stock schema (seeded), then times
+parsing alone and parsing plus checking. Target (issue 2): 10,000 queries
+parsed and checked in under 5 seconds.
+
+    python benchmarks/bench_check.py [--queries 10000] [--quick]
+
+Prints a table and writes benchmarks/results/check_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from sharp_cer.language import Schema, check_query, parse_query
+from sharp_cer.language.source import Source
+
+SCHEMA = Schema.parse(
+    """CREATE STREAM Stock {
+         EVENT BUY { id:int, name:string, volume:int, price:double, t:primary_time },
+         EVENT SELL { id:int, name:string, volume:int, price:double, t:primary_time }
+       }"""
+)
+TICKERS = ["MSFT", "INTC", "AMZN", "ORCL", "CSCO", "AMAT", "QQQ", "RIMM"]
+
+
+def make_query(rng: random.Random, index: int) -> str:
+    """One valid query, varied in length, operators, filters and clauses."""
+    length = rng.randint(2, 6)
+    parts = []
+    filters = []
+    for i in range(length):
+        kind = rng.choice(["BUY", "SELL", "(BUY OR SELL)"])
+        var = f"v{i}"
+        kleene = i not in (0, length - 1) and rng.random() < 0.2
+        parts.append(f"{kind}+ AS {var}" if kleene else f"{kind} AS {var}")
+        roll = rng.random()
+        if roll < 0.4:
+            filters.append(f"{var}[name = '{rng.choice(TICKERS)}']")
+        elif roll < 0.6:
+            filters.append(f"{var}[price > {rng.randint(5, 40)} AND volume IN {{100..{rng.randint(200, 1000)}}}]")
+        elif roll < 0.7 and not kleene and i > 0 and not parts[i - 1].startswith(("BUY+", "SELL+", "(BUY OR SELL)+")):
+            filters.append(f"v{i - 1}.price < {var}.price * 1.05")
+        if kleene and rng.random() < 0.5:
+            filters.append(f"avg({var}.price) > {rng.randint(5, 40)}")
+    link = " ; " if rng.random() < 0.9 else " : "
+    pattern = link.join(parts)
+    where = pattern + (" FILTER " + " AND ".join(filters) if filters else "")
+    clauses = []
+    if rng.random() < 0.5:
+        clauses.append("PARTITION BY [name]")
+    clauses.append(rng.choice([f"WITHIN {rng.randint(10, 500)} EVENTS", f"WITHIN {rng.randint(1, 60)} SECONDS",
+                               f"WITHIN {rng.randint(10, 100)} [t]"]))
+    strategy = rng.choice(["", "", "", "ANY ", "NEXT ", "MAX "])
+    return f"SELECT {strategy}* FROM Stock WHERE {where} {' '.join(clauses)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="1,000 queries")
+    args = parser.parse_args()
+    n = 1_000 if args.quick else args.queries
+    rng = random.Random(7)
+    texts = [make_query(rng, i) for i in range(n)]
+    parse_query(texts[0])  # build the parser once, outside the timing
+
+    start = time.perf_counter()
+    for text in texts:
+        parse_query(text)
+    parse_seconds = time.perf_counter() - start
+
+    start = time.perf_counter()
+    for i, text in enumerate(texts):
+        source = Source(text, f"q{i}")
+        check_query(parse_query(text, source=source), SCHEMA, source)
+    total_seconds = time.perf_counter() - start
+
+    tokens = sum(len(t.split()) for t in texts)
+    rows = {
+        "queries": n,
+        "mean_chars": round(sum(map(len, texts)) / n, 1),
+        "parse_seconds": round(parse_seconds, 3),
+        "parse_and_check_seconds": round(total_seconds, 3),
+        "queries_per_second": round(n / total_seconds),
+        "words_per_second": round(tokens / total_seconds),
+        "target_seconds_for_10000": 5.0,
+        "projected_seconds_for_10000": round(total_seconds * 10_000 / n, 3),
+    }
+    width = max(map(len, rows))
+    for key, value in rows.items():
+        print(f"{key:<{width}}  {value}")
+    out = Path(__file__).parent / "results" / "check_speed.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

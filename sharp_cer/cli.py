@@ -1,0 +1,166 @@
+"""The ``sharp-cer`` command line.
+
+``sharp-cer check FILE...`` validates query files (``.ceql``), schema files
+(``.core``) and workloads (``.toml``): exit 0 when all are valid (warnings on
+stderr), exit 2 with located errors otherwise.
+
+``sharp-cer demo`` is the main job: it checks the example workloads of
+``configs/``, prints what they contain, and generates their data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .errors import SharpCerError
+from .language import Schema, load_workload, parse_and_check
+from .language.printer import window as window_text
+from .language.source import Source
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+
+
+def _read(path: Path, err: TextIO) -> str | None:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        print(f"{path}: error: cannot read file: {exc.strerror}", file=err)
+        return None
+
+
+def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err: TextIO) -> int:
+    """Check each file; print ``ok`` lines to ``out`` and problems to ``err``.
+
+    Returns the exit code: 0 when every file is valid, 2 otherwise.
+    """
+    paths = [Path(f) for f in files]
+    failed = False
+    schema: Schema | None = None
+    schema_paths = [Path(schema_file)] if schema_file else [p for p in paths if p.suffix == ".core"][:1]
+    if schema_paths:
+        text = _read(schema_paths[0], err)
+        if text is None:
+            return EXIT_INVALID
+        try:
+            schema = Schema.parse(text, str(schema_paths[0]))
+        except SharpCerError as exc:
+            print(exc, file=err)
+            return EXIT_INVALID
+    for path in paths:
+        try:
+            if path.suffix == ".toml":
+                workload = load_workload(path)
+                for warning in workload.warnings():
+                    print(warning, file=err)
+                print(f"ok {path}: workload {workload.name}, {len(workload.queries)} queries, "
+                      f"{len(workload.tenants)} tenants", file=out)
+            elif path.suffix == ".core":
+                text = _read(path, err)
+                if text is None:
+                    failed = True
+                    continue
+                parsed = Schema.parse(text, str(path))
+                print(f"ok {path}: {len(parsed.event_types())} event types", file=out)
+            elif path.suffix == ".ceql":
+                if schema is None:
+                    print(
+                        f"{path}: error: no schema to check the query against\n"
+                        "  hint: pass --schema FILE.core, or name a .core file among the files",
+                        file=err,
+                    )
+                    failed = True
+                    continue
+                text = _read(path, err)
+                if text is None:
+                    failed = True
+                    continue
+                checked = parse_and_check(text, schema, source=Source(text, str(path)))
+                for query_warning in checked.warnings:
+                    print(query_warning, file=err)
+                print(f"ok {path}", file=out)
+            else:
+                print(
+                    f"{path}: error: unknown kind of file '{path.suffix or path.name}'\n"
+                    "  expected: .ceql (one query), .core (CREATE STREAM declarations) or .toml (a workload)",
+                    file=err,
+                )
+                failed = True
+        except SharpCerError as exc:
+            print(exc, file=err)
+            failed = True
+    return EXIT_INVALID if failed else EXIT_OK
+
+
+def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) -> int:
+    """Check every workload in ``configs`` and generate its data into ``out_dir``."""
+    from .events.generators import generate, write_core_csv
+
+    files = sorted(configs.glob("*.toml"))
+    if not files:
+        print(f"{configs}: error: no workloads (*.toml) found\n  hint: run from the repository root "
+              "or pass --configs DIR", file=err)
+        return EXIT_INVALID
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        start = time.perf_counter()
+        try:
+            workload = load_workload(path)
+        except SharpCerError as exc:
+            print(exc, file=err)
+            return EXIT_INVALID
+        checked_at = time.perf_counter()
+        print(f"\n== {workload.name} ({path}) — {workload.description}", file=out)
+        print(f"   {len(workload.queries)} queries, tenants: {', '.join(workload.tenants)}; "
+              f"checked in {1000 * (checked_at - start):.1f} ms", file=out)
+        header = f"   {'query':<22} {'tenant':<14} {'weight':>6} {'strategy':<8} {'window':<22} shed"
+        print(header, file=out)
+        for q in workload.queries:
+            query = q.checked.query
+            win = window_text(query.within) if query.within else "-"
+            print(f"   {q.name:<22} {q.tenant:<14} {q.weight:>6g} {query.effective_strategy:<8} "
+                  f"{win:<22} {'yes' if q.shed else 'no'}", file=out)
+        for warning in workload.warnings():
+            print(warning, file=err)
+        if workload.generator:
+            frame = generate(workload.generator, events, seed=0)
+            attributes = {e.name: list(e.attributes) for e in workload.schema.event_types()}
+            target = out_dir / f"{path.stem}.csv"
+            write_core_csv(frame, attributes, target)
+            counts = frame["type"].value_counts().sort_index()
+            summary = ", ".join(f"{k}={v}" for k, v in counts.items())
+            print(f"   generated {len(frame)} events -> {target} ({summary})", file=out)
+    print("\nAll workloads are valid. Matching over the generated events arrives with the engine.", file=out)
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="validate query, schema and workload files")
+    check.add_argument("files", nargs="+", metavar="FILE", help=".ceql, .core or .toml files")
+    check.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
+    run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
+    run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
+    run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
+    run_demo.add_argument("--events", type=int, default=20_000, help="events per workload")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sharp-cer`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "check":
+        return check_files(args.files, args.schema, sys.stdout, sys.stderr)
+    if args.command == "demo":
+        return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr)
+    return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

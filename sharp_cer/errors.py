@@ -1,0 +1,39 @@
+"""The exception hierarchy: one root, one subclass per layer (DESIGN.md §1).
+
+Catching :class:`SharpCerError` catches every error the library raises on
+purpose; each layer raises only its own subclass (or a subclass of it).
+
+>>> from sharp_cer.errors import LanguageError, SharpCerError
+>>> issubclass(LanguageError, SharpCerError)
+True
+"""
+
+from __future__ import annotations
+
+
+class SharpCerError(Exception):
+    """Root of every error sharp-cer raises on purpose."""
+
+
+class LanguageError(SharpCerError):
+    """A query, schema or workload is malformed or inconsistent."""
+
+
+class EventsError(SharpCerError):
+    """Events could not be loaded or do not fit their schema."""
+
+
+class PlanError(SharpCerError):
+    """A checked workload could not be compiled into a plan."""
+
+
+class EngineError(SharpCerError):
+    """The engine was misused or hit a configured hard limit."""
+
+
+class SheddingError(SharpCerError):
+    """Load shedding was configured inconsistently."""
+
+
+class SurfaceError(SharpCerError):
+    """The API, the CLI or the Spark pipeline was called inconsistently."""

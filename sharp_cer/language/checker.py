@@ -1,0 +1,935 @@
+"""Semantic checks: names, types, variables, well-formedness, safety, options.
+
+``check_query`` turns a parsed query into a :class:`CheckedQuery` or raises
+the first problem as a located :class:`~sharp_cer.language.errors.QueryError`.
+
+Variables follow CORE's semantics: a variable holds a *set* of events, an
+event type name is itself a variable holding its events, and ``x[P]`` means
+every event of x satisfies P. Inside ``φ+`` the variables re-bind on each
+iteration; outside it they hold the events of all iterations (so they are
+*Kleene* variables, usable only through aggregates in cross-event conditions).
+
+>>> schema = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+>>> checked = check_query(parse_query("SELECT * WHERE A AS a ; B+ AS b FILTER sum(b.x) < a.x WITHIN 5 EVENTS"), schema)
+>>> sorted((v.name, v.many) for v in checked.variables.values())
+[('A', False), ('B', True), ('a', False), ('b', True)]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from . import ast
+from .errors import (
+    AggregateOverSingleEventError,
+    AmbiguousEventTypeError,
+    ContradictoryOptionsError,
+    InvalidLiteralError,
+    KleeneReferenceError,
+    MisplacedOperatorError,
+    NotWellFormedError,
+    QueryWarning,
+    TypeMismatchError,
+    UndeclaredAttributeError,
+    UndeclaredEventTypeError,
+    UndeclaredStreamError,
+    UnknownFunctionError,
+    UnknownVariableError,
+    UnsafeFormulaError,
+    WindowError,
+    did_you_mean,
+    listing,
+)
+from .parser import parse_query
+from .printer import expr as expr_text
+from .printer import formula as formula_text
+from .schema import NUMERIC_TYPES, EventSchema, Schema
+from .source import Source, Span
+
+_Bindings = tuple[dict[str, set[EventSchema]], dict[str, int], set[EventSchema], int]
+
+MATH_FUNCTIONS = frozenset({"sin", "cos", "asin", "acos", "sqrt", "abs"})
+AGGREGATES = frozenset({"sum", "count", "avg", "min", "max", "first", "last"})
+
+
+@dataclass(frozen=True)
+class VariableInfo:
+    """What a variable can hold: its event types, and whether a match can
+    bind it to more than one event (under ``+`` or used twice)."""
+
+    name: str
+    event_types: frozenset[EventSchema]
+    many: bool
+    implicit: bool
+
+
+@dataclass(frozen=True)
+class CheckedQuery:
+    """A query that passed every check, with what the checks learned."""
+
+    query: ast.Query
+    source: Source
+    schema: Schema
+    variables: dict[str, VariableInfo]
+    event_types: frozenset[EventSchema]
+    warnings: tuple[QueryWarning, ...] = field(default=())
+
+
+def check_query(query: ast.Query, schema: Schema, source: Source | None = None) -> CheckedQuery:
+    """Check a parsed query against a schema; raise the first problem found."""
+    return _Checker(query, schema, source or Source("", "<query>")).run()
+
+
+def parse_and_check(text: str, schema: Schema, name: str = "<query>", *, source: Source | None = None) -> CheckedQuery:
+    """Parse and check one query.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> parse_and_check("SELECT * WHERE A WITHIN 3 EVENTS", s).query.within
+    EventWindow(count=3)
+    """
+    src = source or Source(text, name)
+    return check_query(parse_query(src.text, source=src), schema, src)
+
+
+def _children(node: ast.Formula) -> tuple[ast.Formula, ...]:
+    if isinstance(node, (ast.Bind, ast.Iteration, ast.Negation, ast.Absence, ast.Filter)):
+        return (node.formula,)
+    if isinstance(node, (ast.Sequence, ast.Conjunction)):
+        return node.parts
+    if isinstance(node, ast.Disjunction):
+        return (node.left, node.right)
+    return ()
+
+
+def _expr_children(node: ast.Expr) -> tuple[ast.Expr, ...]:
+    if isinstance(node, ast.Call):
+        return node.args
+    if isinstance(node, (ast.Negate, ast.Not)):
+        return (node.operand,)
+    if isinstance(node, (ast.Arithmetic, ast.Comparison, ast.And, ast.Or)):
+        return (node.left, node.right)
+    if isinstance(node, ast.InSet):
+        return (node.operand, *node.values)
+    if isinstance(node, ast.InInterval):
+        return tuple(x for x in (node.operand, node.low, node.high) if x is not None)
+    if isinstance(node, ast.Between):
+        return (node.operand, node.low, node.high)
+    if isinstance(node, ast.Like):
+        return (node.operand,)
+    if isinstance(node, ast.VariableFilter):
+        return (node.condition,)
+    return ()
+
+
+def conjuncts(node: ast.Expr) -> Iterator[ast.Expr]:
+    """The top-level AND-separated parts of a condition."""
+    if isinstance(node, ast.And):
+        yield from conjuncts(node.left)
+        yield from conjuncts(node.right)
+    else:
+        yield node
+
+
+def referenced_variables(node: ast.Expr) -> set[str]:
+    """Variables a condition mentions (``x.a``, ``x[...]``, ``count(x)``)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.AttributeRef) and n.variable is not None:
+            found.add(n.variable)
+        elif isinstance(n, ast.VariableFilter):
+            found.add(n.variable)
+        elif isinstance(n, ast.Call) and n.function.lower() == "count" and len(n.args) == 1:
+            arg = n.args[0]
+            if isinstance(arg, ast.AttributeRef) and arg.variable is None:
+                found.add(arg.attribute)
+        stack.extend(_expr_children(n))
+    return found
+
+
+def bound_variables(node: ast.Formula) -> frozenset[str]:
+    """Variables every match of ``node`` binds (CEL's bound(φ)).
+
+    >>> sorted(bound_variables(parse_query("SELECT * WHERE A AS x ; (B OR C AS y)").pattern))
+    ['A', 'x']
+    """
+    if isinstance(node, ast.EventType):
+        return frozenset({node.name})
+    if isinstance(node, ast.Bind):
+        return bound_variables(node.formula) | {node.variable}
+    if isinstance(node, (ast.Filter, ast.Iteration)):
+        return bound_variables(node.formula)
+    if isinstance(node, ast.Disjunction):
+        return bound_variables(node.left) & bound_variables(node.right)
+    if isinstance(node, (ast.Sequence, ast.Conjunction)):
+        out: frozenset[str] = frozenset()
+        for part in node.parts:
+            out |= bound_variables(part)
+        return out
+    return frozenset()  # NOT(...) and ABSENT(...) bind nothing
+
+
+def _defined_outside_iteration(node: ast.Formula) -> dict[str, Span | None]:
+    """Explicit AS variables defined in ``node`` outside every ``+``."""
+    out: dict[str, Span | None] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Iteration):
+            continue
+        if isinstance(n, ast.Bind):
+            out.setdefault(n.variable, n.span)
+        stack.extend(_children(n))
+    return out
+
+
+_TYPE_WORDS = {
+    "int": "an int",
+    "double": "a double",
+    "primary_time": "a primary_time",
+    "string": "a string",
+    "bool": "a bool",
+}
+
+
+def _family(kind: str) -> str:
+    return "number" if kind in NUMERIC_TYPES else kind
+
+
+class _Checker:
+    def __init__(self, query: ast.Query, schema: Schema, source: Source) -> None:
+        self.query = query
+        self.schema = schema
+        self.source = source
+        self.scope: tuple[str, ...] = ()
+        self.types_of: dict[str, set[EventSchema]] = {}
+        self.count_of: dict[str, int] = {}  # 0, 1 or 2 (= many) events per match
+        self.implicit: set[str] = set()
+        self.used_types: set[EventSchema] = set()
+        self.warnings: list[QueryWarning] = []
+
+    def fail(self, cls: type, message: str, span: Span | None, **kw: str | None) -> None:
+        raise cls(message, self.source, span, **kw)
+
+    def _locate(self, pattern: str) -> Span | None:
+        """The span of group 1 of ``pattern`` in the query text (keywords are
+        case-insensitive), or the whole query when the text does not show it."""
+        m = re.search(pattern, self.source.text, re.IGNORECASE | re.DOTALL)
+        if not m:
+            return self.query.span
+        return _offset_span(self.source.text, m.start(1), m.end(1))
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> CheckedQuery:
+        q = self.query
+        self._check_streams()
+        self._resolve_event_types(q.pattern)
+        self._collect_variables(q.pattern)
+        self._check_placement(q.pattern, parent=None)
+        self._check_safety(q.pattern)
+        self._check_well_formed(q.pattern, ancestors=())
+        self._check_selection()
+        self._check_partition()
+        self._check_window()
+        self._check_options()
+        variables = {
+            name: VariableInfo(name, frozenset(types), self.count_of.get(name, 0) > 1, name in self.implicit)
+            for name, types in self.types_of.items()
+        }
+        return CheckedQuery(q, self.source, self.schema, variables, frozenset(self.used_types), tuple(self.warnings))
+
+    # ------------------------------------------------------------ names
+    def _check_streams(self) -> None:
+        for stream in self.query.streams:
+            if stream not in self.schema.streams:
+                self.fail(
+                    UndeclaredStreamError,
+                    f"stream {stream} is not declared",
+                    self._locate(r"\bFROM\b[^;]*?\b(" + re.escape(stream) + r")\b"),
+                    expected=f"a declared stream: {listing(self.schema.streams)}",
+                    found=f"'{stream}'",
+                    hint=did_you_mean(stream, self.schema.streams) or "declare it with CREATE STREAM",
+                )
+        self.scope = self.query.streams or tuple(self.schema.streams)
+
+    def _lookup(self, name: str, stream: str | None, span: Span | None) -> EventSchema:
+        if stream is not None:
+            if stream not in self.scope:
+                in_schema = stream in self.schema.streams
+                self.fail(
+                    UndeclaredStreamError,
+                    f"stream {stream} is " + ("not in the FROM clause" if in_schema else "not declared"),
+                    span,
+                    expected=f"a stream in scope: {listing(self.scope)}",
+                    found=f"'{stream}'",
+                    hint=(f"add {stream} to FROM" if in_schema else did_you_mean(stream, self.scope)),
+                )
+            events = self.schema.streams[stream]
+            if name not in events:
+                self.fail(
+                    UndeclaredEventTypeError,
+                    f"stream {stream} has no event type {name}",
+                    span,
+                    expected=f"an event type of {stream}: {listing(events)}",
+                    found=f"'{name}'",
+                    hint=did_you_mean(name, events),
+                )
+            return events[name]
+        found = [e for e in self.schema.event_types(self.scope) if e.name == name]
+        if not found:
+            known = [e.name for e in self.schema.event_types(self.scope)]
+            self.fail(
+                UndeclaredEventTypeError,
+                f"event type {name} is not declared" + (" in the FROM streams" if self.query.streams else ""),
+                span,
+                expected=f"a declared event type: {listing(known)}",
+                found=f"'{name}'",
+                hint=did_you_mean(name, known) or "declare it in the schema with EVENT " + name + " { ... }",
+            )
+        if len(found) > 1:
+            streams = [e.stream for e in found]
+            self.fail(
+                AmbiguousEventTypeError,
+                f"event type {name} is declared in several streams",
+                span,
+                expected="an event type declared once among the streams in scope",
+                found=f"{name} in {listing(streams)}",
+                hint=f"qualify it, e.g. {streams[0]}>{name}, or name one stream in FROM",
+            )
+        return found[0]
+
+    def _resolve_event_types(self, node: ast.Formula) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.EventType):
+                self.used_types.add(self._lookup(n.name, n.stream, n.span))
+            stack.extend(_children(n))
+
+    # ------------------------------------------------------------ variables
+    def _collect_variables(self, pattern: ast.Formula) -> None:
+        types, counts, _, _ = self._bindings(pattern)
+        self.types_of = types
+        self.count_of = counts
+
+    def _bindings(self, node: ast.Formula) -> _Bindings:
+        """Variables -> event types, variables -> events per match (capped at
+        2), the event types of the node's output events, and their number."""
+        if isinstance(node, ast.EventType):
+            event = self._lookup(node.name, node.stream, node.span)
+            self.implicit.add(node.name)
+            return {node.name: {event}}, {node.name: 1}, {event}, 1
+        if isinstance(node, (ast.Negation, ast.Absence)):
+            return {}, {}, set(), 0
+        if isinstance(node, ast.Bind):
+            if node.variable in {e.name for e in self.schema.event_types(self.scope)}:
+                self.fail(
+                    UnsafeFormulaError,
+                    f"variable {node.variable} has the name of an event type",
+                    node.span,
+                    expected="a variable name that is not an event type",
+                    found=f"AS {node.variable}",
+                    hint=f"the event type {node.variable} is already a variable holding its events; "
+                    f"choose another name, e.g. AS {node.variable.lower()}_",
+                )
+            types, counts, out, size = self._bindings(node.formula)
+            types = {k: set(v) for k, v in types.items()}
+            types.setdefault(node.variable, set()).update(out)
+            counts = dict(counts)
+            counts[node.variable] = max(counts.get(node.variable, 0), size)
+            return types, counts, out, size
+        if isinstance(node, ast.Filter):
+            return self._bindings(node.formula)
+        if isinstance(node, ast.Iteration):
+            types, counts, out, size = self._bindings(node.formula)
+            return types, {k: 2 if v else 0 for k, v in counts.items()}, out, 2 if size else 0
+        if isinstance(node, ast.Disjunction):
+            return _merge([self._bindings(node.left), self._bindings(node.right)], combine=max)
+        return _merge([self._bindings(p) for p in _children(node)], combine=lambda a, b: min(2, a + b))
+
+    def _check_placement(self, node: ast.Formula, parent: ast.Formula | None) -> None:
+        if isinstance(node, ast.Absence):
+            if not isinstance(parent, ast.Sequence):
+                self.fail(
+                    MisplacedOperatorError,
+                    "ABSENT(...) must stand between two parts of a sequence",
+                    node.span,
+                    expected="p ; ABSENT(F) ; q",
+                    found=formula_text(node),
+                    hint="to match one event that is not F, use NOT(F)",
+                )
+        if isinstance(node, ast.Sequence):
+            for i, part in enumerate(node.parts):
+                if isinstance(part, ast.Absence):
+                    inner = 0 < i < len(node.parts) - 1
+                    if not inner or node.links[i - 1] != ";" or node.links[i] != ";":
+                        self.fail(
+                            MisplacedOperatorError,
+                            "ABSENT(...) must stand between two parts of a sequence, linked by ';'",
+                            part.span,
+                            expected="p ; ABSENT(F) ; q",
+                            found=formula_text(node),
+                            hint="absence is checked strictly between the end of p and the start of q",
+                        )
+                elif isinstance(part, ast.Negation) and i == len(node.parts) - 1:
+                    self._not_at_end(part)
+        if isinstance(node, ast.Negation) and parent is None:
+            self._not_at_end(node)
+        if isinstance(node, ast.Negation) and isinstance(parent, (ast.Bind, ast.Iteration, ast.Disjunction)):
+            self.fail(
+                MisplacedOperatorError,
+                "NOT(...) matches an event that is not in the output; it cannot be "
+                + ("named" if isinstance(parent, ast.Bind) else "repeated" if isinstance(parent, ast.Iteration) else "an alternative"),
+                node.span,
+                expected="NOT(F) as a part of a sequence, before other parts",
+                found=formula_text(parent),
+                hint="put NOT(F) in a sequence, e.g. NOT(F) ; B",
+            )
+        if isinstance(node, (ast.Negation, ast.Absence)):
+            self._check_unary_inside(node)
+        for child in _children(node):
+            self._check_placement(child, node)
+
+    def _not_at_end(self, node: ast.Formula) -> None:
+        self.fail(
+            MisplacedOperatorError,
+            "a pattern cannot end with NOT(...)",
+            node.span,
+            expected="a pattern whose last part is an output event",
+            found=formula_text(node),
+            hint="NOT(F) opens a match; to forbid F after the last event, end the window instead",
+        )
+
+    def _check_unary_inside(self, node: ast.Negation | ast.Absence) -> None:
+        stack: list[ast.Formula] = [node.formula]
+        own: set[str] = set()
+        filters: list[ast.Filter] = []
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.EventType):
+                own.add(n.name)
+            if isinstance(n, ast.Filter):
+                filters.append(n)
+            stack.extend(_children(n))
+        for f in filters:
+            others = referenced_variables(f.condition) - own
+            if others:
+                word = "NOT" if isinstance(node, ast.Negation) else "ABSENT"
+                self.fail(
+                    NotWellFormedError,
+                    f"the condition inside {word}(...) refers to variable {sorted(others)[0]} outside it",
+                    f.condition.span,
+                    expected=f"conditions on the {word} event itself ({listing(own)})",
+                    found=expr_text(f.condition),
+                    hint=f"inside {word}(...) only its own event type can be filtered",
+                )
+
+    def _check_safety(self, node: ast.Formula) -> None:
+        if isinstance(node, (ast.Sequence, ast.Conjunction)):
+            seen: dict[str, int] = {}
+            for i, part in enumerate(node.parts):
+                for var, span in _defined_outside_iteration(part).items():
+                    if var in seen:
+                        op = "AND(...)" if isinstance(node, ast.Conjunction) else "a sequence"
+                        self.fail(
+                            UnsafeFormulaError,
+                            f"variable {var} is defined twice in {op}",
+                            span,
+                            expected="each part of a sequence or conjunction to define its own variables",
+                            found=f"{var} defined in part {seen[var] + 1} and part {i + 1}",
+                            hint="one variable cannot name two different events; rename one of them",
+                        )
+                    seen[var] = i
+        for child in _children(node):
+            self._check_safety(child)
+
+    # ------------------------------------------------------------ conditions
+    def _check_well_formed(self, node: ast.Formula, ancestors: tuple[ast.Formula, ...]) -> None:
+        if isinstance(node, (ast.Negation, ast.Absence)):
+            # The NOT/ABSENT event is a variable of its own inner filters only.
+            inner_types, inner_counts, _, _ = self._bindings(node.formula)
+            outer = (self.types_of, self.count_of)
+            self.types_of = {**self.types_of, **inner_types}
+            self.count_of = {**self.count_of, **inner_counts}
+            try:
+                self._check_well_formed(node.formula, ())
+            finally:
+                self.types_of, self.count_of = outer
+            return
+        chain = (*ancestors, node)
+        if isinstance(node, ast.Filter):
+            for var in sorted(referenced_variables(node.condition)):
+                if var not in self.types_of:
+                    self._unknown_variable(var, node.condition)
+                if not any(var in bound_variables(a) for a in chain):
+                    self.fail(
+                        NotWellFormedError,
+                        f"variable {var} is not bound where this FILTER applies",
+                        _span_of_var(node.condition, var) or node.span,
+                        expected=f"a FILTER applied to a pattern that binds {var} in every match",
+                        found=f"{var} bound only in part of the pattern (inside OR, NOT or ABSENT)",
+                        hint=f"move the FILTER next to where {var} is bound, or bind {var} on every branch",
+                    )
+            self._check_condition(node.condition)
+        for child in _children(node):
+            self._check_well_formed(child, chain)
+
+    def _unknown_variable(self, var: str, where: ast.Expr) -> None:
+        self.fail(
+            UnknownVariableError,
+            f"variable {var} is not bound anywhere in the pattern",
+            _span_of_var(where, var) or where.span,
+            expected=f"a variable of the pattern: {listing(self.types_of)}",
+            found=f"'{var}'",
+            hint=did_you_mean(var, self.types_of) or f"bind it with AS {var}",
+        )
+
+    def _check_condition(self, condition: ast.Expr) -> None:
+        kind = self._type(condition, context=None)
+        if kind != "bool":
+            self.fail(
+                TypeMismatchError,
+                "FILTER needs a condition",
+                condition.span,
+                expected="a condition such as x[price > 10] or a.price < b.price",
+                found=f"{_TYPE_WORDS.get(kind, kind)} expression: {expr_text(condition)}",
+                hint="compare the value with something",
+            )
+        for part in conjuncts(condition):
+            variables = referenced_variables(part)
+            if len(variables) > 1 or _has_aggregate(part):
+                self._check_single_references(part, context=None)
+
+    def _check_single_references(self, node: ast.Expr, context: str | None) -> None:
+        """In a cross-event condition, a plain reference must name one event."""
+        if isinstance(node, ast.Call) and node.function.lower() in AGGREGATES:
+            return
+        if isinstance(node, ast.VariableFilter):
+            self._check_single_references(node.condition, node.variable)
+            return
+        if isinstance(node, ast.AttributeRef) and node.variable is not None and node.variable != context:
+            if self.count_of.get(node.variable, 0) > 1:
+                self.fail(
+                    KleeneReferenceError,
+                    f"variable {node.variable} can hold many events, so {node.variable}.{node.attribute} has no single value here",
+                    node.span,
+                    expected=f"an aggregate over {node.variable} (sum, count, avg, min, max, first, last)",
+                    found=expr_text(node),
+                    hint=f"write e.g. last({node.variable}.{node.attribute}) or sum({node.variable}.{node.attribute})",
+                )
+        for child in _expr_children(node):
+            self._check_single_references(child, context)
+
+    def _attribute_type(self, var: str, attr: str, span: Span | None, node: ast.Expr) -> str:
+        if var not in self.types_of:
+            self._unknown_variable(var, node)
+        kinds = set()
+        for event in sorted(self.types_of[var], key=lambda e: e.name):
+            if attr not in event.attributes:
+                self.fail(
+                    UndeclaredAttributeError,
+                    f"event type {event.name} has no attribute '{attr}'"
+                    + (f" (variable {var} can hold {event.name})" if var != event.name else ""),
+                    span,
+                    expected=f"an attribute of {event.name}: {listing(event.attributes)}",
+                    found=f"'{attr}'",
+                    hint=did_you_mean(attr, event.attributes)
+                    or (
+                        f"{var} can hold {listing(e.name for e in self.types_of[var])}; "
+                        "an attribute must be declared in each of them"
+                        if len(self.types_of[var]) > 1
+                        else f"if you meant the text '{attr}', put it in single quotes"
+                    ),
+                )
+            kinds.add(event.attributes[attr])
+        families = {_family(k) for k in kinds}
+        if len(families) > 1:
+            self.fail(
+                TypeMismatchError,
+                f"attribute '{attr}' has different types in the event types {var} can hold",
+                span,
+                expected="one type across the event types",
+                found=listing(f"{e.name}.{attr}:{e.attributes[attr]}" for e in self.types_of[var]),
+                hint="filter each event type separately",
+            )
+        if len(kinds) == 1:
+            return kinds.pop()
+        return "double"
+
+    def _type(self, node: ast.Expr, context: str | None) -> str:
+        if isinstance(node, ast.NumberLiteral):
+            return "int" if isinstance(node.value, int) else "double"
+        if isinstance(node, ast.StringLiteral):
+            return "string"
+        if isinstance(node, ast.BoolLiteral):
+            return "bool"
+        if isinstance(node, ast.AttributeRef):
+            if node.variable is None:
+                if context is None:
+                    self.fail(
+                        UnknownVariableError,
+                        f"attribute '{node.attribute}' needs a variable here",
+                        node.span,
+                        expected="x.attribute, or a bare attribute inside x[...]",
+                        found=f"'{node.attribute}'",
+                        hint=f"write x.{node.attribute} or x[{node.attribute} ...] with the variable x it belongs to",
+                    )
+                return self._attribute_type(context or "", node.attribute, node.span, node)
+            return self._attribute_type(node.variable, node.attribute, node.span, node)
+        if isinstance(node, ast.VariableFilter):
+            if context is not None:
+                self.fail(
+                    TypeMismatchError,
+                    f"{node.variable}[...] cannot be nested inside {context}[...]",
+                    node.span,
+                    expected=f"a condition on the attributes of {context}",
+                    found=expr_text(node),
+                    hint=f"write {node.variable}.attribute to refer to {node.variable} inside {context}[...]",
+                )
+            if node.variable not in self.types_of:
+                self._unknown_variable(node.variable, node)
+            self._require(node.condition, "bool", node.variable, f"{node.variable}[...]")
+            return "bool"
+        if isinstance(node, ast.Call):
+            return self._call_type(node, context)
+        if isinstance(node, ast.Negate):
+            return self._require_number(node.operand, context, "unary minus")
+        if isinstance(node, ast.Arithmetic):
+            left = self._require_number(node.left, context, f"'{node.op}'")
+            right = self._require_number(node.right, context, f"'{node.op}'")
+            if node.op == "/" or "double" in (left, right):
+                return "double"
+            return "int"
+        if isinstance(node, ast.Comparison):
+            left = self._type(node.left, context)
+            right = self._type(node.right, context)
+            lf, rf = _family(left), _family(right)
+            if lf != rf:
+                self.fail(
+                    TypeMismatchError,
+                    f"cannot compare {_TYPE_WORDS.get(left, left)} with {_TYPE_WORDS.get(right, right)}",
+                    node.span,
+                    expected=f"both sides of '{node.op}' of one type",
+                    found=f"{expr_text(node.left)} ({left}) {node.op} {expr_text(node.right)} ({right})",
+                    hint="string values need quotes: name = 'MSFT'" if "string" in (lf, rf) else None,
+                )
+            if lf in ("string", "bool") and node.op not in ("=", "!="):
+                self.fail(
+                    TypeMismatchError,
+                    f"'{node.op}' does not apply to {lf} values",
+                    node.span,
+                    expected=f"= or != between {lf} values",
+                    found=expr_text(node),
+                    hint="use LIKE 'regex' to match strings" if lf == "string" else None,
+                )
+            return "bool"
+        if isinstance(node, ast.InSet):
+            operand = _family(self._type(node.operand, context))
+            for value in node.values:
+                vf = _family(self._type(value, context))
+                if vf != operand:
+                    self.fail(
+                        TypeMismatchError,
+                        f"the set holds {vf} values but {expr_text(node.operand)} is a {operand}",
+                        value.span,
+                        expected=f"{operand} values in the set",
+                        found=expr_text(value),
+                        hint="string values need quotes: {'a', 'b'}" if operand == "string" else None,
+                    )
+            return "bool"
+        if isinstance(node, ast.InInterval):
+            self._require_number(node.operand, context, "IN {low..high}")
+            return "bool"
+        if isinstance(node, ast.Between):
+            for part in (node.operand, node.low, node.high):
+                self._require_number(part, context, "IN RANGE(low, high)")
+            return "bool"
+        if isinstance(node, ast.Like):
+            self._require(node.operand, "string", context, "LIKE")
+            try:
+                re.compile(node.pattern)
+            except re.error as exc:
+                self.fail(
+                    InvalidLiteralError,
+                    f"invalid regular expression: {exc.msg}",
+                    node.span,
+                    expected="a regular expression (RE2 syntax)",
+                    found=repr(node.pattern),
+                    hint="escape special characters with a backslash",
+                )
+            return "bool"
+        if isinstance(node, (ast.And, ast.Or)):
+            word = "AND" if isinstance(node, ast.And) else "OR"
+            self._require(node.left, "bool", context, word)
+            self._require(node.right, "bool", context, word)
+            return "bool"
+        if isinstance(node, ast.Not):
+            self._require(node.operand, "bool", context, "NOT")
+            return "bool"
+        raise TypeError(f"unknown expression node {node!r}")
+
+    def _require(self, node: ast.Expr, family: str, context: str | None, where: str) -> str:
+        kind = self._type(node, context)
+        if _family(kind) != family:
+            self.fail(
+                TypeMismatchError,
+                f"{where} needs {'a condition' if family == 'bool' else 'a ' + family}",
+                node.span,
+                expected=("a condition" if family == "bool" else f"a {family} value"),
+                found=f"{_TYPE_WORDS.get(kind, kind)} expression: {expr_text(node)}",
+                hint="compare the value with something, e.g. price > 10" if family == "bool" else None,
+            )
+        return kind
+
+    def _require_number(self, node: ast.Expr, context: str | None, where: str) -> str:
+        return self._require(node, "number", context, where)
+
+    def _call_type(self, node: ast.Call, context: str | None) -> str:
+        fn = node.function.lower()
+        if fn in MATH_FUNCTIONS:
+            self._arity(node, 1)
+            kind = self._require_number(node.args[0], context, f"{fn}()")
+            return kind if fn == "abs" else "double"
+        if fn not in AGGREGATES:
+            self.fail(
+                UnknownFunctionError,
+                f"unknown function {node.function}()",
+                node.span,
+                expected=f"one of {', '.join(sorted(MATH_FUNCTIONS | AGGREGATES))}",
+                found=f"{node.function}()",
+                hint=did_you_mean(fn, sorted(MATH_FUNCTIONS | AGGREGATES)),
+            )
+        self._arity(node, 1)
+        arg = node.args[0]
+        if isinstance(arg, ast.Call) and arg.function.lower() in AGGREGATES:
+            self.fail(
+                TypeMismatchError,
+                "aggregates cannot be nested",
+                node.span,
+                expected=f"an attribute of a Kleene variable, e.g. {fn}(b.price)",
+                found=expr_text(node),
+                hint=None,
+            )
+        if fn == "count":
+            var = arg.attribute if isinstance(arg, ast.AttributeRef) and arg.variable is None else None
+            if var is None:
+                self.fail(
+                    TypeMismatchError,
+                    "count() takes a variable",
+                    arg.span,
+                    expected="count(b) with b a Kleene variable",
+                    found=expr_text(arg),
+                    hint=None,
+                )
+            self._aggregate_variable(node, var or "")
+            return "int"
+        if not isinstance(arg, ast.AttributeRef) or arg.variable is None:
+            self.fail(
+                TypeMismatchError,
+                f"{fn}() takes an attribute of a Kleene variable",
+                arg.span,
+                expected=f"{fn}(b.attribute) with b a Kleene variable",
+                found=expr_text(arg),
+                hint=None,
+            )
+        assert isinstance(arg, ast.AttributeRef) and arg.variable is not None
+        self._aggregate_variable(node, arg.variable)
+        kind = self._attribute_type(arg.variable, arg.attribute, arg.span, arg)
+        if fn in ("first", "last"):
+            return kind
+        if _family(kind) != "number":
+            self.fail(
+                TypeMismatchError,
+                f"{fn}() needs a numeric attribute",
+                arg.span,
+                expected="an int, double or primary_time attribute",
+                found=f"{expr_text(arg)} ({kind})",
+                hint="first() and last() accept any type",
+            )
+        return "double" if fn == "avg" else kind
+
+    def _aggregate_variable(self, node: ast.Call, var: str) -> None:
+        if var not in self.types_of:
+            self._unknown_variable(var, node)
+        if self.count_of.get(var, 0) <= 1:
+            self.fail(
+                AggregateOverSingleEventError,
+                f"{node.function}() over variable {var}, which holds one event per match",
+                node.span,
+                expected="an aggregate over a Kleene variable (bound under +)",
+                found=expr_text(node),
+                hint=f"refer to the value directly, e.g. {var}.attribute",
+            )
+
+    def _arity(self, node: ast.Call, n: int) -> None:
+        if len(node.args) != n:
+            self.fail(
+                TypeMismatchError,
+                f"{node.function}() takes {n} argument{'s' if n != 1 else ''}",
+                node.span,
+                expected=f"{n} argument{'s' if n != 1 else ''}",
+                found=f"{len(node.args)}",
+                hint=None,
+            )
+
+    # ------------------------------------------------------------ clauses
+    def _check_selection(self) -> None:
+        selection = self.query.selection
+        if not isinstance(selection, tuple):
+            return
+        for p in selection:
+            if p.stream is not None:
+                self._lookup(p.variable, p.stream, p.span)
+            if p.variable not in self.types_of:
+                self.fail(
+                    UnknownVariableError,
+                    f"SELECT names variable {p.variable}, which the pattern does not bind",
+                    p.span,
+                    expected=f"a variable of the pattern: {listing(self.types_of)}",
+                    found=f"'{p.variable}'",
+                    hint=did_you_mean(p.variable, self.types_of),
+                )
+            for attr in p.attributes or ():
+                self._attribute_type(p.variable, attr, p.span, ast.AttributeRef(p.variable, attr))
+
+    def _check_partition(self) -> None:
+        groups = self.query.partition_by
+        if not groups:
+            return
+        span = self._locate(r"\b(PARTITION\s+BY\s+\[[^\]]*\](?:\s*,\s*\[[^\]]*\])*)")
+        if len({len(g) for g in groups}) > 1:
+            self.fail(
+                ContradictoryOptionsError,
+                "PARTITION BY lists of different lengths",
+                span,
+                expected="lists of equal length, one per family of event types, e.g. [card], [card_id]",
+                found=", ".join("[" + ", ".join(g) + "]" for g in groups),
+                hint="each list names the same key in the words of different event types",
+            )
+        for event in sorted(self.used_types, key=lambda e: e.name):
+            usable = [g for g in groups if all(a in event.attributes for a in g)]
+            if not usable:
+                missing = [a for a in groups[0] if a not in event.attributes]
+                self.fail(
+                    UndeclaredAttributeError,
+                    f"event type {event.name} has no partition attribute '{missing[0]}'",
+                    span,
+                    expected=f"attributes of {event.name}: {listing(event.attributes)}",
+                    found="PARTITION BY " + ", ".join("[" + ", ".join(g) + "]" for g in groups),
+                    hint=did_you_mean(missing[0], event.attributes)
+                    or "an event without the partition key belongs to no partition and can never match",
+                )
+
+    def _check_window(self) -> None:
+        within = self.query.within
+        if within is None:
+            self.warnings.append(
+                QueryWarning(
+                    "query has no WITHIN: partial matches are kept for ever and memory grows with the stream",
+                    self.source,
+                    self.query.pattern.span,
+                    hint="add WITHIN n EVENTS, WITHIN n SECONDS or WITHIN n [attribute]",
+                )
+            )
+            return
+        for event in sorted(self.used_types, key=lambda e: e.name):
+            if isinstance(within, ast.TimeWindow) and event.primary_time is None:
+                self.fail(
+                    WindowError,
+                    f"a time window needs a primary_time attribute, and {event.name} has none",
+                    within.span,
+                    expected=f"every event type of the pattern to declare an attribute of type primary_time",
+                    found=f"{event.name} {{ " + ", ".join(f"{k}:{v}" for k, v in event.attributes.items()) + " }",
+                    hint="declare the time attribute as primary_time, or use WITHIN n EVENTS",
+                )
+            if isinstance(within, ast.AttributeWindow):
+                kind = event.attributes.get(within.attribute)
+                if kind is None:
+                    self.fail(
+                        UndeclaredAttributeError,
+                        f"event type {event.name} has no window attribute '{within.attribute}'",
+                        within.span,
+                        expected=f"an attribute of {event.name}: {listing(event.attributes)}",
+                        found=f"'{within.attribute}'",
+                        hint=did_you_mean(within.attribute, event.attributes),
+                    )
+                elif kind not in NUMERIC_TYPES:
+                    self.fail(
+                        WindowError,
+                        f"WITHIN {within.size} [{within.attribute}] needs a numeric attribute",
+                        within.span,
+                        expected="an int, double or primary_time attribute",
+                        found=f"{event.name}.{within.attribute} of type {kind}",
+                        hint="window over a numeric attribute, or use WITHIN n EVENTS",
+                    )
+
+    def _check_options(self) -> None:
+        q = self.query
+        if q.consume == "PARTITION" and not q.partition_by:
+            self.fail(
+                ContradictoryOptionsError,
+                "CONSUME BY PARTITION without PARTITION BY",
+                self._locate(r"\b(CONSUME\s+BY\s+PARTITION)\b"),
+                expected="PARTITION BY [...] with CONSUME BY PARTITION",
+                found="no PARTITION BY clause",
+                hint="add PARTITION BY, or write CONSUME BY ANY",
+            )
+        if q.limit == 0:
+            self.fail(
+                ContradictoryOptionsError,
+                "LIMIT 0 outputs nothing",
+                self._locate(r"\b(LIMIT\s+0+)\b"),
+                expected="LIMIT n with n >= 1",
+                found="LIMIT 0",
+                hint="remove the query instead",
+            )
+
+
+def _merge(results: list[_Bindings], combine: Callable[[int, int], int]) -> _Bindings:
+    types: dict[str, set[EventSchema]] = {}
+    counts: dict[str, int] = {}
+    out: set[EventSchema] = set()
+    size = 0
+    first = True
+    for t, c, o, s in results:
+        for k, kinds in t.items():
+            types.setdefault(k, set()).update(kinds)
+        for k, n in c.items():
+            counts[k] = combine(counts.get(k, 0), n)
+        out |= o
+        size = s if first else combine(size, s)
+        first = False
+    return types, counts, out, min(size, 2)
+
+
+def _has_aggregate(node: ast.Expr) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Call) and n.function.lower() in AGGREGATES:
+            return True
+        stack.extend(_expr_children(n))
+    return False
+
+
+def _span_of_var(node: ast.Expr, var: str) -> Span | None:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.AttributeRef) and (n.variable == var or (n.variable is None and n.attribute == var)):
+            return n.span
+        if isinstance(n, ast.VariableFilter) and n.variable == var:
+            return n.span
+        stack.extend(reversed(_expr_children(n)))
+    return None
+
+
+def _offset_span(text: str, start: int, end: int) -> Span:
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    end_line = text.count("\n", 0, end) + 1
+    end_column = end - (text.rfind("\n", 0, end) + 1) + 1
+    return Span(line, column, end_line, end_column)

@@ -1,0 +1,100 @@
+"""A fast contextual lexer for the CEQL grammar, plugged into lark's LALR parser.
+
+lark's own contextual lexer costs most of the parse time. This one scans with
+a single compiled regular expression and decides, per word, between a keyword
+and a plain name by asking the parser which terminals it can shift next (the
+same decision lark's contextual lexer makes), so ``max(b.x)`` is a function
+call while ``SELECT MAX`` is a strategy.
+
+The terminal names come from the grammar itself, so the grammar stays the
+single source of truth.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from lark import Token
+from lark.exceptions import UnexpectedCharacters
+from lark.lexer import Lexer, LexerState
+
+# Longest symbols first: Python's alternation takes the first that matches.
+_SCAN = re.compile(
+    r"""
+    (?P<SKIP>(?:\s+|--[^\n]*|/\*(?:.|\n)*?(?:\*/|\Z))+)
+  | (?P<DOUBLE>\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.?[eE][-+]?\d+)
+  | (?P<INT>\d+)
+  | (?P<WORD>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<QUOTED_NAME>`(?:[^`]|``)+`)
+  | (?P<STRING>'(?:[^']|'')*')
+  | (?P<SYMBOL>\.\.|:\+|<=|>=|==|!=|<>|[;:,*\[\]+()>.{}\-/%<=])
+    """,
+    re.VERBOSE,
+)
+
+
+class CeqlLexer(Lexer):
+    """lark ``Lexer`` for ``ceql.lark`` (LALR only: it reads the parser state)."""
+
+    # lark's interface 1: lex() receives the lexer state and the parser state.
+    __future_interface__ = 1
+
+    def __init__(self, lexer_conf: Any) -> None:
+        self.symbols: dict[str, str] = {}
+        self.keywords: dict[str, list[str]] = {}
+        for term in lexer_conf.terminals:
+            pattern = term.pattern
+            if pattern.type == "str":
+                self.symbols[pattern.value] = term.name
+                continue
+            m = re.fullmatch(r"\(\?i:([A-Z|?]+)\)\\b", pattern.value)
+            if not m:
+                continue
+            for word in m.group(1).split("|"):
+                forms = [word[:-2], word[:-1]] if word.endswith("?") else [word]
+                for form in forms:
+                    self.keywords.setdefault(form, []).append(term.name)
+
+    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
+        raw: Any = lexer_state.text
+        text: str = raw.text if hasattr(raw, "text") else raw
+        states = parser_state.parse_conf.parse_table.states
+        pos, line, line_start, end = 0, 1, 0, len(text)
+        while pos < end:
+            m = _SCAN.match(text, pos)
+            if m is None:
+                allowed = set(states[parser_state.position])
+                raise UnexpectedCharacters(  # type: ignore[no-untyped-call]
+                    text, pos, line, pos - line_start + 1, allowed=allowed
+                )
+            kind = m.lastgroup or ""
+            value = m.group()
+            if kind == "SKIP":
+                newlines = value.count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = pos + value.rfind("\n") + 1
+                pos = m.end()
+                continue
+            if kind == "WORD":
+                kind = self._word_kind(value, states[parser_state.position])
+            elif kind == "SYMBOL":
+                kind = self.symbols[value]
+            newlines = value.count("\n")
+            end_line = line + newlines
+            end_start = pos + value.rfind("\n") + 1 if newlines else line_start
+            yield Token(kind, value, pos, line, pos - line_start + 1, end_line, m.end() - end_start + 1, m.end())
+            line, line_start, pos = end_line, end_start, m.end()
+
+    def _word_kind(self, word: str, actions: dict[str, Any]) -> str:
+        candidates = self.keywords.get(word.upper())
+        if not candidates:
+            return "NAME"
+        for name in candidates:
+            if name in actions:
+                return name
+        # Not expected as a keyword here: a name if a name fits, else the
+        # keyword (so the error message shows the word as written).
+        return "NAME" if "NAME" in actions else candidates[0]

@@ -1,0 +1,501 @@
+"""Text to AST: the LALR parser over ``ceql.lark`` and its transformer.
+
+>>> q = parse_query("SELECT * FROM S WHERE SELL AS s ; BUY FILTER s[price > 100]")
+>>> q.pattern.condition
+VariableFilter(variable='s', condition=Comparison(op='>', left=AttributeRef(variable=None, attribute='price'), right=NumberLiteral(value=100)))
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from . import ast
+from .errors import CeqlSyntaxError
+from .lexer import CeqlLexer
+from .source import Source, Span
+
+
+@functools.cache
+def _lark() -> Lark:
+    grammar = resources.files("sharp_cer.language").joinpath("ceql.lark").read_text()
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer=CeqlLexer,
+        start=["query", "schema"],
+        keep_all_tokens=True,  # _walk needs every token for spans; it drops punctuation
+        maybe_placeholders=True,
+    )
+
+
+def _token_span(token: Token) -> Span:
+    return Span(
+        token.line or 1,
+        token.column or 1,
+        token.end_line or token.line or 1,
+        token.end_column or (token.column or 1) + len(token),
+    )
+
+
+def unquote_name(text: str) -> str:
+    """A name as written, without backquotes.
+
+    >>> unquote_name("`my name`")
+    'my name'
+    """
+    if text.startswith("`"):
+        return text[1:-1].replace("``", "`")
+    return text
+
+
+def _string(token: Token) -> str:
+    return token[1:-1].replace("''", "'")
+
+
+_COMPARE_ALIASES = {"==": "=", "<>": "!="}
+
+
+class _ToAst:
+    """Maps parse-tree rules to AST nodes: one method per rule or alias, called
+    with the rule's span and its children (punctuation and keywords removed)."""
+
+    # parentheses: the tree keeps them (for spans); the value is what is inside
+    def primary(self, span: Span | None, children: list[Any]) -> Any:
+        return children[0]
+
+    atom = primary
+
+    # names and literals
+    def name(self, span: Span | None, children: list[Token]) -> str:
+        return unquote_name(str(children[0]))
+
+    def integer(self, span: Span | None, children: list[Token]) -> ast.NumberLiteral:
+        return ast.NumberLiteral(int(children[0]), span=span)
+
+    def decimal(self, span: Span | None, children: list[Token]) -> ast.NumberLiteral:
+        return ast.NumberLiteral(float(children[0]), span=span)
+
+    def string(self, span: Span | None, children: list[Token]) -> ast.StringLiteral:
+        return ast.StringLiteral(_string(children[0]), span=span)
+
+    def true(self, span: Span | None, children: list[Token]) -> ast.BoolLiteral:
+        return ast.BoolLiteral(True, span=span)
+
+    def false(self, span: Span | None, children: list[Token]) -> ast.BoolLiteral:
+        return ast.BoolLiteral(False, span=span)
+
+    # expressions
+    def attribute(self, span: Span | None, children: list[Any]) -> ast.AttributeRef:
+        return ast.AttributeRef(None, children[0], span=span)
+
+    def qualified_attribute(self, span: Span | None, children: list[Any]) -> ast.AttributeRef:
+        return ast.AttributeRef(children[0], children[1], span=span)
+
+    def call(self, span: Span | None, children: list[Any]) -> ast.Call:
+        args = tuple(c for c in children[1:] if c is not None)
+        return ast.Call(children[0], args, span=span)
+
+    def variable_filter(self, span: Span | None, children: list[Any]) -> ast.VariableFilter:
+        return ast.VariableFilter(children[0], children[1], span=span)
+
+    def negate(self, span: Span | None, children: list[Any]) -> ast.Expr:
+        sign, operand = children
+        if sign == "+":
+            return operand  # type: ignore[no-any-return]
+        return ast.Negate(operand, span=span)
+
+    def arith(self, span: Span | None, children: list[Any]) -> ast.Arithmetic:
+        left, op, right = children
+        return ast.Arithmetic(str(op), left, right, span=span)
+
+    def compare_op(self, span: Span | None, children: list[Token]) -> str:
+        return str(children[0])
+
+    def compare(self, span: Span | None, children: list[Any]) -> ast.Comparison:
+        left, op, right = children
+        return ast.Comparison(_COMPARE_ALIASES.get(str(op), str(op)), left, right, span=span)
+
+    def value_set(self, span: Span | None, children: list[Any]) -> tuple[Any, ...]:
+        return tuple(children)
+
+    def value_range(self, span: Span | None, children: list[Any]) -> _Interval:
+        low, _dots, high = children
+        return _Interval(low, high)
+
+    def set_number(self, span: Span | None, children: list[Any]) -> Any:
+        sign, number = children
+        if sign == "-":
+            return ast.Negate(number, span=span)
+        return number
+
+    def in_set(self, span: Span | None, children: list[Any]) -> ast.Expr:
+        return self._in(span, children, negated=False)
+
+    def not_in_set(self, span: Span | None, children: list[Any]) -> ast.Expr:
+        return self._in(span, children, negated=True)
+
+    def _in(self, span: Span | None, children: list[Any], *, negated: bool) -> ast.Expr:
+        operand, values = children
+        if isinstance(values, _Interval):
+            return ast.InInterval(operand, values.low, values.high, negated, span=span)
+        return ast.InSet(operand, values, negated, span=span)
+
+    def in_range(self, span: Span | None, children: list[Any]) -> ast.Between:
+        operand, low, high = children
+        return ast.Between(operand, low, high, span=span)
+
+    def like(self, span: Span | None, children: list[Any]) -> ast.Like:
+        operand, pattern = children
+        return ast.Like(operand, _string(pattern), span=span)
+
+    def and_(self, span: Span | None, children: list[Any]) -> ast.And:
+        return ast.And(children[0], children[1], span=span)
+
+    def or_(self, span: Span | None, children: list[Any]) -> ast.Or:
+        return ast.Or(children[0], children[1], span=span)
+
+    def not_(self, span: Span | None, children: list[Any]) -> ast.Not:
+        return ast.Not(children[0], span=span)
+
+    # formulas
+    def event_ref(self, span: Span | None, children: list[Any]) -> tuple[str | None, str, Span | None]:
+        if len(children) == 2:
+            return (children[0], children[1], span)
+        return (None, children[0], span)
+
+    def event_type(self, span: Span | None, children: list[Any]) -> ast.EventType:
+        stream, name, span = children[0]
+        return ast.EventType(name, stream, span=span)
+
+    def bind(self, span: Span | None, children: list[Any]) -> ast.Bind:
+        return ast.Bind(children[0], children[1], span=span)
+
+    def iteration(self, span: Span | None, children: list[Any]) -> ast.Iteration:
+        return ast.Iteration(children[0], False, span=span)
+
+    def contiguous_iteration(self, span: Span | None, children: list[Any]) -> ast.Iteration:
+        return ast.Iteration(children[0], True, span=span)
+
+    def add_op(self, span: Span | None, children: list[Token]) -> str:
+        return str(children[0])
+
+    def mul_op(self, span: Span | None, children: list[Token]) -> str:
+        return str(children[0])
+
+    def sequence(self, span: Span | None, children: list[Any]) -> ast.Sequence:
+        parts = tuple(children[0::2])
+        links = tuple(str(t) for t in children[1::2])
+        return ast.Sequence(parts, links, span=span)
+
+    def disjunction(self, span: Span | None, children: list[Any]) -> ast.Disjunction:
+        return ast.Disjunction(children[0], children[1], span=span)
+
+    def conjunction(self, span: Span | None, children: list[Any]) -> ast.Conjunction:
+        return ast.Conjunction(tuple(children), span=span)
+
+    def negation(self, span: Span | None, children: list[Any]) -> ast.Negation:
+        return ast.Negation(children[0], span=span)
+
+    def absence(self, span: Span | None, children: list[Any]) -> ast.Absence:
+        return ast.Absence(children[0], span=span)
+
+    def filter(self, span: Span | None, children: list[Any]) -> ast.Filter:
+        return ast.Filter(children[0], children[1], span=span)
+
+    # clauses
+    def strategy(self, span: Span | None, children: list[Token]) -> str:
+        return str(children[0]).upper()
+
+    def select_all(self, span: Span | None, children: list[Any]) -> ast.SelectAll:
+        return ast.SelectAll(span=span)
+
+    def select_none(self, span: Span | None, children: list[Any]) -> ast.SelectNone:
+        return ast.SelectNone(span=span)
+
+    def projection(self, span: Span | None, children: list[Any]) -> ast.Projection:
+        stream, name, _ = children[0]
+        attrs = tuple(children[1]) if children[1] is not None else None
+        return ast.Projection(name, stream, attrs, span=span)
+
+    def select_list(self, span: Span | None, children: list[Any]) -> tuple[ast.Projection, ...]:
+        return tuple(children)
+
+    def name_list(self, span: Span | None, children: list[Any]) -> list[str]:
+        return list(children)
+
+    def select_clause(self, span: Span | None, children: list[Any]) -> tuple[str | None, ast.Selection]:
+        return (children[0], children[1])
+
+    def from_clause(self, span: Span | None, children: list[Any]) -> tuple[str, ...]:
+        return tuple(children)
+
+    def partition_clause(self, span: Span | None, children: list[Any]) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(c) for c in children)
+
+    def within_clause(self, span: Span | None, children: list[Any]) -> ast.Window:
+        return children[0]  # type: ignore[no-any-return]
+
+    def events_window(self, span: Span | None, children: list[Any]) -> ast.EventWindow:
+        return ast.EventWindow(int(children[0]), span=span)
+
+    def attribute_window(self, span: Span | None, children: list[Any]) -> ast.AttributeWindow:
+        return ast.AttributeWindow(int(children[0]), children[1], span=span)
+
+    def time_window(self, span: Span | None, children: list[Any]) -> ast.TimeWindow:
+        parts: dict[str, int | float] = {}
+        for kind, value in children[0]:
+            parts[kind] = value
+        return ast.TimeWindow(**parts, span=span)  # type: ignore[arg-type]
+
+    def time_span(self, span: Span | None, children: list[Any]) -> list[tuple[str, int | float]]:
+        return [c for c in children if c is not None]
+
+    def hours(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
+        return ("hours", children[0].value)
+
+    def minutes(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
+        return ("minutes", children[0].value)
+
+    def seconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
+        return ("seconds", children[0].value)
+
+    def consume_clause(self, span: Span | None, children: list[Token]) -> str:
+        return str(children[0]).upper()
+
+    def limit_clause(self, span: Span | None, children: list[Token]) -> int:
+        return int(children[0])
+
+    def query(self, span: Span | None, children: list[Any]) -> ast.Query:
+        (strategy, selection), streams, pattern, partition, within, consume, limit = children
+        return ast.Query(
+            selection=selection,
+            pattern=pattern,
+            strategy=strategy,
+            streams=streams or (),
+            partition_by=partition or (),
+            within=within,
+            consume=consume,
+            limit=limit,
+            span=span,
+        )
+
+    # schemas
+    def attribute_decl(self, span: Span | None, children: list[Any]) -> ast.AttributeDecl:
+        return ast.AttributeDecl(children[0], children[2], span=span)
+
+    def event_decl(self, span: Span | None, children: list[Any]) -> ast.EventDecl:
+        attrs = tuple(c for c in children[1:] if c is not None)
+        return ast.EventDecl(children[0], attrs, span=span)
+
+    def stream_decl(self, span: Span | None, children: list[Any]) -> ast.StreamDecl:
+        return ast.StreamDecl(children[0], tuple(children[1:]), span=span)
+
+    def schema(self, span: Span | None, children: list[Any]) -> tuple[ast.StreamDecl, ...]:
+        return tuple(children)
+
+
+class _Interval:
+    __slots__ = ("low", "high")
+
+    def __init__(self, low: Any, high: Any) -> None:
+        self.low = low
+        self.high = high
+
+
+_TRANSFORMER = _ToAst()
+_METHODS: dict[str, Any] = {}
+
+# Tokens the tree keeps only for spans: keywords (named with a leading _) and
+# punctuation. Rules written with ! in the grammar keep all their tokens.
+_KEPT_RULES = frozenset({"strategy", "compare_op", "add_op", "mul_op"})
+_PUNCTUATION = frozenset("( ) [ ] { } , . > * + - / % :+ < <= >= == != <> =".split())
+_Position = tuple[int, int]
+
+
+def _dropped(token: Token, rule: str) -> bool:
+    if rule in _KEPT_RULES:
+        return False
+    return token.type.startswith("_") or (str(token) in _PUNCTUATION and token.type not in ("SEMICOLON", "COLON"))
+
+
+def _walk(node: Tree[Token] | Token | None) -> tuple[Any, _Position | None, _Position | None]:
+    """Bottom-up transformation with spans, cheaper than lark's Transformer
+    with propagated positions (parsing 10,000 queries is a benchmark)."""
+    if node is None:
+        return None, None, None
+    if isinstance(node, Token):
+        return node, (node.line or 1, node.column or 1), (node.end_line or 1, node.end_column or 1)
+    rule = str(node.data)
+    values: list[Any] = []
+    first: _Position | None = None
+    last: _Position | None = None
+    for child in node.children:
+        value, start, end = _walk(child)
+        if start is not None:
+            first = first or start
+            last = end
+        if not (isinstance(child, Token) and _dropped(child, rule)):
+            values.append(value)
+    span = Span(first[0], first[1], last[0], last[1]) if first and last else None
+    method = _METHODS.get(rule)
+    if method is None:
+        method = _METHODS[rule] = getattr(_TRANSFORMER, rule)
+    return method(span, values), first, last
+
+# Human names for the grammar's terminals, used in "expected ..." lines.
+_TERMINAL_NAMES = {
+    "NAME": "a name",
+    "QUOTED_NAME": "a `quoted name`",
+    "INT": "an integer",
+    "DOUBLE": "a number",
+    "STRING": "a 'string'",
+    "SEMICOLON": "';'",
+    "COLON": "':'",
+    "RANGE_DOTS": "'..'",
+    "CONSUME_POLICY": "ANY, PARTITION or NONE",
+    "$END": "the end of the query",
+}
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _TERMINAL_NAMES:
+        return _TERMINAL_NAMES[name]
+    for term in _lark().terminals:
+        if term.name == name:
+            if term.pattern.type == "str":
+                return repr(term.pattern.value)
+            raw = term.pattern.value
+            if raw.startswith("(?i:") and raw.endswith(")\\b"):
+                return raw[4:-3].replace("?", "").upper()
+    return name.lstrip("_")
+
+
+def _expected(names: set[str]) -> str:
+    described = sorted({_describe_terminal(n) for n in names})
+    if len(described) > 8:
+        described = described[:8] + ["..."]
+    return ", ".join(described)
+
+
+def _syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntaxError:
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+        line_count = max(1, len(source.text.splitlines()))
+        last = source.line_text(line_count)
+        span = Span(line_count, len(last) + 1, line_count, len(last) + 2)
+        return CeqlSyntaxError(
+            f"{what} ends too early",
+            source,
+            span,
+            expected=_expected(_acceptable(exc)),
+            found="the end of the text",
+            hint="finish the clause, or remove the trailing keyword",
+        )
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        expected = _acceptable(exc)
+        hint = _hint_for(str(token), expected)
+        return CeqlSyntaxError(
+            f"unexpected {_found(token)} in {what}",
+            source,
+            _token_span(token),
+            expected=_expected(expected),
+            found=_found(token),
+            hint=hint,
+        )
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream or 0
+        char = source.text[pos] if pos < len(source.text) else ""
+        allowed = set(exc.allowed or ())
+        return CeqlSyntaxError(
+            f"unexpected character {char!r} in {what}",
+            source,
+            Span(exc.line, exc.column, exc.line, exc.column + 1),
+            expected=_expected(allowed) if allowed else None,
+            found=repr(char),
+            hint=_char_hint(char),
+        )
+    if isinstance(exc, UnexpectedEOF):
+        return CeqlSyntaxError(f"{what} ends too early", source, None)
+    return CeqlSyntaxError(f"cannot parse {what}: {exc}", source, None)
+
+
+def _acceptable(exc: UnexpectedToken) -> set[str]:
+    """Terminals the parser can really shift here: LALR's merged states make
+    ``exc.expected`` an over-approximation."""
+    try:
+        accepted: set[str] = exc.interactive_parser.accepts()  # type: ignore[no-untyped-call]
+    except Exception:  # pragma: no cover - fall back to the table's view
+        return set(exc.expected)
+    return accepted or set(exc.expected)
+
+
+def _found(token: Token) -> str:
+    if token.type == "$END":
+        return "the end of the text"
+    return repr(str(token))
+
+
+def _hint_for(text: str, expected: set[str]) -> str | None:
+    upper = text.upper()
+    if upper in {"SELECT", "WHERE"}:
+        return "one file holds one query; put each query in its own file"
+    if "_WHERE" in expected and "SEMICOLON" not in expected:
+        return "a query needs WHERE followed by a pattern"
+    if text == '"' or text.startswith('"'):
+        return "strings use single quotes: 'like this'"
+    if upper == "AND" and "SEMICOLON" in expected:
+        return "to require two patterns in any order write AND(p, q); to add conditions write FILTER"
+    if "RPAR" in expected and len(expected) <= 3:
+        return "a '(' is not closed before this point"
+    if "_FILTER" in expected and text in {"[", "."}:
+        return "conditions go after FILTER, e.g. FILTER x[price > 10]"
+    return None
+
+
+def _char_hint(char: str) -> str | None:
+    if char == '"':
+        return "strings use single quotes: 'like this'"
+    if char == "&":
+        return "write AND instead of &&"
+    if char == "|":
+        return "write OR instead of ||"
+    if char == "!":
+        return "write != for inequality and NOT for negation"
+    return None
+
+
+def parse_query(text: str, name: str = "<query>", *, source: Source | None = None) -> ast.Query:
+    """Parse one CEQL query into its AST; raise :class:`CeqlSyntaxError`.
+
+    >>> parse_query("SELECT * WHERE A ; B+ AS b WITHIN 10 EVENTS").within
+    EventWindow(count=10)
+    """
+    src = source or Source(text, name)
+    try:
+        tree = _lark().parse(src.text, start="query")
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, src, "query") from None
+    result: ast.Query = _walk(tree)[0]
+    return result
+
+
+def parse_stream_declarations(
+    text: str, name: str = "<schema>", *, source: Source | None = None
+) -> tuple[ast.StreamDecl, ...]:
+    """Parse ``CREATE STREAM`` declarations; raise :class:`CeqlSyntaxError`.
+
+    >>> [s.name for s in parse_stream_declarations("CREATE STREAM S { EVENT A { x:int } }")]
+    ['S']
+    """
+    src = source or Source(text, name)
+    try:
+        tree = _lark().parse(src.text, start="schema")
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, src, "schema") from None
+    result: tuple[ast.StreamDecl, ...] = _walk(tree)[0]
+    return result

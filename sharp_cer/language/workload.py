@@ -1,0 +1,392 @@
+"""Workloads: a schema and many queries, each with a tenant, a weight, a
+latency bound and options, read from a TOML file.
+
+A workload file looks like this (see ``configs/`` for complete ones)::
+
+    [workload]
+    name = "stock-trading"
+    schema = '''CREATE STREAM Stock { EVENT BUY { ... } }'''   # or schema_file = "x.core"
+
+    [defaults]                 # optional; every key of a query may be given here
+    tenant = "desk-a"
+    latency_bound = "50%"      # a fraction of the unshedded latency, or cost units
+
+    [[query]]
+    name = "drop"
+    weight = 2.0
+    text = '''SELECT * FROM Stock WHERE ...'''                # or file = "drop.ceql"
+
+>>> w = parse_workload('''
+... [workload]
+... name = "w"
+... schema = "CREATE STREAM S { EVENT A { x:int } }"
+... [[query]]
+... name = "q"
+... tenant = "t"
+... text = "SELECT * WHERE A WITHIN 2 EVENTS"
+... ''')
+>>> [(q.name, q.tenant, q.weight, q.shed) for q in w.queries]
+[('q', 't', 1.0, True)]
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .checker import CheckedQuery, parse_and_check
+from .errors import ContradictoryOptionsError, UndeclaredAttributeError, WorkloadError, did_you_mean, listing
+from .schema import Schema
+from .source import Source, Span
+
+_WORKLOAD_KEYS = {"name", "description", "schema", "schema_file", "generator", "allowed_lateness"}
+_QUERY_KEYS = {"name", "tenant", "weight", "latency_bound", "shed", "sketch_attributes", "text", "file"}
+_DEFAULT_KEYS = _QUERY_KEYS - {"name", "text", "file"}
+_QUOTES = ('"""', "'''", '"', "'")
+_TOP_KEYS = {"workload", "defaults", "query"}
+
+
+@dataclass(frozen=True)
+class LatencyBound:
+    """A per-event latency bound: absolute cost units, or a fraction of the
+    latency measured without shedding.
+
+    >>> LatencyBound.parse("40%"), LatencyBound.parse(1500)
+    (LatencyBound(cost_units=None, fraction=0.4), LatencyBound(cost_units=1500.0, fraction=None))
+    """
+
+    cost_units: float | None = None
+    fraction: float | None = None
+
+    @classmethod
+    def parse(cls, value: object) -> LatencyBound:
+        """From ``"NN%"`` or a positive number; ValueError otherwise."""
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a latency bound")
+        if isinstance(value, (int, float)):
+            if value <= 0:
+                raise ValueError("a latency bound must be positive")
+            return cls(cost_units=float(value))
+        if isinstance(value, str):
+            m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", value)
+            if m and 0 < float(m.group(1)) <= 100:
+                return cls(fraction=float(m.group(1)) / 100)
+        raise ValueError(f"{value!r} is not a latency bound")
+
+
+@dataclass(frozen=True)
+class WorkloadQuery:
+    """One query of a workload with its tenant, weight and options."""
+
+    name: str
+    tenant: str
+    weight: float
+    latency_bound: LatencyBound | None
+    shed: bool
+    sketch_attributes: tuple[str, ...]
+    checked: CheckedQuery
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A checked workload."""
+
+    name: str
+    description: str
+    schema: Schema
+    queries: tuple[WorkloadQuery, ...]
+    generator: str | None = None
+    allowed_lateness: int = 0
+    path: Path | None = None
+
+    @property
+    def tenants(self) -> list[str]:
+        """Tenants in order of first appearance."""
+        return list(dict.fromkeys(q.tenant for q in self.queries))
+
+    def warnings(self) -> list[str]:
+        """Every query's warnings, rendered."""
+        return [str(w) for q in self.queries for w in q.checked.warnings]
+
+
+def sheddable(checked: CheckedQuery) -> bool:
+    """Whether shedding may apply: only queries whose output does not depend
+    on what else was output (ALL/ANY, CONSUME BY NONE, no LIMIT)."""
+    q = checked.query
+    return q.effective_strategy == "ALL" and q.consume in (None, "NONE") and q.limit is None
+
+
+class _Locator:
+    """Finds keys of a TOML text by line, since tomllib reports no positions."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def _block(self, table: str, index: int) -> tuple[int, int]:
+        header = re.compile(r"\s*\[\[\s*" + re.escape(table) + r"\s*\]\]" if index >= 0 else r"\s*\[\s*" + re.escape(table) + r"\s*\]")
+        starts = [i for i, line in enumerate(self.lines) if header.match(line)]
+        pick = starts[index] if index >= 0 and index < len(starts) else (starts[0] if starts else -1)
+        if pick < 0:
+            return (0, len(self.lines))
+        end = next(
+            (i for i in range(pick + 1, len(self.lines)) if re.match(r"\s*\[", self.lines[i]) and not _inside_string(self.lines, i)),
+            len(self.lines),
+        )
+        return (pick, end)
+
+    def key(self, table: str, index: int, key: str | None) -> Span:
+        start, end = self._block(table, index)
+        if key is not None:
+            pattern = re.compile(r"\s*" + re.escape(key) + r"\s*=")
+            for i in range(start, end):
+                m = pattern.match(self.lines[i])
+                if m:
+                    col = len(self.lines[i]) - len(self.lines[i].lstrip()) + 1
+                    return Span(i + 1, col, i + 1, col + len(key))
+        line = self.lines[start] if start < len(self.lines) else ""
+        return Span(start + 1, 1, start + 1, max(2, len(line) + 1))
+
+    def value_origin(self, table: str, index: int, key: str, value: str) -> tuple[int, int] | None:
+        """(line offset, column offset) of a string value's text, when it
+        appears verbatim in the file."""
+        span = self.key(table, index, key)
+        line_index = span.line - 1
+        line = self.lines[line_index]
+        eq = line.index("=")
+        rest = line[eq + 1 :]
+        stripped = rest.lstrip()
+        column = eq + 1 + (len(rest) - len(stripped))
+        quote = next((q for q in _QUOTES if stripped.startswith(q)), "")
+        column += len(quote)
+        first = value.splitlines()[0] if value else ""
+        if len(quote) == 3 and line[column:].strip() == "":
+            if line_index + 1 < len(self.lines) and self.lines[line_index + 1].startswith(first):
+                return (line_index + 1, 0)
+            return None
+        if line[column:].startswith(first):
+            return (line_index, column)
+        return None
+
+
+def _inside_string(lines: list[str], index: int) -> bool:
+    count = sum(line.count('"""') + line.count("'''") for line in lines[:index])
+    return count % 2 == 1
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read and check a workload file; raise a located error on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise WorkloadError(f"cannot read workload {p}: {exc.strerror}", Source("", str(p))) from None
+    return parse_workload(text, str(p), base=p.parent, path=p)
+
+
+def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = None, path: Path | None = None) -> Workload:
+    """Parse and check a workload given as TOML text."""
+    source = Source(text, name)
+    loc = _Locator(text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        span = Span(int(m.group(1)), int(m.group(2)), int(m.group(1)), int(m.group(2)) + 1) if m else None
+        message = re.sub(r"\s*\(at line.*\)$", "", str(exc))
+        raise WorkloadError(
+            f"not valid TOML: {message}",
+            source,
+            span,
+            expected="TOML: key = value lines under [workload], [defaults] and [[query]] tables",
+            hint="strings need quotes; multi-line query text goes between ''' and '''",
+        ) from None
+
+    def fail(message: str, span: Span, *, expected: str | None = None, found: str | None = None, hint: str | None = None) -> None:
+        raise WorkloadError(message, source, span, expected=expected, found=found, hint=hint)
+
+    def unknown_keys(table: dict[str, Any], allowed: set[str], where: str, index: int) -> None:
+        for key in table:
+            if key not in allowed:
+                fail(
+                    f"unknown key '{key}' in [{where}]" if index < 0 else f"unknown key '{key}' in query {index + 1}",
+                    loc.key(where, index, key),
+                    expected=f"one of {listing(allowed)}",
+                    found=f"'{key}'",
+                    hint=did_you_mean(key, allowed),
+                )
+
+    for key in data:
+        if key not in _TOP_KEYS:
+            fail(
+                f"unknown table '{key}'",
+                loc.key(key, -1, None) if isinstance(data[key], dict) else Span(1, 1, 1, 2),
+                expected="[workload], [defaults] and [[query]] tables",
+                found=f"'{key}'",
+                hint=did_you_mean(key, _TOP_KEYS),
+            )
+    head = data.get("workload")
+    if not isinstance(head, dict):
+        fail("a workload needs a [workload] table", Span(1, 1, 1, 2), expected="[workload] with name and schema", hint="add [workload] at the top")
+    assert isinstance(head, dict)
+    unknown_keys(head, _WORKLOAD_KEYS, "workload", -1)
+    wname = head.get("name")
+    if not isinstance(wname, str) or not wname:
+        fail("[workload] needs a name", loc.key("workload", -1, "name"), expected='name = "..."', found=repr(wname))
+
+    schema = _load_schema(head, source, loc, base)
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        fail("[defaults] must be a table", loc.key("defaults", -1, None))
+    unknown_keys(defaults, _DEFAULT_KEYS, "defaults", -1)
+
+    entries = data.get("query")
+    if not isinstance(entries, list) or not entries:
+        fail("a workload needs at least one [[query]]", Span(1, 1, 1, 2), expected="[[query]] tables with name and text", hint="add a [[query]] table")
+    assert isinstance(entries, list)
+
+    queries: list[WorkloadQuery] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        unknown_keys(entry, _QUERY_KEYS, "query", i)
+        merged = {**defaults, **entry}
+        qname = entry.get("name")
+        if not isinstance(qname, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", qname):
+            fail(
+                f"query {i + 1} needs a name",
+                loc.key("query", i, "name" if "name" in entry else None),
+                expected='name = "..." (letters, digits, _ . -)',
+                found=repr(qname),
+            )
+        if qname in seen:
+            fail(
+                f"two queries are named {qname}",
+                loc.key("query", i, "name"),
+                expected="a distinct name per query",
+                found=f"'{qname}' (also query {seen[qname] + 1})",
+                hint="names identify queries in outputs; rename one",
+            )
+        seen[qname] = i
+        tenant = merged.get("tenant", "default")
+        if not isinstance(tenant, str) or not tenant:
+            fail(f"query {qname}: tenant must be a string", loc.key("query", i, "tenant"), found=repr(tenant))
+        weight = merged.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+            fail(
+                f"query {qname}: weight must be a positive number",
+                loc.key("query", i, "weight"),
+                expected="a number > 0",
+                found=repr(weight),
+            )
+        bound = None
+        if "latency_bound" in merged:
+            try:
+                bound = LatencyBound.parse(merged["latency_bound"])
+            except ValueError:
+                fail(
+                    f"query {qname}: invalid latency_bound",
+                    loc.key("query", i, "latency_bound"),
+                    expected='cost units per event (a positive number) or a fraction such as "40%"',
+                    found=repr(merged["latency_bound"]),
+                )
+        checked = _query_text(entry, qname, i, schema, source, loc, base)
+        can_shed = sheddable(checked)
+        shed = merged.get("shed", can_shed)
+        if not isinstance(shed, bool):
+            fail(f"query {qname}: shed must be true or false", loc.key("query", i, "shed"), found=repr(shed))
+        if shed and not can_shed:
+            raise ContradictoryOptionsError(
+                f"query {qname} asks for shedding, but its output depends on what else was output",
+                source,
+                loc.key("query", i, "shed") if "shed" in entry else loc.key("defaults", -1, "shed"),
+                expected="shed = false for queries with NEXT, LAST, MAX, STRICT, CONSUME BY ANY/PARTITION or LIMIT",
+                found="shed = true",
+                hint="set shed = false for this query, or make it ALL with CONSUME BY NONE and no LIMIT",
+            )
+        sketch = merged.get("sketch_attributes", [])
+        if not isinstance(sketch, list) or not all(isinstance(a, str) for a in sketch):
+            fail(f"query {qname}: sketch_attributes must be a list of attribute names", loc.key("query", i, "sketch_attributes"), found=repr(sketch))
+        known = {a for e in checked.event_types for a in e.attributes}
+        for attr in sketch:
+            if attr not in known:
+                raise UndeclaredAttributeError(
+                    f"query {qname}: sketch attribute '{attr}' is not an attribute of its event types",
+                    source,
+                    loc.key("query", i, "sketch_attributes") if "sketch_attributes" in entry else loc.key("defaults", -1, "sketch_attributes"),
+                    expected=f"attributes of the query's events: {listing(known)}",
+                    found=f"'{attr}'",
+                    hint=did_you_mean(attr, known),
+                )
+        queries.append(WorkloadQuery(qname, tenant, float(weight), bound, shed, tuple(sketch), checked))
+
+    generator = head.get("generator")
+    lateness = head.get("allowed_lateness", 0)
+    if isinstance(lateness, bool) or not isinstance(lateness, int) or lateness < 0:
+        fail("allowed_lateness must be a non-negative integer", loc.key("workload", -1, "allowed_lateness"), found=repr(lateness))
+    return Workload(
+        name=str(wname),
+        description=str(head.get("description", "")),
+        schema=schema,
+        queries=tuple(queries),
+        generator=generator if isinstance(generator, str) else None,
+        allowed_lateness=lateness,
+        path=path,
+    )
+
+
+def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path | None) -> Schema:
+    if ("schema" in head) == ("schema_file" in head):
+        raise WorkloadError(
+            "[workload] needs exactly one of schema and schema_file",
+            source,
+            loc.key("workload", -1, "schema" if "schema" in head else None),
+            expected="schema = '''CREATE STREAM ...''' or schema_file = \"path.core\"",
+            found="both" if "schema" in head else "neither",
+        )
+    if "schema_file" in head:
+        path = (base or Path(".")) / str(head["schema_file"])
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise WorkloadError(
+                f"cannot read schema file {path}: {exc.strerror}",
+                source,
+                loc.key("workload", -1, "schema_file"),
+                hint="paths are relative to the workload file",
+            ) from None
+        return Schema.parse(text, str(path))
+    text = head["schema"]
+    origin = loc.value_origin("workload", -1, "schema", text)
+    inner = Source(text, source.name, *(origin or (0, 0))) if origin else Source(text, f"{source.name} (schema)")
+    return Schema.parse(text, source=inner)
+
+
+def _query_text(entry: dict[str, Any], qname: str, index: int, schema: Schema, source: Source, loc: _Locator, base: Path | None) -> CheckedQuery:
+    if ("text" in entry) == ("file" in entry):
+        raise WorkloadError(
+            f"query {qname} needs exactly one of text and file",
+            source,
+            loc.key("query", index, "text" if "text" in entry else "name"),
+            expected="text = '''SELECT ...''' or file = \"query.ceql\"",
+            found="both" if "text" in entry else "neither",
+        )
+    if "file" in entry:
+        path = (base or Path(".")) / str(entry["file"])
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise WorkloadError(
+                f"cannot read query file {path}: {exc.strerror}",
+                source,
+                loc.key("query", index, "file"),
+                hint="paths are relative to the workload file",
+            ) from None
+        return parse_and_check(text, schema, str(path))
+    text = entry["text"]
+    if not isinstance(text, str):
+        raise WorkloadError(f"query {qname}: text must be a string", source, loc.key("query", index, "text"))
+    origin = loc.value_origin("query", index, "text", text)
+    inner = Source(text, source.name, *origin) if origin else Source(text, f"{source.name} (query {qname})")
+    return parse_and_check(text, schema, source=inner)
