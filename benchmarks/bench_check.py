@@ -54,8 +54,15 @@ def make_query(rng: random.Random, index: int) -> str:
     clauses = []
     if rng.random() < 0.5:
         clauses.append("PARTITION BY [name]")
-    clauses.append(rng.choice([f"WITHIN {rng.randint(10, 500)} EVENTS", f"WITHIN {rng.randint(1, 60)} SECONDS",
-                               f"WITHIN {rng.randint(10, 100)} [t]"]))
+    clauses.append(
+        rng.choice(
+            [
+                f"WITHIN {rng.randint(10, 500)} EVENTS",
+                f"WITHIN {rng.randint(1, 60)} SECONDS",
+                f"WITHIN {rng.randint(10, 100)} [t]",
+            ]
+        )
+    )
     strategy = rng.choice(["", "", "", "ANY ", "NEXT ", "MAX "])
     return f"SELECT {strategy}* FROM Stock WHERE {where} {' '.join(clauses)}"
 

@@ -58,8 +58,11 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                 workload = load_workload(path)
                 for warning in workload.warnings():
                     print(warning, file=err)
-                print(f"ok {path}: workload {workload.name}, {len(workload.queries)} queries, "
-                      f"{len(workload.tenants)} tenants", file=out)
+                print(
+                    f"ok {path}: workload {workload.name}, {len(workload.queries)} queries, "
+                    f"{len(workload.tenants)} tenants",
+                    file=out,
+                )
             elif path.suffix == ".core":
                 text = _read(path, err)
                 if text is None:
@@ -103,8 +106,11 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
 
     files = sorted(configs.glob("*.toml"))
     if not files:
-        print(f"{configs}: error: no workloads (*.toml) found\n  hint: run from the repository root "
-              "or pass --configs DIR", file=err)
+        print(
+            f"{configs}: error: no workloads (*.toml) found\n  hint: run from the repository root "
+            "or pass --configs DIR",
+            file=err,
+        )
         return EXIT_INVALID
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in files:
@@ -116,15 +122,21 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
             return EXIT_INVALID
         checked_at = time.perf_counter()
         print(f"\n== {workload.name} ({path}) — {workload.description}", file=out)
-        print(f"   {len(workload.queries)} queries, tenants: {', '.join(workload.tenants)}; "
-              f"checked in {1000 * (checked_at - start):.1f} ms", file=out)
-        header = f"   {'query':<22} {'tenant':<14} {'weight':>6} {'strategy':<8} {'window':<22} shed"
+        print(
+            f"   {len(workload.queries)} queries, tenants: {', '.join(workload.tenants)}; "
+            f"checked in {1000 * (checked_at - start):.1f} ms",
+            file=out,
+        )
+        header = f"   {'query':<22} {'tenant':<18} {'weight':>6} {'strategy':<8} {'window':<22} shed"
         print(header, file=out)
         for q in workload.queries:
             query = q.checked.query
             win = window_text(query.within) if query.within else "-"
-            print(f"   {q.name:<22} {q.tenant:<14} {q.weight:>6g} {query.effective_strategy:<8} "
-                  f"{win:<22} {'yes' if q.shed else 'no'}", file=out)
+            print(
+                f"   {q.name:<22} {q.tenant:<18} {q.weight:>6g} {query.effective_strategy:<8} "
+                f"{win:<22} {'yes' if q.shed else 'no'}",
+                file=out,
+            )
         for warning in workload.warnings():
             print(warning, file=err)
         if workload.generator:

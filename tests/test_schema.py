@@ -13,7 +13,13 @@ def test_types_and_primary_time() -> None:
         "CREATE STREAM S { EVENT A { i:int, d:double, s:string, b:boolean, t:primary_time } }\n"
         "DECLARE STREAM T { EVENT A { k:int }, EVENT Z {} }"
     )
-    assert schema.event("A", "S").attributes == {"i": "int", "d": "double", "s": "string", "b": "bool", "t": "primary_time"}
+    assert schema.event("A", "S").attributes == {
+        "i": "int",
+        "d": "double",
+        "s": "string",
+        "b": "bool",
+        "t": "primary_time",
+    }
     assert schema.event("A", "S").primary_time == "t"
     assert schema.event("Z").attributes == {}
     with pytest.raises(KeyError):

@@ -25,7 +25,7 @@ CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_
 def test_defaults_apply_and_queries_override() -> None:
     w = parse_workload(
         HEAD
-        + '''
+        + """
 [defaults]
 tenant = "acme"
 latency_bound = "40%"
@@ -41,7 +41,7 @@ weight = 3
 latency_bound = 1200
 sketch_attributes = ["x"]
 text = "SELECT NEXT * WHERE A ; B WITHIN 3 EVENTS"
-'''
+"""
     )
     q1, q2 = w.queries
     assert (q1.tenant, q1.weight, q1.latency_bound, q1.shed) == ("acme", 1.0, LatencyBound(fraction=0.4), True)
@@ -51,7 +51,9 @@ text = "SELECT NEXT * WHERE A ; B WITHIN 3 EVENTS"
 
 
 def test_error_in_embedded_query_points_into_the_toml_file() -> None:
-    text = HEAD + '''
+    text = (
+        HEAD
+        + '''
 [[query]]
 name = "bad"
 text = """
@@ -60,6 +62,7 @@ FILTER a.x < 'text'
 WITHIN 3 EVENTS
 """
 '''
+    )
     with pytest.raises(TypeMismatchError) as info:
         parse_workload(text, "w.toml")
     lines = text.splitlines()
@@ -77,18 +80,43 @@ def test_error_in_embedded_schema_points_into_the_toml_file() -> None:
 @pytest.mark.parametrize(
     ("extra", "error", "message", "line_text"),
     [
-        ('[[query]]\nname = "q"\ntenat = "x"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
-         WorkloadError, "unknown key 'tenat' in query 1", 'tenat = "x"'),
-        ('[[query]]\nname = "q"\nweight = -1\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
-         WorkloadError, "weight must be a positive number", "weight = -1"),
-        ('[[query]]\nname = "q"\nlatency_bound = "150%"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
-         WorkloadError, "invalid latency_bound", 'latency_bound = "150%"'),
-        ('[[query]]\nname = "q"\nshed = true\ntext = "SELECT * WHERE A WITHIN 1 EVENTS LIMIT 3"\n',
-         ContradictoryOptionsError, "asks for shedding", "shed = true"),
-        ('[[query]]\nname = "q"\nsketch_attributes = ["price"]\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
-         UndeclaredAttributeError, "sketch attribute 'price'", 'sketch_attributes = ["price"]'),
-        ('[[query]]\nname = "q"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n[[query]]\nname = "q"\n'
-         'text = "SELECT * WHERE B WITHIN 1 EVENTS"\n', WorkloadError, "two queries are named q", None),
+        (
+            '[[query]]\nname = "q"\ntenat = "x"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
+            WorkloadError,
+            "unknown key 'tenat' in query 1",
+            'tenat = "x"',
+        ),
+        (
+            '[[query]]\nname = "q"\nweight = -1\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
+            WorkloadError,
+            "weight must be a positive number",
+            "weight = -1",
+        ),
+        (
+            '[[query]]\nname = "q"\nlatency_bound = "150%"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
+            WorkloadError,
+            "invalid latency_bound",
+            'latency_bound = "150%"',
+        ),
+        (
+            '[[query]]\nname = "q"\nshed = true\ntext = "SELECT * WHERE A WITHIN 1 EVENTS LIMIT 3"\n',
+            ContradictoryOptionsError,
+            "asks for shedding",
+            "shed = true",
+        ),
+        (
+            '[[query]]\nname = "q"\nsketch_attributes = ["price"]\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n',
+            UndeclaredAttributeError,
+            "sketch attribute 'price'",
+            'sketch_attributes = ["price"]',
+        ),
+        (
+            '[[query]]\nname = "q"\ntext = "SELECT * WHERE A WITHIN 1 EVENTS"\n[[query]]\nname = "q"\n'
+            'text = "SELECT * WHERE B WITHIN 1 EVENTS"\n',
+            WorkloadError,
+            "two queries are named q",
+            None,
+        ),
         ('[[query]]\nname = "q"\n', WorkloadError, "needs exactly one of text and file", 'name = "q"'),
         ("[[query]]\nname = q\n", WorkloadError, "not valid TOML", "name = q"),
     ],
@@ -114,7 +142,9 @@ def test_missing_tables() -> None:
 def test_files_relative_to_the_workload(tmp_path: Path) -> None:
     (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT A { x:int } }")
     (tmp_path / "q.ceql").write_text("SELECT * WHERE A FILTER A[x > 1] WITHIN 2 EVENTS")
-    (tmp_path / "w.toml").write_text('[workload]\nname = "w"\nschema_file = "s.core"\n[[query]]\nname = "q"\nfile = "q.ceql"\n')
+    (tmp_path / "w.toml").write_text(
+        '[workload]\nname = "w"\nschema_file = "s.core"\n[[query]]\nname = "q"\nfile = "q.ceql"\n'
+    )
     w = load_workload(tmp_path / "w.toml")
     assert w.queries[0].checked.query.within is not None
 
@@ -132,3 +162,17 @@ def test_example_workloads_are_valid_without_warnings(path: Path) -> None:
     assert len(w.queries) >= 6 and len(w.tenants) >= 3
     assert w.warnings() == []
     assert w.generator is not None
+
+
+def test_errors_in_defaults_point_at_the_defaults_line() -> None:
+    text = HEAD + (
+        "[defaults]\n"
+        "weight = -1\n"
+        "# a comment with ''' in it must not confuse the locator\n"
+        "[[query]]\n"
+        'name = "q"\n'
+        'text = "SELECT * WHERE A WITHIN 1 EVENTS"\n'
+    )
+    with pytest.raises(WorkloadError, match="weight must be a positive number") as info:
+        parse_workload(text, "w.toml")
+    assert text.splitlines()[info.value.line - 1] == "weight = -1"

@@ -10,7 +10,6 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from .source import Span
 
@@ -173,24 +172,24 @@ class VariableFilter:
     span: Span | None = _span()
 
 
-Expr = Union[
-    NumberLiteral,
-    StringLiteral,
-    BoolLiteral,
-    AttributeRef,
-    Call,
-    Negate,
-    Arithmetic,
-    Comparison,
-    InSet,
-    InInterval,
-    Between,
-    Like,
-    And,
-    Or,
-    Not,
-    VariableFilter,
-]
+Expr = (
+    NumberLiteral
+    | StringLiteral
+    | BoolLiteral
+    | AttributeRef
+    | Call
+    | Negate
+    | Arithmetic
+    | Comparison
+    | InSet
+    | InInterval
+    | Between
+    | Like
+    | And
+    | Or
+    | Not
+    | VariableFilter
+)
 
 
 # ---------------------------------------------------------------- formulas
@@ -278,9 +277,7 @@ class Filter:
     span: Span | None = _span()
 
 
-Formula = Union[
-    EventType, Bind, Iteration, Sequence, Disjunction, Conjunction, Negation, Absence, Filter
-]
+Formula = EventType | Bind | Iteration | Sequence | Disjunction | Conjunction | Negation | Absence | Filter
 
 
 # ---------------------------------------------------------------- queries
@@ -310,7 +307,7 @@ class SelectNone:
     span: Span | None = _span()
 
 
-Selection = Union[SelectAll, SelectNone, tuple[Projection, ...]]
+Selection = SelectAll | SelectNone | tuple[Projection, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +347,7 @@ class AttributeWindow:
     span: Span | None = _span()
 
 
-Window = Union[EventWindow, TimeWindow, AttributeWindow]
+Window = EventWindow | TimeWindow | AttributeWindow
 
 STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
 CONSUMPTION_POLICIES = ("ANY", "PARTITION", "NONE")
@@ -408,4 +405,4 @@ class StreamDecl:
     span: Span | None = _span()
 
 
-Node = Union[Expr, Formula, Projection, SelectAll, SelectNone, Window, Query]
+Node = Expr | Formula | Projection | SelectAll | SelectNone | Window | Query

@@ -138,9 +138,7 @@ def referenced_variables(node: ast.Expr) -> set[str]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, ast.AttributeRef) and n.variable is not None:
-            found.add(n.variable)
-        elif isinstance(n, ast.VariableFilter):
+        if isinstance(n, (ast.AttributeRef, ast.VariableFilter)) and n.variable is not None:
             found.add(n.variable)
         elif isinstance(n, ast.Call) and n.function.lower() == "count" and len(n.args) == 1:
             arg = n.args[0]
@@ -351,16 +349,15 @@ class _Checker:
         return _merge([self._bindings(p) for p in _children(node)], combine=lambda a, b: min(2, a + b))
 
     def _check_placement(self, node: ast.Formula, parent: ast.Formula | None) -> None:
-        if isinstance(node, ast.Absence):
-            if not isinstance(parent, ast.Sequence):
-                self.fail(
-                    MisplacedOperatorError,
-                    "ABSENT(...) must stand between two parts of a sequence",
-                    node.span,
-                    expected="p ; ABSENT(F) ; q",
-                    found=formula_text(node),
-                    hint="to match one event that is not F, use NOT(F)",
-                )
+        if isinstance(node, ast.Absence) and not isinstance(parent, ast.Sequence):
+            self.fail(
+                MisplacedOperatorError,
+                "ABSENT(...) must stand between two parts of a sequence",
+                node.span,
+                expected="p ; ABSENT(F) ; q",
+                found=formula_text(node),
+                hint="to match one event that is not F, use NOT(F)",
+            )
         if isinstance(node, ast.Sequence):
             for i, part in enumerate(node.parts):
                 if isinstance(part, ast.Absence):
@@ -382,7 +379,13 @@ class _Checker:
             self.fail(
                 MisplacedOperatorError,
                 "NOT(...) matches an event that is not in the output; it cannot be "
-                + ("named" if isinstance(parent, ast.Bind) else "repeated" if isinstance(parent, ast.Iteration) else "an alternative"),
+                + (
+                    "named"
+                    if isinstance(parent, ast.Bind)
+                    else "repeated"
+                    if isinstance(parent, ast.Iteration)
+                    else "an alternative"
+                ),
                 node.span,
                 expected="NOT(F) as a part of a sequence, before other parts",
                 found=formula_text(parent),
@@ -510,15 +513,16 @@ class _Checker:
         if isinstance(node, ast.VariableFilter):
             self._check_single_references(node.condition, node.variable)
             return
-        if isinstance(node, ast.AttributeRef) and node.variable is not None and node.variable != context:
-            if self.count_of.get(node.variable, 0) > 1:
+        if isinstance(node, ast.AttributeRef) and node.variable not in (None, context):
+            var, attr = node.variable, node.attribute
+            if self.count_of.get(var or "", 0) > 1:
                 self.fail(
                     KleeneReferenceError,
-                    f"variable {node.variable} can hold many events, so {node.variable}.{node.attribute} has no single value here",
+                    f"variable {var} can hold many events, so {var}.{attr} has no single value here",
                     node.span,
-                    expected=f"an aggregate over {node.variable} (sum, count, avg, min, max, first, last)",
+                    expected=f"an aggregate over {var} (sum, count, avg, min, max, first, last)",
                     found=expr_text(node),
-                    hint=f"write e.g. last({node.variable}.{node.attribute}) or sum({node.variable}.{node.attribute})",
+                    hint=f"write e.g. last({var}.{attr}) or sum({var}.{attr})",
                 )
         for child in _expr_children(node):
             self._check_single_references(child, context)
@@ -841,7 +845,7 @@ class _Checker:
                     WindowError,
                     f"a time window needs a primary_time attribute, and {event.name} has none",
                     within.span,
-                    expected=f"every event type of the pattern to declare an attribute of type primary_time",
+                    expected="every event type of the pattern to declare an attribute of type primary_time",
                     found=f"{event.name} {{ " + ", ".join(f"{k}:{v}" for k, v in event.attributes.items()) + " }",
                     hint="declare the time attribute as primary_time, or use WITHIN n EVENTS",
                 )

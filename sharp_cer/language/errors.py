@@ -88,9 +88,7 @@ class QueryError(LanguageError):
         return self.source.locate(self.span).column
 
     def __str__(self) -> str:
-        return _render(
-            "error", self.message, self.source, self.span, self.expected, self.found, self.hint
-        )
+        return _render("error", self.message, self.source, self.span, self.expected, self.found, self.hint)
 
 
 class CeqlSyntaxError(QueryError):

@@ -1,8 +1,8 @@
 """Text to AST: the LALR parser over ``ceql.lark`` and its transformer.
 
 >>> q = parse_query("SELECT * FROM S WHERE SELL AS s ; BUY FILTER s[price > 100]")
->>> q.pattern.condition
-VariableFilter(variable='s', condition=Comparison(op='>', left=AttributeRef(variable=None, attribute='price'), right=NumberLiteral(value=100)))
+>>> q.pattern.condition.condition
+Comparison(op='>', left=AttributeRef(variable=None, attribute='price'), right=NumberLiteral(value=100))
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ class _ToAst:
 
 
 class _Interval:
-    __slots__ = ("low", "high")
+    __slots__ = ("high", "low")
 
     def __init__(self, low: Any, high: Any) -> None:
         self.low = low
@@ -313,7 +313,9 @@ _METHODS: dict[str, Any] = {}
 # Tokens the tree keeps only for spans: keywords (named with a leading _) and
 # punctuation. Rules written with ! in the grammar keep all their tokens.
 _KEPT_RULES = frozenset({"strategy", "compare_op", "add_op", "mul_op"})
-_PUNCTUATION = frozenset("( ) [ ] { } , . > * + - / % :+ < <= >= == != <> =".split())
+_PUNCTUATION = frozenset(
+    ["(", ")", "[", "]", "{", "}", ",", ".", ">", "*", "+", "-", "/", "%", ":+", "<", "<=", ">=", "==", "!=", "<>", "="]
+)
 _Position = tuple[int, int]
 
 
@@ -347,6 +349,7 @@ def _walk(node: Tree[Token] | Token | None) -> tuple[Any, _Position | None, _Pos
         method = _METHODS[rule] = getattr(_TRANSFORMER, rule)
     return method(span, values), first, last
 
+
 # Human names for the grammar's terminals, used in "expected ..." lines.
 _TERMINAL_NAMES = {
     "NAME": "a name",
@@ -378,7 +381,7 @@ def _describe_terminal(name: str) -> str:
 def _expected(names: set[str]) -> str:
     described = sorted({_describe_terminal(n) for n in names})
     if len(described) > 8:
-        described = described[:8] + ["..."]
+        described = [*described[:8], "..."]
     return ", ".join(described)
 
 

@@ -126,13 +126,19 @@ class _Locator:
         self.lines = text.splitlines()
 
     def _block(self, table: str, index: int) -> tuple[int, int]:
-        header = re.compile(r"\s*\[\[\s*" + re.escape(table) + r"\s*\]\]" if index >= 0 else r"\s*\[\s*" + re.escape(table) + r"\s*\]")
+        header = re.compile(
+            r"\s*\[\[\s*" + re.escape(table) + r"\s*\]\]" if index >= 0 else r"\s*\[\s*" + re.escape(table) + r"\s*\]"
+        )
         starts = [i for i, line in enumerate(self.lines) if header.match(line)]
         pick = starts[index] if index >= 0 and index < len(starts) else (starts[0] if starts else -1)
         if pick < 0:
             return (0, len(self.lines))
         end = next(
-            (i for i in range(pick + 1, len(self.lines)) if re.match(r"\s*\[", self.lines[i]) and not _inside_string(self.lines, i)),
+            (
+                i
+                for i in range(pick + 1, len(self.lines))
+                if re.match(r"\s*\[", self.lines[i]) and not _inside_string(self.lines, i)
+            ),
             len(self.lines),
         )
         return (pick, end)
@@ -172,7 +178,8 @@ class _Locator:
 
 
 def _inside_string(lines: list[str], index: int) -> bool:
-    count = sum(line.count('"""') + line.count("'''") for line in lines[:index])
+    # Comment lines are skipped: a quote inside one opens nothing.
+    count = sum(line.count('"""') + line.count("'''") for line in lines[:index] if not line.lstrip().startswith("#"))
     return count % 2 == 1
 
 
@@ -186,7 +193,9 @@ def load_workload(path: str | Path) -> Workload:
     return parse_workload(text, str(p), base=p.parent, path=p)
 
 
-def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = None, path: Path | None = None) -> Workload:
+def parse_workload(
+    text: str, name: str = "<workload>", *, base: Path | None = None, path: Path | None = None
+) -> Workload:
     """Parse and check a workload given as TOML text."""
     source = Source(text, name)
     loc = _Locator(text)
@@ -204,7 +213,9 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
             hint="strings need quotes; multi-line query text goes between ''' and '''",
         ) from None
 
-    def fail(message: str, span: Span, *, expected: str | None = None, found: str | None = None, hint: str | None = None) -> None:
+    def fail(
+        message: str, span: Span, *, expected: str | None = None, found: str | None = None, hint: str | None = None
+    ) -> None:
         raise WorkloadError(message, source, span, expected=expected, found=found, hint=hint)
 
     def unknown_keys(table: dict[str, Any], allowed: set[str], where: str, index: int) -> None:
@@ -229,7 +240,12 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
             )
     head = data.get("workload")
     if not isinstance(head, dict):
-        fail("a workload needs a [workload] table", Span(1, 1, 1, 2), expected="[workload] with name and schema", hint="add [workload] at the top")
+        fail(
+            "a workload needs a [workload] table",
+            Span(1, 1, 1, 2),
+            expected="[workload] with name and schema",
+            hint="add [workload] at the top",
+        )
     assert isinstance(head, dict)
     unknown_keys(head, _WORKLOAD_KEYS, "workload", -1)
     wname = head.get("name")
@@ -244,7 +260,12 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
 
     entries = data.get("query")
     if not isinstance(entries, list) or not entries:
-        fail("a workload needs at least one [[query]]", Span(1, 1, 1, 2), expected="[[query]] tables with name and text", hint="add a [[query]] table")
+        fail(
+            "a workload needs at least one [[query]]",
+            Span(1, 1, 1, 2),
+            expected="[[query]] tables with name and text",
+            hint="add a [[query]] table",
+        )
     assert isinstance(entries, list)
 
     queries: list[WorkloadQuery] = []
@@ -252,6 +273,13 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
     for i, entry in enumerate(entries):
         unknown_keys(entry, _QUERY_KEYS, "query", i)
         merged = {**defaults, **entry}
+
+        def where(key: str, i: int = i, entry: dict[str, Any] = entry) -> Span:
+            """The line that set ``key`` for this query: its own, or [defaults]'s."""
+            if key not in entry and key in defaults:
+                return loc.key("defaults", -1, key)
+            return loc.key("query", i, key if key in entry else None)
+
         qname = entry.get("name")
         if not isinstance(qname, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", qname):
             fail(
@@ -271,12 +299,12 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
         seen[qname] = i
         tenant = merged.get("tenant", "default")
         if not isinstance(tenant, str) or not tenant:
-            fail(f"query {qname}: tenant must be a string", loc.key("query", i, "tenant"), found=repr(tenant))
+            fail(f"query {qname}: tenant must be a string", where("tenant"), found=repr(tenant))
         weight = merged.get("weight", 1.0)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
             fail(
                 f"query {qname}: weight must be a positive number",
-                loc.key("query", i, "weight"),
+                where("weight"),
                 expected="a number > 0",
                 found=repr(weight),
             )
@@ -287,7 +315,7 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
             except ValueError:
                 fail(
                     f"query {qname}: invalid latency_bound",
-                    loc.key("query", i, "latency_bound"),
+                    where("latency_bound"),
                     expected='cost units per event (a positive number) or a fraction such as "40%"',
                     found=repr(merged["latency_bound"]),
                 )
@@ -295,26 +323,30 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
         can_shed = sheddable(checked)
         shed = merged.get("shed", can_shed)
         if not isinstance(shed, bool):
-            fail(f"query {qname}: shed must be true or false", loc.key("query", i, "shed"), found=repr(shed))
+            fail(f"query {qname}: shed must be true or false", where("shed"), found=repr(shed))
         if shed and not can_shed:
             raise ContradictoryOptionsError(
                 f"query {qname} asks for shedding, but its output depends on what else was output",
                 source,
-                loc.key("query", i, "shed") if "shed" in entry else loc.key("defaults", -1, "shed"),
+                where("shed"),
                 expected="shed = false for queries with NEXT, LAST, MAX, STRICT, CONSUME BY ANY/PARTITION or LIMIT",
                 found="shed = true",
                 hint="set shed = false for this query, or make it ALL with CONSUME BY NONE and no LIMIT",
             )
         sketch = merged.get("sketch_attributes", [])
         if not isinstance(sketch, list) or not all(isinstance(a, str) for a in sketch):
-            fail(f"query {qname}: sketch_attributes must be a list of attribute names", loc.key("query", i, "sketch_attributes"), found=repr(sketch))
+            fail(
+                f"query {qname}: sketch_attributes must be a list of attribute names",
+                where("sketch_attributes"),
+                found=repr(sketch),
+            )
         known = {a for e in checked.event_types for a in e.attributes}
         for attr in sketch:
             if attr not in known:
                 raise UndeclaredAttributeError(
                     f"query {qname}: sketch attribute '{attr}' is not an attribute of its event types",
                     source,
-                    loc.key("query", i, "sketch_attributes") if "sketch_attributes" in entry else loc.key("defaults", -1, "sketch_attributes"),
+                    where("sketch_attributes"),
                     expected=f"attributes of the query's events: {listing(known)}",
                     found=f"'{attr}'",
                     hint=did_you_mean(attr, known),
@@ -324,7 +356,11 @@ def parse_workload(text: str, name: str = "<workload>", *, base: Path | None = N
     generator = head.get("generator")
     lateness = head.get("allowed_lateness", 0)
     if isinstance(lateness, bool) or not isinstance(lateness, int) or lateness < 0:
-        fail("allowed_lateness must be a non-negative integer", loc.key("workload", -1, "allowed_lateness"), found=repr(lateness))
+        fail(
+            "allowed_lateness must be a non-negative integer",
+            loc.key("workload", -1, "allowed_lateness"),
+            found=repr(lateness),
+        )
     return Workload(
         name=str(wname),
         description=str(head.get("description", "")),
@@ -363,7 +399,9 @@ def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path
     return Schema.parse(text, source=inner)
 
 
-def _query_text(entry: dict[str, Any], qname: str, index: int, schema: Schema, source: Source, loc: _Locator, base: Path | None) -> CheckedQuery:
+def _query_text(
+    entry: dict[str, Any], qname: str, index: int, schema: Schema, source: Source, loc: _Locator, base: Path | None
+) -> CheckedQuery:
     if ("text" in entry) == ("file" in entry):
         raise WorkloadError(
             f"query {qname} needs exactly one of text and file",

@@ -1,0 +1,3 @@
+"""Events: schemas in, columnar batches out."""
+
+from __future__ import annotations

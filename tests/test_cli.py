@@ -1,0 +1,90 @@
+"""The sharp-cer command line: exit codes, stdout/stderr contract, demo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sharp_cer.cli import main
+
+ROOT = Path(__file__).parent.parent
+SCHEMA = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "s.core").write_text(SCHEMA)
+    (tmp_path / "good.ceql").write_text("SELECT * FROM S WHERE A ; B FILTER A[x > 1] WITHIN 5 EVENTS\n")
+    (tmp_path / "nowindow.ceql").write_text("SELECT * FROM S WHERE A ; B\n")
+    (tmp_path / "bad.ceql").write_text("SELECT * FROM S\nWHERE A ; B FILTER A[y > 1] WITHIN 5 EVENTS\n")
+    return tmp_path
+
+
+def test_check_valid_files(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "--schema", str(files / "s.core"), str(files / "good.ceql"), str(files / "s.core")])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out.splitlines() == [f"ok {files / 'good.ceql'}", f"ok {files / 's.core'}: 2 event types"]
+    assert err == ""
+
+
+def test_warnings_go_to_stderr_and_exit_zero(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", str(files / "s.core"), str(files / "nowindow.ceql")])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert f"{files / 'nowindow.ceql'}:1:23: warning: query has no WITHIN" in err
+    assert f"ok {files / 'nowindow.ceql'}" in out
+
+
+def test_broken_query_exits_two_with_caret(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "--schema", str(files / "s.core"), str(files / "good.ceql"), str(files / "bad.ceql")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert f"ok {files / 'good.ceql'}" in out  # the other files are still checked
+    assert err.splitlines()[:3] == [
+        f"{files / 'bad.ceql'}:2:22: error: event type A has no attribute 'y'",
+        "  2 | WHERE A ; B FILTER A[y > 1] WITHIN 5 EVENTS",
+        "    |                      ^",
+    ]
+
+
+def test_query_without_schema(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(files / "good.ceql")]) == 2
+    assert "no schema" in capsys.readouterr().err
+
+
+def test_unknown_kind_and_missing_file(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "x.txt").write_text("hello")
+    assert main(["check", str(files / "x.txt"), str(files / "missing.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown kind of file '.txt'" in err and "cannot read workload" in err
+
+
+def test_every_example_workload_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    configs = sorted(str(p) for p in (ROOT / "configs").glob("*.toml"))
+    assert len(configs) >= 3
+    assert main(["check", *configs]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_demo_checks_workloads_and_writes_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["demo", "--configs", str(ROOT / "configs"), "--out", str(tmp_path), "--events", "500"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    written = sorted(p.name for p in tmp_path.glob("*.csv"))
+    assert written == ["card_fraud.csv", "iot_sensors.csv", "stock_trading.csv"]
+    assert all(len((tmp_path / name).read_text().splitlines()) == 500 for name in written)
+    assert "All workloads are valid" in out
+
+
+def test_console_entry_point_runs(files: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sharp_cer.cli", "check", "--schema", str(files / "s.core"), str(files / "bad.ceql")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2 and result.stdout == "" and "^" in result.stderr
