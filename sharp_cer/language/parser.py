@@ -60,6 +60,16 @@ def _string(token: Token) -> str:
 _COMPARE_ALIASES = {"==": "=", "<>": "!="}
 
 
+class _Interval:
+    """The two bounds of ``{low..high}`` while the IN around them is built."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self, low: Any, high: Any) -> None:
+        self.low = low
+        self.high = high
+
+
 class _ToAst:
     """Maps parse-tree rules to AST nodes: one method per rule or alias, called
     with the rule's span and its children (punctuation and keywords removed)."""
@@ -297,14 +307,6 @@ class _ToAst:
 
     def schema(self, span: Span | None, children: list[Any]) -> tuple[ast.StreamDecl, ...]:
         return tuple(children)
-
-
-class _Interval:
-    __slots__ = ("high", "low")
-
-    def __init__(self, low: Any, high: Any) -> None:
-        self.low = low
-        self.high = high
 
 
 _TRANSFORMER = _ToAst()
