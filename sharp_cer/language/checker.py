@@ -464,19 +464,37 @@ class _Checker:
             return
         chain = (*ancestors, node)
         if isinstance(node, ast.Filter):
+            own = bound_variables(node.formula)
             for var in sorted(referenced_variables(node.condition)):
                 if var not in self.types_of:
                     self._unknown_variable(var, node.condition)
-                if not any(var in bound_variables(a) for a in chain):
-                    self.fail(
-                        NotWellFormedError,
-                        f"variable {var} is not bound where this FILTER applies",
-                        _span_of_var(node.condition, var) or node.span,
-                        expected=f"a FILTER applied to a pattern that binds {var} in every match",
-                        found=f"{var} bound only in part of the pattern (inside OR, NOT or ABSENT)",
-                        hint=f"move the FILTER next to where {var} is bound, or bind {var} on every branch",
-                    )
-            self._check_condition(node.condition)
+                if var in own:
+                    continue
+                wider = any(var in bound_variables(a) for a in ancestors)
+                self.fail(
+                    NotWellFormedError,
+                    f"variable {var} is not bound by the pattern this FILTER applies to",
+                    _span_of_var(node.condition, var) or node.span,
+                    expected=f"a FILTER on a pattern that binds {var} in every match",
+                    found=(
+                        f"{var} bound only outside the filtered pattern"
+                        if wider
+                        else f"{var} bound only in part of the pattern (inside OR, NOT or ABSENT)"
+                    ),
+                    hint=(
+                        "put the FILTER after the whole pattern that binds every variable it names"
+                        if wider
+                        else f"move the FILTER next to where {var} is bound, or bind {var} on every branch"
+                    ),
+                )
+            # Multiplicity as the filtered pattern sees it: inside p+ a variable
+            # of p holds one event per iteration.
+            saved_counts = self.count_of
+            self.count_of = {**saved_counts, **self._bindings(node.formula)[1]}
+            try:
+                self._check_condition(node.condition)
+            finally:
+                self.count_of = saved_counts
         for child in _children(node):
             self._check_well_formed(child, chain)
 
@@ -503,7 +521,7 @@ class _Checker:
             )
         for part in conjuncts(condition):
             variables = referenced_variables(part)
-            if len(variables) > 1 or _has_aggregate(part):
+            if len(variables) > 1 or has_aggregate(part):
                 self._check_single_references(part, context=None)
 
     def _check_single_references(self, node: ast.Expr, context: str | None) -> None:
@@ -909,7 +927,7 @@ def _merge(results: list[_Bindings], combine: Callable[[int, int], int]) -> _Bin
     return types, counts, out, min(size, 2)
 
 
-def _has_aggregate(node: ast.Expr) -> bool:
+def has_aggregate(node: ast.Expr) -> bool:
     stack = [node]
     while stack:
         n = stack.pop()

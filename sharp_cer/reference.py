@@ -1,0 +1,440 @@
+"""The reference evaluator: the formal semantics of CEQL, by brute force.
+
+It is the oracle of the test suite: slow, exhaustive and written straight from
+the definitions below, never used on the hot path. It imports only the
+language and events layers.
+
+The rules (DESIGN.md §2, CORE §2, CEL §2–5):
+
+1. **Valuations.** A pattern denotes a set of valuations ``(interval, data,
+   vars)``: an interval ``[start, end]`` of stream positions, the output
+   positions ``data`` and, per variable, the set of positions it holds. An
+   event type ``R`` matches one event of type R and binds the variable R to it.
+   ``p AS x`` binds x to all output positions of p. Variables are sets:
+   ``p ; q`` and ``AND(p, q)`` unite them.
+2. **Sequence.** ``p ; q`` needs p's interval to end before q's begins;
+   ``p : q`` needs q's interval to begin at the event right after p's end
+   (in the partition's substream).
+3. **Iteration.** ``p+`` is ``p`` or ``p ; p+`` (``p:+`` with ``:``); each
+   iteration binds its own variables and filters inside p apply per
+   iteration; outside, a variable holds the events of all iterations.
+4. **Disjunction** is union; **conjunction** ``AND(p, q)`` takes one valuation
+   of each with disjoint output positions, in any interleaving; its interval
+   spans both.
+5. **NOT(F)** is one event that does not satisfy F; it is not an output event
+   but it opens (or closes) the interval: ``NOT(SELL); BUY; SELL`` over SELL,
+   BUY, BUY, SELL gives one match, events {2, 3}, interval [1, 3].
+   **Absence** ``p ; ABSENT(F) ; q``: no event satisfying F strictly between
+   the end of p and the start of q (in the substream).
+6. **Conditions.** ``x[P]``: every event x holds satisfies P (bare attributes
+   name that event). A FILTER conjunct that names one variable and no
+   aggregate likewise holds for every event of that variable. Otherwise a
+   plain ``x.a`` takes the value of x's single event, and aggregates run over
+   x's events in stream order (``sum`` of none is 0; ``avg``, ``min``,
+   ``max``, ``first``, ``last`` of none are out of domain). Math out of its
+   domain (``asin(2)``, ``sqrt(-1)``, division or modulo by zero) makes the
+   whole conjunct false, and is counted. ``LIKE`` searches the regex
+   anywhere in the string unless anchored. ``IN RANGE`` and ``IN {a..b}``
+   include both bounds.
+7. **Clause order.** PARTITION BY, then WHERE with every FILTER, then WITHIN,
+   then the strategy, then projection. PARTITION BY splits the stream into
+   substreams of events with equal keys (an event's key comes from the first
+   attribute list its type declares; events with no key belong to none).
+8. **WITHIN.** ``n EVENTS``: end position minus start position at most n
+   (positions of the whole input); ``n [attr]``: attr of the end event minus
+   attr of the start event below n; time units: primary time of the end event
+   minus that of the start event at most the duration, in nanoseconds.
+9. **Strategies** choose among matches with the same end position. ALL and
+   ANY keep all; STRICT keeps those whose interval holds only output events
+   of the substream; NEXT keeps the one whose smallest differing output
+   position (against every other) is its own; LAST the one whose largest
+   differing position is its own; MAX those whose output positions no other
+   match strictly contains.
+10. **Sets.** Two valuations with the same interval and output positions are
+    one match; it reports the variables of the smallest such valuation
+    (variables sorted by name, positions in order).
+11. **CONSUME BY.** When an event completes a valuation of the pattern with
+    every condition (whatever the window then says), ANY forgets the query's
+    partial matches in every partition, PARTITION in that partition only:
+    later matches start after that event. NONE keeps them.
+12. **LIMIT n**: at most n matches per query and triggering (end) event: the
+    ones with the latest start, ties broken by the latest output positions.
+13. **Projection.** ``*``: all output positions; ``NONE``: none;
+    ``x, y[attrs]``: the positions those variables hold. ``vars`` lists the
+    selected variables (all variables holding events for ``*`` and NONE).
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> schema = Schema.parse("CREATE STREAM S { EVENT BUY { p:int }, EVENT SELL { p:int } }")
+>>> q = parse_and_check("SELECT * WHERE NOT(SELL) ; BUY ; SELL WITHIN 5 EVENTS", schema)
+>>> stream = [{"type": t, "p": 0} for t in ["SELL", "BUY", "BUY", "SELL"]]
+>>> [(m.start, m.end, m.events) for m in evaluate([("q", q)], stream).matches]
+[(1, 3, (2, 3))]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events.match import Match
+from .language import ast
+from .language.checker import AGGREGATES, CheckedQuery, conjuncts, has_aggregate, referenced_variables
+
+Event = Mapping[str, Any]
+# A valuation over a substream: local indices (start, end, output indices,
+# sorted ((variable, indices), ...)).
+_Vars = tuple[tuple[str, frozenset[int]], ...]
+_Valuation = tuple[int, int, frozenset[int], _Vars]
+
+
+class _OutOfDomain(Exception):
+    """Math outside its domain: the enclosing conjunct is false."""
+
+
+@dataclass
+class ReferenceResult:
+    """Matches of every query in order, and how many conditions hit math out
+    of its domain."""
+
+    matches: list[Match]
+    domain_errors: int = 0
+    per_query: dict[str, list[Match]] = field(default_factory=dict)
+
+
+def evaluate(queries: Sequence[tuple[str, CheckedQuery]], events: Iterable[Event]) -> ReferenceResult:
+    """Evaluate named checked queries over events (dicts with ``type``, the
+    attributes, and optionally ``position``, which defaults to the index)."""
+    rows = [dict(e) for e in events]
+    for i, row in enumerate(rows):
+        row.setdefault("position", i)
+    result = ReferenceResult([])
+    for name, checked in queries:
+        found = _Query(name, checked, rows, result).run()
+        result.per_query[name] = found
+        result.matches.extend(found)
+    return result
+
+
+def _vars_union(a: _Vars, b: _Vars) -> _Vars:
+    merged: dict[str, frozenset[int]] = dict(a)
+    for k, v in b:
+        merged[k] = merged.get(k, frozenset()) | v
+    return tuple(sorted(merged.items()))
+
+
+class _Query:
+    def __init__(self, name: str, checked: CheckedQuery, rows: list[dict[str, Any]], result: ReferenceResult) -> None:
+        self.name = name
+        self.checked = checked
+        self.query = checked.query
+        self.result = result
+        scope = self.query.streams or tuple(checked.schema.streams)
+        visible = {e.name for e in checked.schema.event_types(scope)}
+        self.rows = [r for r in rows if r["type"] in visible]
+        self.sub: list[dict[str, Any]] = []  # the substream being evaluated
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> list[Match]:
+        q = self.query
+        substreams: dict[Any, list[dict[str, Any]]] = {}
+        for row in self.rows:
+            key = self._partition_key(row)
+            if key is not None:
+                substreams.setdefault(key, []).append(row)
+        candidates: dict[int, list[tuple[Any, _Valuation]]] = {}
+        for key, sub in substreams.items():
+            self.sub = sub
+            for v in self._eval(q.pattern):
+                candidates.setdefault(sub[v[1]]["position"], []).append((key, v))
+        barriers: list[tuple[int, Any]] = []  # (position, partition) of counted completions
+        out: list[Match] = []
+        for end in sorted(candidates):
+            alive = []
+            for key, v in candidates[end]:
+                sub = substreams[key]
+                start = sub[v[0]]["position"]
+                if any(start <= j and (q.consume == "ANY" or k == key) for j, k in barriers):
+                    continue  # its partial match was consumed before it completed
+                alive.append((key, v, sub))
+            if q.consume in ("ANY", "PARTITION"):
+                barriers.extend({(end, key) for key, _, _ in alive})
+            in_window = [(k, v, sub) for k, v, sub in alive if self._within(sub[v[0]], sub[v[1]])]
+            best: dict[tuple[int, int, tuple[int, ...]], Match] = {}
+            for _, v, sub in self._strategy(in_window):
+                m = self._to_match(v, sub)
+                k = (m.start, m.end, m.events)
+                if k not in best or sorted(m.vars.items()) < sorted(best[k].vars.items()):
+                    best[k] = m
+            matches = sorted(best.values(), key=_limit_order)
+            if q.limit is not None:
+                matches = matches[: q.limit]
+            out.extend(sorted(matches))
+        return out
+
+    def _partition_key(self, row: dict[str, Any]) -> Any:
+        groups = self.query.partition_by
+        if not groups:
+            return ()
+        for group in groups:
+            if all(row.get(a) is not None for a in group):
+                return tuple(row[a] for a in group)
+        return None
+
+    # ------------------------------------------------------------ patterns
+    def _eval(self, node: ast.Formula) -> set[_Valuation]:
+        sub = self.sub
+        if isinstance(node, ast.EventType):
+            return {
+                (i, i, frozenset({i}), ((node.name, frozenset({i})),))
+                for i, r in enumerate(sub)
+                if r["type"] == node.name
+            }
+        if isinstance(node, ast.Bind):
+            return {(s, e, d, _vars_union(m, ((node.variable, d),))) for s, e, d, m in self._eval(node.formula)}
+        if isinstance(node, ast.Filter):
+            return {v for v in self._eval(node.formula) if self._holds(node.condition, v)}
+        if isinstance(node, ast.Disjunction):
+            return self._eval(node.left) | self._eval(node.right)
+        if isinstance(node, ast.Negation):
+            matching = {v[0] for v in self._eval(node.formula)}
+            return {(i, i, frozenset(), ()) for i in range(len(sub)) if i not in matching}
+        if isinstance(node, ast.Iteration):
+            return self._iterate(self._eval(node.formula), node.contiguous)
+        if isinstance(node, ast.Conjunction):
+            acc = self._eval(node.parts[0])
+            for part in node.parts[1:]:
+                right = self._eval(part)
+                acc = {
+                    (min(a[0], b[0]), max(a[1], b[1]), a[2] | b[2], _vars_union(a[3], b[3]))
+                    for a in acc
+                    for b in right
+                    if not (a[2] & b[2])
+                }
+            return acc
+        if isinstance(node, ast.Sequence):
+            return self._sequence(node)
+        raise TypeError(f"ABSENT(...) outside a sequence: {node!r}")
+
+    def _sequence(self, node: ast.Sequence) -> set[_Valuation]:
+        acc = self._eval(node.parts[0])
+        absent: list[set[int]] = []
+        for link, part in zip(node.links, node.parts[1:], strict=True):
+            if isinstance(part, ast.Absence):
+                absent.append({v[0] for v in self._eval(part.formula)})
+                continue
+            right = self._eval(part)
+            forbidden = set().union(*absent) if absent else set()
+            acc = {
+                (a[0], b[1], a[2] | b[2], _vars_union(a[3], b[3]))
+                for a in acc
+                for b in right
+                if (b[0] == a[1] + 1 if link == ":" else a[1] < b[0]) and not any(a[1] < k < b[0] for k in forbidden)
+            }
+            absent = []
+        return acc
+
+    def _iterate(self, base: set[_Valuation], contiguous: bool) -> set[_Valuation]:
+        result = set(base)
+        frontier = set(base)
+        while frontier:
+            grown = {
+                (a[0], b[1], a[2] | b[2], _vars_union(a[3], b[3]))
+                for a in frontier
+                for b in base
+                if (b[0] == a[1] + 1 if contiguous else a[1] < b[0])
+            }
+            frontier = grown - result
+            result |= frontier
+        return result
+
+    # ------------------------------------------------------------ conditions
+    def _holds(self, condition: ast.Expr, v: _Valuation) -> bool:
+        binding = {k: sorted(s) for k, s in v[3]}
+        for part in conjuncts(condition):
+            try:
+                if not self._conjunct(part, binding):
+                    return False
+            except _OutOfDomain:
+                self.result.domain_errors += 1
+                return False
+        return True
+
+    def _conjunct(self, part: ast.Expr, binding: dict[str, list[int]]) -> bool:
+        variables = referenced_variables(part)
+        if len(variables) == 1 and not has_aggregate(part) and not isinstance(part, ast.VariableFilter):
+            (var,) = variables
+            return all(bool(self._value(part, binding, {var: i})) for i in binding.get(var, []))
+        return bool(self._value(part, binding, {}))
+
+    def _value(self, node: ast.Expr, binding: dict[str, list[int]], current: dict[str, int]) -> Any:
+        if isinstance(node, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
+            return node.value
+        if isinstance(node, ast.AttributeRef):
+            return self.sub[self._event_of(node, binding, current)][node.attribute]
+        if isinstance(node, ast.VariableFilter):
+            # Bare attributes inside x[...] name x's current event ("" remembers x).
+            return all(
+                bool(self._value(node.condition, binding, {**current, node.variable: i, "": i}))
+                for i in binding.get(node.variable, [])
+            )
+        if isinstance(node, ast.Call):
+            return self._call(node, binding, current)
+        if isinstance(node, ast.Negate):
+            return -self._value(node.operand, binding, current)
+        if isinstance(node, ast.Arithmetic):
+            return _arithmetic(
+                node.op, self._value(node.left, binding, current), self._value(node.right, binding, current)
+            )
+        if isinstance(node, ast.Comparison):
+            return _compare(
+                node.op, self._value(node.left, binding, current), self._value(node.right, binding, current)
+            )
+        if isinstance(node, ast.InSet):
+            value = self._value(node.operand, binding, current)
+            found = any(value == self._value(item, binding, current) for item in node.values)
+            return found != node.negated
+        if isinstance(node, ast.InInterval):
+            value = self._value(node.operand, binding, current)
+            low = self._value(node.low, binding, current) if node.low is not None else -math.inf
+            high = self._value(node.high, binding, current) if node.high is not None else math.inf
+            return (low <= value <= high) != node.negated
+        if isinstance(node, ast.Between):
+            value = self._value(node.operand, binding, current)
+            return self._value(node.low, binding, current) <= value <= self._value(node.high, binding, current)
+        if isinstance(node, ast.Like):
+            return re.search(node.pattern, self._value(node.operand, binding, current)) is not None
+        if isinstance(node, ast.And):
+            return bool(self._value(node.left, binding, current)) and bool(self._value(node.right, binding, current))
+        if isinstance(node, ast.Or):
+            return bool(self._value(node.left, binding, current)) or bool(self._value(node.right, binding, current))
+        if isinstance(node, ast.Not):
+            return not self._value(node.operand, binding, current)
+        raise TypeError(f"unknown expression {node!r}")
+
+    def _event_of(self, node: ast.AttributeRef, binding: dict[str, list[int]], current: dict[str, int]) -> int:
+        """The substream index of the event an attribute reference reads."""
+        if node.variable is None:
+            return current[""]
+        if node.variable in current:
+            return current[node.variable]
+        held = binding.get(node.variable, [])
+        if len(held) != 1:
+            raise _OutOfDomain()  # the checker rules this out for well-formed queries
+        return held[0]
+
+    def _call(self, node: ast.Call, binding: dict[str, list[int]], current: dict[str, int]) -> Any:
+        fn = node.function.lower()
+        arg = node.args[0]
+        if fn in AGGREGATES:
+            assert isinstance(arg, ast.AttributeRef)
+            if fn == "count":
+                return len(binding.get(arg.attribute if arg.variable is None else arg.variable, []))
+            values = [self.sub[i][arg.attribute] for i in binding.get(arg.variable or "", [])]
+            if fn == "sum":
+                return sum(values)
+            if not values:
+                raise _OutOfDomain()
+            if fn == "avg":
+                return sum(values) / len(values)
+            return {"min": min(values), "max": max(values), "first": values[0], "last": values[-1]}[fn]
+        x = self._value(arg, binding, current)
+        try:
+            return _MATH[fn](x)
+        except ValueError:
+            raise _OutOfDomain() from None
+
+    # ------------------------------------------------------------ window, strategy, output
+    def _within(self, first: dict[str, Any], last: dict[str, Any]) -> bool:
+        w = self.query.within
+        if w is None:
+            return True
+        if isinstance(w, ast.EventWindow):
+            return bool(last["position"] - first["position"] <= w.count)
+        if isinstance(w, ast.AttributeWindow):
+            return bool(last[w.attribute] - first[w.attribute] < w.size)
+        time_attr = {e.name: e.primary_time or "" for e in self.checked.schema.event_types()}
+        t0 = first[time_attr[first["type"]]]
+        t1 = last[time_attr[last["type"]]]
+        return bool(t1 - t0 <= w.nanoseconds)
+
+    def _strategy(
+        self, same_end: list[tuple[Any, _Valuation, list[dict[str, Any]]]]
+    ) -> list[tuple[Any, _Valuation, list[dict[str, Any]]]]:
+        strategy = self.query.effective_strategy
+        if strategy == "ALL":
+            return same_end
+        if strategy == "STRICT":
+            return [c for c in same_end if set(range(c[1][0], c[1][1] + 1)) <= c[1][2]]
+        data = [frozenset(c[2][i]["position"] for i in c[1][2]) for c in same_end]
+        if strategy == "MAX":
+            return [c for c, d in zip(same_end, data, strict=True) if not any(d < other for other in data)]
+        pick = min if strategy == "NEXT" else max
+
+        def wins(d: frozenset[int]) -> bool:
+            return all(d == o or pick(d ^ o) in d for o in data)
+
+        return [c for c, d in zip(same_end, data, strict=True) if wins(d)]
+
+    def _to_match(self, v: _Valuation, sub: list[dict[str, Any]]) -> Match:
+        def positions(indices: Iterable[int]) -> tuple[int, ...]:
+            return tuple(sorted(sub[i]["position"] for i in indices))
+
+        held = {k: positions(s) for k, s in v[3] if s}
+        selection = self.query.selection
+        if isinstance(selection, ast.SelectAll):
+            events, shown = positions(v[2]), held
+        elif isinstance(selection, ast.SelectNone):
+            events, shown = (), held
+        else:
+            names = [p.variable for p in selection]
+            shown = {k: held[k] for k in names if k in held}
+            events = tuple(sorted({p for k in shown for p in shown[k]}))
+        return Match(self.name, sub[v[0]]["position"], sub[v[1]]["position"], events, shown)
+
+
+_MATH: dict[str, Callable[[Any], Any]] = {
+    "abs": abs,
+    "sqrt": math.sqrt,
+    "sin": math.sin,
+    "cos": math.cos,
+    "asin": math.asin,
+    "acos": math.acos,
+}
+
+
+def _arithmetic(op: str, left: Any, right: Any) -> Any:
+    if op == "+":
+        return left + right
+    if op == "-":
+        return left - right
+    if op == "*":
+        return left * right
+    if right == 0:
+        raise _OutOfDomain()
+    if op == "/":
+        return left / right
+    # % truncates toward zero, as in CORE's C++ engine.
+    remainder = math.fmod(left, right)
+    return int(remainder) if isinstance(left, int) and isinstance(right, int) else remainder
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    if op == "=":
+        return bool(left == right)
+    if op == "!=":
+        return bool(left != right)
+    if op == "<":
+        return bool(left < right)
+    if op == "<=":
+        return bool(left <= right)
+    if op == ">":
+        return bool(left > right)
+    return bool(left >= right)
+
+
+def _limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
+    # Latest start first, then latest output positions first.
+    return (-m.start, tuple(-p for p in reversed(m.events)))
