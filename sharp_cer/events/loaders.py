@@ -1,0 +1,910 @@
+"""Loaders: CSV (CORE's convention), JSONL, Parquet, pandas and Arrow input
+into an :class:`EventBatch` of the accepted events and a :class:`LoadReport`.
+
+Every loader reads all rows, numbers them 0, 1, 2, ... (``position``; a CSV
+header and blank lines are not rows), and either accepts a row or turns it
+into one :class:`DeadLetter` naming the first problem found, checked in this
+order: a malformed row (CSV parse error, bytes that are not UTF-8, malformed
+JSON), the event type (``unknown_type``), the CSV field count, each declared
+attribute in declaration order (``missing_attribute``, ``mistyped_attribute``,
+and ``bad_time`` for the ``primary_time``), then lateness: an event whose
+primary time is more than ``allowed_lateness`` (nanoseconds) below the largest
+primary time of the events accepted before it is dead-lettered as ``late``
+(events within the lateness stay, in input order; events of a type without a
+``primary_time`` are never late and do not move the clock). With ``strict=True`` the
+first bad row raises :class:`EventsError` instead. Nothing is dropped:
+``report.accepted + len(report.dead_letters) == report.read``.
+
+Values: NA, null, NaN and an empty CSV field mean "no value" (so a declared
+attribute holding one is missing, for strings too); text is accepted for any
+type when it spells a value of it (``int``: ``[+-]digits`` in int64 range;
+``double``: a decimal or scientific number, ``inf``; ``bool``: ``true``,
+``false``, ``1``, ``0`` in any case; ``primary_time``: int64 nanoseconds or an
+ISO-8601 timestamp, naive ones read as UTC), surrounding whitespace ignored;
+an integral float is an int when exactly representable (at most 2**53).
+Typed columns (pandas, Arrow, Parquet) are validated column by column with
+numpy and pyarrow compute; a column of mixed Python objects is split by value
+type first.
+
+>>> from sharp_cer.language import Schema
+>>> schema = Schema.parse("CREATE STREAM S { EVENT BUY { id:int, price:double, t:primary_time } }")
+>>> batch, report = load_csv("BUY,1,10.5,100\\nBUY,2,abc,200\\nBUY,3,9.0,50\\n", schema)
+>>> batch.positions.tolist(), report.counts
+([0], {'mistyped_attribute': 1, 'late': 1})
+>>> report.dead_letters[0].reason
+"mistyped attribute 'price' of BUY: expected a double, found 'abc'"
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sharp_cer.errors import EventsError
+from sharp_cer.language.errors import did_you_mean, listing
+from sharp_cer.language.schema import EventSchema, Schema
+
+from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport
+
+Source = str | os.PathLike[str]
+_Mask = npt.NDArray[np.bool_]
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+_RESERVED = ("type", "position")
+_BLANK = " \t\r\n\x0b\x0c"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ARROW_FAILURES = (pa.ArrowException, ValueError, TypeError, OverflowError, NotImplementedError)
+_EXPECTED = {
+    "int": "an int",
+    "double": "a double",
+    "bool": "a bool (true, false, 1 or 0)",
+    "string": "a string",
+    "primary_time": "int64 nanoseconds or an ISO-8601 timestamp",
+}
+_FIX = {
+    "int": "write a whole number between -2**63 and 2**63-1, such as 42",
+    "double": "write a number such as 12.5 or 1e-3",
+    "bool": "write true, false, 1 or 0",
+    "string": "write the value as text",
+    "primary_time": "write nanoseconds since the epoch (1709544600000000000) or ISO-8601 (2024-03-04T09:30:00Z)",
+}
+
+
+@dataclass(frozen=True)
+class _Problem:
+    kind: str
+    headline: str
+    column: str | None
+    expected: str
+    found: str
+    hint: str
+    field: int | None = None  # 1-based CSV field number
+
+
+@dataclass
+class _Col:
+    """A column as pyarrow arrays: one for every row, or parts (row indices,
+    array) when mixed Python objects were split by type; ``objects`` keeps
+    the original values to show them in reasons."""
+
+    parts: list[tuple[npt.NDArray[np.intp] | None, Any]]
+    objects: Sequence[Any] | None = None
+
+    def value(self, i: int) -> Any:
+        if self.objects is not None:
+            return self.objects[i]
+        return self.parts[0][1][i].as_py()
+
+
+@dataclass
+class _Raw:
+    """Rows read from one input, before validation."""
+
+    name: str
+    n: int
+    lines: npt.NDArray[np.int64]
+    types: _Col
+    columns: dict[str, _Col]
+    raw: Callable[[int], str | dict[str, Any]]
+    pre: dict[int, _Problem] = field(default_factory=dict)
+    absent: dict[str, _Mask] = field(default_factory=dict)
+    null_text: str = "null"
+    absent_text: str = "no key {!r}"
+    csv_fields: bool = False
+    line_word: str = "line"
+
+
+@dataclass(frozen=True)
+class _Converted:
+    values: npt.NDArray[Any]
+    ok: _Mask
+    null: _Mask
+
+
+# ---------------------------------------------------------------- public loaders
+
+
+def load_csv(
+    source: Source,
+    schema: Schema,
+    *,
+    header: bool | None = None,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+) -> tuple[EventBatch, LoadReport]:
+    """Load CORE-style CSV: each row is an event type and then that type's
+    attributes in declaration order (rows of different types may differ in
+    length). ``source`` is a path, or CSV text if it is a ``str`` holding a
+    newline. ``header=None`` treats the first row as a header when its first
+    field is no event type and it is ``type`` or the rest are attribute
+    names; a header naming only attributes must list one event type's
+    attributes in order (rows are read by position, not by header name).
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { ok:bool, x:int } }")
+    >>> batch, report = load_csv("type,x\\nA,1\\nB,TRUE,2\\nB,3\\n", s)
+    >>> [batch.row(i)["attributes"] for i in range(len(batch))], report.summary()
+    ([{'x': 1}, {'ok': True, 'x': 2}], '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1)')
+    """
+    etypes, kinds = _layout(schema, stream)
+    lateness = _check_lateness(allowed_lateness)
+    name, data = _read_source(source, "<csv text>")
+    text = data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
+    raw = _read_csv(text.removeprefix("\ufeff"), name, etypes, kinds, header)
+    return _judge(raw, etypes, kinds, strict, lateness)
+
+
+def load_jsonl(
+    source: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+) -> tuple[EventBatch, LoadReport]:
+    """Load JSON Lines: one object per line with a ``type`` key and one key
+    per attribute (other keys are ignored; blank lines are not rows).
+    ``source`` is a path, or JSONL text if it is a ``str`` holding a newline.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    >>> text = '{"type": "A", "x": 1, "t": "2024-03-04T09:30:00Z"}\\n{"type": "A", "x": 2\\n'
+    >>> batch, report = load_jsonl(text, s)
+    >>> batch.row(0), report.dead_letters[0].kind
+    ({'type': 'A', 'position': 0, 'attributes': {'x': 1, 't': 1709544600000000000}}, 'malformed_json')
+    """
+    etypes, kinds = _layout(schema, stream)
+    lateness = _check_lateness(allowed_lateness)
+    name, data = _read_source(source, "<jsonl text>")
+    return _judge(_read_jsonl(data, name, kinds), etypes, kinds, strict, lateness)
+
+
+def load_parquet(
+    path: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+) -> tuple[EventBatch, LoadReport]:
+    """Load a Parquet file with a ``type`` column and attribute columns (as
+    :func:`load_arrow`; other columns are not read).
+
+    >>> import pathlib, tempfile
+    >>> import pandas as pd
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:double } }")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "e.parquet"
+    ...     pd.DataFrame({"type": ["A", "A"], "x": [1.5, None]}).to_parquet(path)
+    ...     batch, report = load_parquet(path, s)
+    >>> batch.columns["x"].to_list(), report.dead_letters[0].reason
+    ([1.5], "missing attribute 'x' of A: expected a double, found null")
+    """
+    import pyarrow.parquet as pq
+
+    etypes, kinds = _layout(schema, stream)
+    lateness = _check_lateness(allowed_lateness)
+    try:
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=[c for c in dict.fromkeys(names) if c == "type" or c in kinds])
+    except (OSError, pa.ArrowException) as exc:
+        raise _error(str(path), "cannot read the Parquet file", "a readable Parquet file", str(exc), None) from exc
+    raw = _read_table(_arrow_columns(table, str(path)), table.num_rows, str(path), "null")
+    return _judge(raw, etypes, kinds, strict, lateness)
+
+
+def load_pandas(
+    df: pd.DataFrame,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+) -> tuple[EventBatch, LoadReport]:
+    """Load a DataFrame with a ``type`` column and attribute columns (other
+    columns and the index are ignored); NA in an attribute the row's type
+    does not declare is expected, NA in a declared one is a missing value.
+
+    >>> import pandas as pd
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { y:string } }")
+    >>> df = pd.DataFrame({"type": ["A", "B", "C"], "x": [1, None, None], "y": [None, "hi", None]})
+    >>> batch, report = load_pandas(df, s)
+    >>> batch.to_pandas()  # doctest: +NORMALIZE_WHITESPACE
+             type     x     y
+    position
+    0           A     1  <NA>
+    1           B  <NA>    hi
+    >>> report.dead_letters[0].reason
+    "unknown event type: expected a declared event type (A, B), found 'C'"
+    """
+    etypes, kinds = _layout(schema, stream)
+    lateness = _check_lateness(allowed_lateness)
+    name = "<DataFrame>"
+    wanted = [c for c in df.columns if c == "type" or c in kinds]
+    duplicated = sorted({str(c) for c in wanted if wanted.count(c) > 1})
+    if duplicated:
+        raise _error(name, "duplicate columns", "one column per name", listing(duplicated), "rename the duplicates")
+    columns = {str(c): _pandas_column(df[c]) for c in wanted}
+    return _judge(_read_table(columns, len(df), name, "NA"), etypes, kinds, strict, lateness)
+
+
+def load_arrow(
+    table: pa.Table,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+) -> tuple[EventBatch, LoadReport]:
+    """Load a pyarrow Table with a ``type`` column and attribute columns
+    (other columns are ignored). Primary times may be integers (nanoseconds),
+    timestamps of any unit (naive ones read as UTC) or ISO-8601 strings.
+
+    >>> import pyarrow as pa
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    >>> batch, report = load_arrow(pa.table({"type": ["A", "A"], "x": [1, 2], "t": [5, 3]}), s, allowed_lateness=1)
+    >>> batch.positions.tolist(), report.dead_letters[0].kind
+    ([0], 'late')
+    """
+    etypes, kinds = _layout(schema, stream)
+    lateness = _check_lateness(allowed_lateness)
+    name = "<arrow table>"
+    raw = _read_table(_arrow_columns(table, name), table.num_rows, name, "null")
+    return _judge(raw, etypes, kinds, strict, lateness)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _layout(schema: Schema, stream: str | None) -> tuple[tuple[EventSchema, ...], dict[str, str]]:
+    """The event types to load and every attribute name with its type."""
+    if stream is not None and stream not in schema.streams:
+        raise EventsError(f"unknown stream {stream!r}; the schema declares {listing(schema.streams) or 'none'}")
+    etypes = tuple(schema.event_types((stream,) if stream is not None else None))
+    streams: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for event in etypes:
+        if event.name in streams:
+            raise EventsError(
+                f"event type {event.name} is declared in streams {streams[event.name]} and {event.stream}; "
+                "pass stream=... to load one of them"
+            )
+        streams[event.name] = event.stream
+        for attr, kind in event.attributes.items():
+            if attr in _RESERVED:
+                raise EventsError(
+                    f"attribute {attr!r} of {event.name}: the names {', '.join(_RESERVED)} are reserved "
+                    "for the event type and position columns; rename the attribute"
+                )
+            if kinds.setdefault(attr, kind) != kind:
+                raise EventsError(
+                    f"attribute {attr!r} is {owner[attr]}'s {kinds[attr]} but {event.name}'s {kind}; "
+                    "a batch holds one column per attribute name, so give them one type or two names"
+                )
+            owner.setdefault(attr, event.name)
+    return etypes, kinds
+
+
+def _check_lateness(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _I64_MAX:
+        raise EventsError(f"allowed_lateness must be an integer from 0 to 2**63-1 (nanoseconds), not {value!r}")
+    return value
+
+
+def _read_source(source: Source, label: str) -> tuple[str, str | bytes]:
+    """(name for messages, text or bytes): a str holding a newline is the data itself."""
+    if isinstance(source, str) and (source == "" or "\n" in source or "\r" in source):
+        return label, source
+    path = Path(source)
+    try:
+        return str(path), path.read_bytes()
+    except OSError as exc:
+        raise _error(
+            str(path),
+            "cannot read the events file",
+            "a readable file",
+            exc.strerror or str(exc),
+            "check the path; to pass the data itself, give a str that holds a newline",
+        ) from exc
+
+
+class _Tap:
+    """Lines fed to csv.reader, remembered so each record keeps its text."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = iter(io.StringIO(text, newline=""))
+        self.taken: list[str] = []
+        self.count = 0
+
+    def __iter__(self) -> _Tap:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.taken.append(line)
+        self.count += 1
+        return line
+
+
+def _read_csv(
+    text: str, name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str], header: bool | None
+) -> _Raw:
+    by_name = {e.name: e for e in etypes}
+    tap = _Tap(text)
+    reader = csv.reader(tap)
+    records: list[tuple[int, str, list[str] | None, str]] = []  # line, text, fields, parse error
+    while True:
+        start = tap.count + 1
+        try:
+            fields: list[str] | None = next(reader)
+            error = ""
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            fields, error = None, str(exc)
+        row_text = "".join(tap.taken).rstrip("\r\n")
+        tap.taken.clear()
+        if fields is not None and not row_text.strip(_BLANK):
+            continue
+        records.append((start, row_text, fields, error))
+
+    if records and header is not False:
+        first = records[0][2]
+        if header or (first is not None and _looks_like_header(first, by_name, kinds)):
+            _check_header(records[0], name, etypes, kinds)
+            records = records[1:]
+
+    n = len(records)
+    pre: dict[int, _Problem] = {}
+    type_names: list[str | None] = []
+    rows_of: dict[str, list[int]] = {}
+    row_fields: list[list[str]] = [fields or [] for _, _, fields, _ in records]
+    undecoded = _SURROGATE.search(text) is not None  # bytes that were not UTF-8 became surrogates
+    for pos, (_, row_text, fields, error) in enumerate(records):
+        if fields is None or (undecoded and _SURROGATE.search(row_text)):
+            found = f"a CSV parse error ({error})" if fields is None else "bytes that are not UTF-8"
+            pre[pos] = _Problem(
+                "malformed_row",
+                "malformed row",
+                None,
+                "a CSV record in UTF-8",
+                found,
+                "fix the quoting (a quote inside a quoted field is doubled) or re-encode the file as UTF-8",
+            )
+            type_names.append(None)
+            continue
+        kind = fields[0].strip(_BLANK) or None
+        type_names.append(kind)
+        event = by_name.get(kind) if kind is not None else None
+        if event is None:
+            continue  # judged with every loader's unknown types
+        if len(fields) != 1 + len(event.attributes):
+            layout = ", ".join(["type", *event.attributes])
+            pre[pos] = _Problem(
+                "field_count",
+                f"wrong field count for {event.name}",
+                None,
+                f"{1 + len(event.attributes)} fields ({layout})",
+                f"{len(fields)} fields",
+                f"write {event.name} rows as {layout} (CORE's CSV: the type, then its attributes in declaration order)",
+            )
+            continue
+        rows_of.setdefault(event.name, []).append(pos)
+
+    values = {attr: np.full(n, None, dtype=object) for attr in kinds}
+    for event_name, rows in rows_of.items():
+        idx = np.asarray(rows, dtype=np.intp)
+        for j, attr in enumerate(by_name[event_name].attributes):
+            values[attr][idx] = np.array([row_fields[i][1 + j] or None for i in rows], dtype=object)
+    return _Raw(
+        name=name,
+        n=n,
+        lines=np.array([r[0] for r in records], dtype=np.int64),
+        types=_Col([(None, pa.array(type_names, pa.string()))]),
+        columns={attr: _Col([(None, pa.array(v, pa.string()))]) for attr, v in values.items()},
+        raw=lambda i: records[i][1],
+        pre=pre,
+        null_text="an empty field",
+        csv_fields=True,
+    )
+
+
+def _looks_like_header(fields: list[str], by_name: Mapping[str, EventSchema], kinds: Mapping[str, str]) -> bool:
+    first, rest = fields[0].strip(_BLANK), [f.strip(_BLANK) for f in fields[1:]]
+    if first in by_name:
+        return False
+    return first.lower() == "type" or (bool(rest) and all(f in kinds for f in rest))
+
+
+def _check_header(
+    record: tuple[int, str, list[str] | None, str], name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str]
+) -> None:
+    line, row_text, fields, error = record
+    if fields is None:
+        raise _error(f"{name}, line {line}", "cannot read the header row", "a CSV record", error, None)
+    rest = [f.strip(_BLANK) for f in fields[1:]]
+    if rest and all(f in kinds for f in rest) and not any(rest == list(e.attributes) for e in etypes):
+        layouts = "; ".join(f"{e.name}: {', '.join(e.attributes)}" for e in etypes)
+        raise _error(
+            f"{name}, line {line}",
+            "the header does not match CORE's CSV layout",
+            f"type, then one event type's attributes in declaration order ({layouts})",
+            repr(row_text),
+            "rows are read by position, not by header name: reorder the columns to the declaration order "
+            "(write_core_csv does), or read the file with pandas and use load_pandas",
+        )
+
+
+_ABSENT = object()
+
+
+def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
+    lines: list[Any] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+    keys = ["type", *kinds]
+    values: dict[str, list[Any]] = {k: [] for k in keys}
+    absent: dict[str, list[bool]] = {k: [] for k in keys}
+    texts: list[str] = []
+    numbers: list[int] = []
+    pre: dict[int, _Problem] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip(_BLANK.encode() if isinstance(line, bytes) else _BLANK):
+            continue
+        pos = len(numbers)
+        numbers.append(number)
+        obj, found = _parse_json_line(line)
+        texts.append((line.decode("utf-8", "replace") if isinstance(line, bytes) else line).rstrip("\r"))
+        if found is not None:
+            pre[pos] = _Problem(
+                "malformed_json",
+                "malformed JSON",
+                None,
+                "one JSON object per line",
+                found,
+                'write each event as one object on one line, such as {"type": "BUY", "price": 12.5}',
+            )
+            obj = {}
+        for key in keys:
+            value = obj.get(key, _ABSENT)
+            absent[key].append(value is _ABSENT)
+            values[key].append(None if value is _ABSENT else value)
+    return _Raw(
+        name=name,
+        n=len(numbers),
+        lines=np.array(numbers, dtype=np.int64),
+        types=_object_column(values["type"]),
+        columns={k: _object_column(values[k]) for k in kinds},
+        raw=lambda i: texts[i],
+        pre=pre,
+        absent={k: np.array(v, dtype=np.bool_) for k, v in absent.items()},
+    )
+
+
+def _parse_json_line(line: str | bytes) -> tuple[dict[str, Any], str | None]:
+    """(the object, None), or ({}, what was found instead)."""
+    try:
+        text = (line.decode("utf-8") if isinstance(line, bytes) else line).rstrip("\r")
+    except UnicodeDecodeError as exc:
+        return {}, f"bytes that are not UTF-8 (at byte {exc.start + 1})"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"{exc.msg} at character {exc.colno}"
+    except (ValueError, RecursionError) as exc:
+        return {}, f"unreadable JSON ({type(exc).__name__})"
+    if not isinstance(obj, dict):
+        return {}, f"a JSON {_json_kind(obj)}"
+    return obj, None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "number"
+
+
+def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str) -> _Raw:
+    if "type" not in columns:
+        raise _error(
+            name,
+            "no 'type' column",
+            "a 'type' column naming each row's event type, and one column per attribute",
+            f"columns {listing(columns) or '(none of the schema)'}",
+            "add the event type as a column named 'type'",
+        )
+    return _Raw(
+        name=name,
+        n=n,
+        lines=np.arange(1, n + 1, dtype=np.int64),
+        types=columns["type"],
+        columns={k: v for k, v in columns.items() if k != "type"},
+        raw=lambda i: {k: col.value(i) for k, col in columns.items()},
+        null_text=null_text,
+        absent_text="no column {!r}",
+        line_word="row",
+    )
+
+
+def _arrow_columns(table: pa.Table, name: str) -> dict[str, _Col]:
+    names = list(table.column_names)
+    duplicated = sorted({c for c in names if names.count(c) > 1})
+    if duplicated:
+        raise _error(name, "duplicate columns", "one column per name", listing(duplicated), "rename the duplicates")
+    return {c: _Col([(None, table.column(c).combine_chunks())]) for c in names}
+
+
+def _pandas_column(series: pd.Series) -> _Col:
+    try:
+        arr = pa.array(series, from_pandas=True)
+    except _ARROW_FAILURES:
+        return _object_column(series.to_numpy(dtype=object))
+    return _Col([(None, arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr)])
+
+
+def _object_column(values: Sequence[Any]) -> _Col:
+    """Python values as arrow: in one piece when arrow can, else split by value type."""
+    try:
+        arr = pa.array(values, from_pandas=True)
+        # arrow turns ints and even True into floats beside floats: keep them apart, so that
+        # a bool never passes for a number and a large int keeps every digit
+        if not (pa.types.is_floating(arr.type) and any(isinstance(v, (int, np.integer, np.bool_)) for v in values)):
+            return _Col([(None, arr)], values)
+    except _ARROW_FAILURES:
+        pass
+    groups: dict[str, list[int]] = {}
+    for i, value in enumerate(values):
+        groups.setdefault(_tag(value), []).append(i)
+    parts: list[tuple[npt.NDArray[np.intp] | None, Any]] = []
+    for tag, rows in groups.items():
+        items = [values[i] for i in rows]
+        if tag == "null":
+            arr = pa.nulls(len(items))
+        elif tag == "bool":
+            arr = pa.array([bool(v) for v in items], pa.bool_())
+        elif tag == "int":
+            arr = pa.array([int(v) for v in items], pa.int64())
+        elif tag == "bigint":
+            arr = pa.array([str(int(v)) for v in items], pa.string())
+        elif tag == "float":
+            arr = pa.array([float(v) for v in items], pa.float64())
+        elif tag == "str":
+            arr = pa.array([str(v) for v in items], pa.string())
+        else:  # no schema type accepts these; binary values fail every conversion
+            arr = pa.array([b""] * len(items), pa.binary())
+        parts.append((np.asarray(rows, dtype=np.intp), arr))
+    return _Col(parts, values)
+
+
+def _tag(value: Any) -> str:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return "null"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int" if _I64_MIN <= int(value) <= _I64_MAX else "bigint"
+    if isinstance(value, (float, np.floating)):
+        return "null" if math.isnan(value) else "float"
+    if isinstance(value, str):
+        return "other" if _SURROGATE.search(value) else "str"
+    return "other"
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _mask(arr: Any) -> _Mask:
+    return np.array(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+def _convert(col: _Col | None, kind: str, n: int) -> _Converted:
+    values = np.full(n, FILLER[kind], dtype=STORAGE[kind])
+    ok = np.zeros(n, dtype=np.bool_)
+    null = np.ones(n, dtype=np.bool_)
+    for rows, arr in col.parts if col is not None else []:
+        part = _convert_array(arr, kind)
+        where = slice(None) if rows is None else rows
+        values[where], ok[where], null[where] = part.values, part.ok, part.null
+    return _Converted(values, ok, null)
+
+
+def _convert_array(arr: Any, kind: str) -> _Converted:
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    t = arr.type
+    if pa.types.is_large_string(t):
+        arr, t = arr.cast(pa.string()), pa.string()
+    null = _mask(arr.is_null())
+    if pa.types.is_string(t):
+        return _from_strings(arr, kind, null)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        floats = np.array(arr.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
+        return _from_floats(floats, kind, null | np.isnan(floats))
+    values = np.full(len(arr), FILLER[kind], dtype=STORAGE[kind])
+    ok = np.zeros(len(arr), dtype=np.bool_)
+    if pa.types.is_boolean(t) and kind == "bool":
+        values, ok = _mask(arr), ~null
+    elif pa.types.is_integer(t) and kind != "string":
+        ints = np.array(arr.fill_null(0).to_numpy(zero_copy_only=False))
+        if kind == "double":
+            values, ok = ints.astype(np.float64), ~null
+        elif kind == "bool":
+            values, ok = ints == 1, ~null & ((ints == 0) | (ints == 1))
+        else:
+            fits = ints <= np.uint64(_I64_MAX) if ints.dtype == np.uint64 else np.ones(len(ints), dtype=np.bool_)
+            ok = ~null & fits
+            values = np.where(ok, ints, 0).astype(np.int64)
+    elif pa.types.is_timestamp(t) and kind == "primary_time":
+        scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[t.unit]
+        ticks = np.array(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        ok = ~null & (ticks <= _I64_MAX // scale) & (ticks >= -(_I64_MAX // scale))
+        values = np.where(ok, ticks, 0) * scale
+    return _Converted(values, ok, null)
+
+
+def _from_floats(floats: npt.NDArray[np.float64], kind: str, null: _Mask) -> _Converted:
+    if kind == "double":
+        return _Converted(np.where(null, np.nan, floats), ~null, null)
+    if kind == "bool":
+        return _Converted(floats == 1, ~null & ((floats == 0) | (floats == 1)), null)
+    if kind == "string":
+        return _Converted(np.full(len(floats), None, dtype=object), np.zeros(len(floats), dtype=np.bool_), null)
+    with np.errstate(invalid="ignore"):
+        ok = ~null & np.isfinite(floats) & (np.trunc(floats) == floats) & (np.abs(floats) <= 2.0**53)
+    return _Converted(np.where(ok, floats, 0).astype(np.int64), ok, null)
+
+
+_INT = r"^[+-]?[0-9]{1,18}$"
+_LONG_INT = r"^[+-]?[0-9]{19,}$"
+_FLOAT = r"(?i)^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)$"
+
+
+def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
+    if kind == "string":
+        return _Converted(np.array(arr.to_numpy(zero_copy_only=False), dtype=object), ~null, null)
+    text = pc.utf8_trim(arr, characters=_BLANK)
+    if kind == "bool":
+        lower = pc.utf8_lower(text)
+        yes = _mask(pc.is_in(lower, value_set=pa.array(["true", "1"])))
+        no = _mask(pc.is_in(lower, value_set=pa.array(["false", "0"])))
+        return _Converted(yes, yes | no, null)
+    if kind == "double":
+        ok = _mask(pc.match_substring_regex(text, _FLOAT))
+        floats = _cast_matching(text, ok, pa.float64(), float, np.float64)
+        nan = ok & np.isnan(floats)
+        return _Converted(np.where(nan, np.nan, floats), ok & ~nan, null | nan)
+    ok = _mask(pc.match_substring_regex(text, _INT))
+    values = _cast_matching(pc.replace_substring_regex(text, r"^\+", ""), ok, pa.int64(), int, np.int64)
+    for i in np.flatnonzero(_mask(pc.match_substring_regex(text, _LONG_INT))):
+        try:
+            number = int(text[i].as_py())
+        except ValueError:  # more digits than Python converts
+            continue
+        if _I64_MIN <= number <= _I64_MAX:
+            values[i], ok[i] = number, True
+    if kind == "primary_time":
+        rest = np.flatnonzero(~null & ~ok)
+        if rest.size:
+            ns, good = _parse_iso(text.take(pa.array(rest)).to_pylist())
+            values[rest[good]], ok[rest[good]] = ns[good], True
+    return _Converted(values, ok, null)
+
+
+def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
+    """Cast the strings where ``ok`` (others read as 0) with arrow, or one by
+    one if arrow refuses some string the pattern let through."""
+    chosen = pc.if_else(pa.array(ok), text, pa.scalar("0"))
+    try:
+        return np.array(pc.cast(chosen, to).fill_null(0).to_numpy(zero_copy_only=False), dtype=dtype)
+    except _ARROW_FAILURES:
+        values = np.zeros(len(ok), dtype=dtype)
+        for i in np.flatnonzero(ok):
+            try:
+                values[i] = parse(chosen[i].as_py())
+            except (ValueError, OverflowError):
+                ok[i] = False
+        return values
+
+
+def _parse_iso(texts: list[str]) -> tuple[npt.NDArray[np.int64], _Mask]:
+    """ISO-8601 timestamps as int64 ns since the epoch (naive ones as UTC)."""
+
+    def parse(values: list[str]) -> Any:
+        return pd.to_datetime(pd.Series(values, dtype=object), format="ISO8601", utc=True, errors="coerce")
+
+    try:
+        stamps = parse(texts)
+    except (ValueError, OverflowError, TypeError):
+        stamps = pd.concat([_safe(parse, [t]) for t in texts], ignore_index=True)
+    good = np.array(stamps.notna(), dtype=np.bool_)
+    ns = np.array(stamps.dt.as_unit("ns").array.asi8, dtype=np.int64)
+    return np.where(good, ns, 0), good
+
+
+def _safe(parse: Callable[[list[str]], Any], values: list[str]) -> Any:
+    try:
+        return parse(values)
+    except (ValueError, OverflowError, TypeError):
+        return pd.Series([pd.NaT], dtype="datetime64[ns, UTC]")
+
+
+# ---------------------------------------------------------------- judging
+
+
+def _judge(
+    raw: _Raw, etypes: tuple[EventSchema, ...], kinds: dict[str, str], strict: bool, lateness: int
+) -> tuple[EventBatch, LoadReport]:
+    """Find each row's first problem, split off the bad rows, build the batch."""
+    n = raw.n
+    problems = dict(raw.pre)
+    bad = np.zeros(n, dtype=np.bool_)
+    bad[list(problems)] = True
+    names = [e.name for e in etypes]
+
+    codes = np.full(n, -1, dtype=np.int32)
+    type_null = np.ones(n, dtype=np.bool_)
+    for rows, arr in raw.types.parts:
+        where = slice(None) if rows is None else rows
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        type_null[where] = _mask(arr.is_null())
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
+            codes[where] = np.array(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int32)
+    for i in np.flatnonzero(~bad & (codes < 0)):
+        problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
+    bad |= codes < 0
+
+    converted = {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+    times = np.zeros(n, dtype=np.int64)
+    timed = np.zeros(n, dtype=np.bool_)
+    for code, event in enumerate(etypes):
+        rows = (codes == code) & ~bad
+        for j, (attr, kind) in enumerate(event.attributes.items()):
+            wrong = rows & ~converted[attr].ok
+            for i in np.flatnonzero(wrong):
+                problems[int(i)] = _attribute_problem(raw, event, j, attr, kind, converted[attr], int(i))
+            rows &= ~wrong
+            bad |= wrong
+        if event.primary_time is not None:
+            times[rows] = converted[event.primary_time].values[rows]
+            timed |= rows
+
+    if n and timed.any():
+        marked = np.where(timed, times, _I64_MIN)
+        latest = np.empty(n, dtype=np.int64)
+        latest[0] = _I64_MIN
+        latest[1:] = np.maximum.accumulate(marked)[:-1]
+        late = timed & (marked < np.maximum(latest, np.int64(_I64_MIN + lateness)) - np.int64(lateness))
+        for i in np.flatnonzero(late):
+            event = etypes[codes[i]]
+            problems[int(i)] = _late_problem(event, int(times[i]), int(latest[i]), lateness)
+        bad |= late
+
+    order = sorted(problems)
+    if strict and order:
+        raise _strict_error(raw, order[0], problems[order[0]])
+    letters = [_letter(raw, i, problems[i]) for i in order]
+    keep = np.flatnonzero(~bad)
+    kept_codes = codes[keep]
+    columns: dict[str, Column] = {}
+    for attr, kind in kinds.items():
+        declares = np.array([attr in e.attributes for e in etypes], dtype=np.bool_)
+        valid = declares[kept_codes]
+        values = converted[attr].values[keep]
+        values[~valid] = FILLER[kind]
+        columns[attr] = Column(kind, values, valid)
+    batch = EventBatch(etypes, keep.astype(np.int64), kept_codes, columns)
+    return batch, LoadReport(raw.name, n, len(keep), letters)
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if isinstance(value, (str, bytes)) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _type_problem(raw: _Raw, i: int, is_null: bool, names: list[str]) -> _Problem:
+    expected = f"a declared event type ({listing(names) or 'the schema declares none'})"
+    if is_null:
+        absent = raw.absent.get("type")
+        found = raw.absent_text.format("type") if absent is not None and absent[i] else raw.null_text
+        hint = "give every row its event type"
+        return _Problem("unknown_type", "missing event type", "type", expected, found, hint, 1)
+    value = raw.types.value(i)
+    hint = (did_you_mean(value.strip(), names) if isinstance(value, str) else None) or (
+        "declare the event type in the schema, or correct the row"
+    )
+    return _Problem("unknown_type", "unknown event type", "type", expected, _show(value), hint, 1)
+
+
+def _attribute_problem(
+    raw: _Raw, event: EventSchema, j: int, attr: str, kind: str, conv: _Converted, i: int
+) -> _Problem:
+    expected = _EXPECTED[kind]
+    if conv.null[i]:
+        absent = raw.absent.get(attr)
+        gone = attr not in raw.columns or (absent is not None and bool(absent[i]))
+        found = raw.absent_text.format(attr) if gone else raw.null_text
+        hint = f"give {attr} a value in every {event.name} row; {_FIX[kind]}"
+        headline, problem = f"missing attribute {attr!r} of {event.name}", "missing_attribute"
+    else:
+        found, hint = _show(raw.columns[attr].value(i)), _FIX[kind]
+        if kind == "primary_time":
+            headline, problem = f"unparsable time {attr!r} of {event.name}", "bad_time"
+        else:
+            headline, problem = f"mistyped attribute {attr!r} of {event.name}", "mistyped_attribute"
+    return _Problem(problem, headline, attr, expected, found, hint, j + 2)
+
+
+def _late_problem(event: EventSchema, t: int, latest: int, lateness: int) -> _Problem:
+    attr = event.primary_time or "time"
+    return _Problem(
+        "late",
+        f"late event {event.name}",
+        attr,
+        f"{attr} >= {latest - lateness} (the latest time so far, {latest}, minus allowed_lateness {lateness})",
+        f"{attr} = {t}, {latest - t} ns behind",
+        f"sort the input by {attr}, or allow a lateness of at least {latest - t}",
+        list(event.attributes).index(attr) + 2 if attr in event.attributes else None,
+    )
+
+
+def _letter(raw: _Raw, i: int, p: _Problem) -> DeadLetter:
+    reason = f"{p.headline}: expected {p.expected}, found {p.found}"
+    return DeadLetter(i, int(raw.lines[i]), p.kind, reason, p.column, p.expected, p.found, p.hint, raw.raw(i))
+
+
+def _error(where: str, headline: str, expected: str, found: str, hint: str | None) -> EventsError:
+    text = f"{where}: error: {headline}\n  expected: {expected}\n  found: {found}"
+    return EventsError(text + (f"\n  hint: {hint}" if hint else ""))
+
+
+def _strict_error(raw: _Raw, i: int, p: _Problem) -> EventsError:
+    where = f"{raw.name}, {raw.line_word} {int(raw.lines[i])}"
+    if p.column is not None:
+        where += f", column {p.column!r}" + (f" (field {p.field})" if raw.csv_fields and p.field else "")
+    row = raw.raw(i)
+    shown = row if isinstance(row, str) else json.dumps(row, default=str)
+    hint = f"{p.hint}; or load with strict=False to send bad rows to the dead-letter list"
+    error = _error(where, p.headline, p.expected, p.found, hint)
+    return EventsError(f"{error}\n  row: {shown if len(shown) <= 200 else shown[:197] + '...'}")
