@@ -151,12 +151,69 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
     return EXIT_OK
 
 
+def match(
+    schema_file: str,
+    query_files: Sequence[str],
+    events_file: str,
+    engine: str,
+    limit: int | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Run queries over an events file; print one JSON match per line on ``out``.
+
+    Only the reference evaluator exists so far; summaries go to ``err``.
+    """
+    from .events.loaders import load_csv, load_jsonl, load_parquet
+    from .reference import evaluate
+
+    if engine != "reference":
+        print(f"error: engine '{engine}' is not available yet\n  hint: use --engine reference", file=err)
+        return EXIT_INVALID
+    try:
+        schema_path = Path(schema_file)
+        schema = Schema.parse(schema_path.read_text(), str(schema_path))
+        queries = []
+        for q in query_files:
+            text = Path(q).read_text()
+            queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
+        loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
+        loader = loaders.get(Path(events_file).suffix)
+        if loader is None:
+            print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
+            return EXIT_INVALID
+        batch, report = loader(events_file, schema)
+    except OSError as exc:
+        print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
+        return EXIT_INVALID
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    rows = []
+    for i in range(len(batch)):
+        row = batch.row(i)
+        rows.append({"type": row["type"], "position": row["position"], **row["attributes"]})
+    result = evaluate(queries, rows)
+    for m in result.matches[:limit]:
+        print(m.to_json(), file=out)
+    print(report.summary(), file=err)
+    counts = ", ".join(f"{name}={len(found)}" for name, found in result.per_query.items())
+    print(f"matches: {counts}; conditions out of their math domain: {result.domain_errors}", file=err)
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate query, schema and workload files")
     check.add_argument("files", nargs="+", metavar="FILE", help=".ceql, .core or .toml files")
     check.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
+    run_match = sub.add_parser("match", help="print the matches of queries over an events file (JSON lines)")
+    run_match.add_argument("--schema", required=True, metavar="FILE", help="the .core schema")
+    run_match.add_argument("--query", required=True, action="append", metavar="FILE", help=".ceql file (repeatable)")
+    run_match.add_argument("--events", required=True, metavar="FILE", help=".csv, .jsonl or .parquet events")
+    run_match.add_argument("--engine", choices=["reference", "core"], default="reference")
+    run_match.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N matches")
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
@@ -169,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
+    if args.command == "match":
+        return match(args.schema, args.query, args.events, args.engine, args.limit, sys.stdout, sys.stderr)
     if args.command == "demo":
         return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr)
     return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands

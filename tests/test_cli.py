@@ -88,3 +88,27 @@ def test_console_entry_point_runs(files: Path) -> None:
         check=False,
     )
     assert result.returncode == 2 and result.stdout == "" and "^" in result.stderr
+
+
+def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT SELL { p:int }, EVENT BUY { p:int } }")
+    (tmp_path / "not_sell.ceql").write_text("SELECT * WHERE NOT(SELL) ; BUY ; SELL WITHIN 5 EVENTS")
+    (tmp_path / "events.csv").write_text("SELL,1\nBUY,2\nBUY,oops\nBUY,3\nSELL,4\n")
+    code = main(
+        [
+            "match",
+            "--schema",
+            str(tmp_path / "s.core"),
+            "--query",
+            str(tmp_path / "not_sell.ceql"),
+            "--events",
+            str(tmp_path / "events.csv"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    # position 2 is dead-lettered; NOT(SELL) opens at 1 or 3: BUY then SELL after it
+    assert out.splitlines() == [
+        '{"query": "not_sell", "start": 1, "end": 4, "events": [3, 4], "vars": {"BUY": [3], "SELL": [4]}}',
+    ]
+    assert "mistyped" in err and "not_sell=1" in err
