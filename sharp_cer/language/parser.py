@@ -8,6 +8,7 @@ Comparison(op='>', left=AttributeRef(variable=None, attribute='price'), right=Nu
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from typing import Any
 
@@ -21,14 +22,18 @@ from .source import Source, Span
 
 
 @functools.cache
+def _grammar() -> str:
+    return resources.files("sharp_cer.language").joinpath("ceql.lark").read_text()
+
+
+@functools.cache
 def _lark() -> Lark:
-    grammar = resources.files("sharp_cer.language").joinpath("ceql.lark").read_text()
     return Lark(
-        grammar,
+        _grammar(),
         parser="lalr",
         lexer=CeqlLexer,
         start=["query", "schema"],
-        keep_all_tokens=True,  # _walk needs every token for spans; it drops punctuation
+        keep_all_tokens=True,  # _walk needs every token for spans; _dropped filters them as lark would
         maybe_placeholders=True,
     )
 
@@ -312,19 +317,28 @@ class _ToAst:
 _TRANSFORMER = _ToAst()
 _METHODS: dict[str, Any] = {}
 
-# Tokens the tree keeps only for spans: keywords (named with a leading _) and
-# punctuation. Rules written with ! in the grammar keep all their tokens.
-_KEPT_RULES = frozenset({"strategy", "compare_op", "add_op", "mul_op"})
-_PUNCTUATION = frozenset(
-    ["(", ")", "[", "]", "{", "}", ",", ".", ">", "*", "+", "-", "/", "%", ":+", "<", "<=", ">=", "==", "!=", "<>", "="]
-)
 _Position = tuple[int, int]
 
 
+@functools.cache
+def _token_rules() -> tuple[frozenset[str], frozenset[str]]:
+    """The terminals the grammar names itself and the rules written with ``!``.
+
+    lark keeps exactly these tokens in a tree without ``keep_all_tokens``:
+    named terminals not starting with ``_``, and every token of a ``!`` rule.
+    """
+    text = _grammar()
+    named = frozenset(re.findall(r"^([A-Z][A-Z_0-9]*)(?:\.\d+)?\s*:", text, re.MULTILINE))
+    kept = frozenset(re.findall(r"^\??!([a-z_][a-z_0-9]*)\s*:", text, re.MULTILINE))
+    return named, kept
+
+
+_NAMED_TERMINALS, _BANG_RULES = _token_rules()
+
+
 def _dropped(token: Token, rule: str) -> bool:
-    if rule in _KEPT_RULES:
-        return False
-    return token.type.startswith("_") or (str(token) in _PUNCTUATION and token.type not in ("SEMICOLON", "COLON"))
+    """Whether lark would have filtered ``token`` out of ``rule``'s children."""
+    return rule not in _BANG_RULES and (token.type.startswith("_") or token.type not in _NAMED_TERMINALS)
 
 
 def _walk(node: Tree[Token] | Token | None) -> tuple[Any, _Position | None, _Position | None]:
