@@ -189,11 +189,7 @@ def match(
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
-    rows = []
-    for i in range(len(batch)):
-        row = batch.row(i)
-        rows.append({"type": row["type"], "position": row["position"], **row["attributes"]})
-    result = evaluate(queries, rows)
+    result = evaluate(queries, batch)
     for m in result.matches[:limit]:
         print(m.to_json(), file=out)
     print(report.summary(), file=err)

@@ -79,6 +79,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .events.batch import EventBatch
 from .events.match import Match
 from .language import ast
 from .language.checker import AGGREGATES, CheckedQuery, conjuncts, has_aggregate, referenced_variables
@@ -104,12 +105,18 @@ class ReferenceResult:
     per_query: dict[str, list[Match]] = field(default_factory=dict)
 
 
-def evaluate(queries: Sequence[tuple[str, CheckedQuery]], events: Iterable[Event]) -> ReferenceResult:
-    """Evaluate named checked queries over events (dicts with ``type``, the
-    attributes, and optionally ``position``, which defaults to the index)."""
-    rows = [dict(e) for e in events]
-    for i, row in enumerate(rows):
-        row.setdefault("position", i)
+def evaluate(queries: Sequence[tuple[str, CheckedQuery]], events: EventBatch | Iterable[Event]) -> ReferenceResult:
+    """Evaluate named checked queries over a loaded batch, or over dicts with
+    ``type``, the attributes, and optionally ``position`` (default: the index)."""
+    if isinstance(events, EventBatch):
+        rows = []
+        for i in range(len(events)):
+            row = events.row(i)
+            rows.append({"type": row["type"], "position": row["position"], **row["attributes"]})
+    else:
+        rows = [dict(e) for e in events]
+        for i, row in enumerate(rows):
+            row.setdefault("position", i)
     result = ReferenceResult([])
     for name, checked in queries:
         found = _Query(name, checked, rows, result).run()
@@ -134,6 +141,7 @@ class _Query:
         scope = self.query.streams or tuple(checked.schema.streams)
         visible = {e.name for e in checked.schema.event_types(scope)}
         self.rows = [r for r in rows if r["type"] in visible]
+        self.time_attribute = {e.name: e.primary_time or "" for e in checked.schema.event_types()}
         self.sub: list[dict[str, Any]] = []  # the substream being evaluated
 
     # ------------------------------------------------------------ driver
@@ -355,9 +363,8 @@ class _Query:
             return bool(last["position"] - first["position"] <= w.count)
         if isinstance(w, ast.AttributeWindow):
             return bool(last[w.attribute] - first[w.attribute] < w.size)
-        time_attr = {e.name: e.primary_time or "" for e in self.checked.schema.event_types()}
-        t0 = first[time_attr[first["type"]]]
-        t1 = last[time_attr[last["type"]]]
+        t0 = first[self.time_attribute[first["type"]]]
+        t1 = last[self.time_attribute[last["type"]]]
         return bool(t1 - t0 <= w.nanoseconds)
 
     def _strategy(

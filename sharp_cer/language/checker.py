@@ -203,6 +203,7 @@ class _Checker:
         self.schema = schema
         self.source = source
         self.scope: tuple[str, ...] = ()
+        self.scope_types: list[EventSchema] = []  # every event type of the streams in scope
         self.types_of: dict[str, set[EventSchema]] = {}
         self.count_of: dict[str, int] = {}  # 0, 1 or 2 (= many) events per match
         self.implicit: set[str] = set()
@@ -252,6 +253,7 @@ class _Checker:
                     hint=did_you_mean(stream, self.schema.streams) or "declare it with CREATE STREAM",
                 )
         self.scope = self.query.streams or tuple(self.schema.streams)
+        self.scope_types = self.schema.event_types(self.scope)
 
     def _lookup(self, name: str, stream: str | None, span: Span | None) -> EventSchema:
         if stream is not None:
@@ -276,9 +278,9 @@ class _Checker:
                     hint=did_you_mean(name, events),
                 )
             return events[name]
-        found = [e for e in self.schema.event_types(self.scope) if e.name == name]
+        found = [e for e in self.scope_types if e.name == name]
         if not found:
-            known = [e.name for e in self.schema.event_types(self.scope)]
+            known = [e.name for e in self.scope_types]
             self.fail(
                 UndeclaredEventTypeError,
                 f"event type {name} is not declared" + (" in the FROM streams" if self.query.streams else ""),
@@ -323,7 +325,7 @@ class _Checker:
         if isinstance(node, (ast.Negation, ast.Absence)):
             return {}, {}, set(), 0
         if isinstance(node, ast.Bind):
-            if node.variable in {e.name for e in self.schema.event_types(self.scope)}:
+            if any(e.name == node.variable for e in self.scope_types):
                 self.fail(
                     UnsafeFormulaError,
                     f"variable {node.variable} has the name of an event type",
