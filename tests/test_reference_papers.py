@@ -34,7 +34,7 @@ FARM = Schema.parse(
 FIGURE_1 = [
     {"type": kind, "id": sensor, "value": value}
     for kind, sensor, value in zip(
-        "H T H H T T T H H".split(),
+        ["H", "T", "H", "H", "T", "T", "T", "H", "H"],
         [2, 0, 0, 1, 1, 0, 1, 1, 0],
         [25, 45, 20, 25, 40, 42, 25, 70, 18],
         strict=True,
