@@ -1,8 +1,31 @@
-"""The plan layer (DESIGN.md §1, §4): compiling checked queries into automata,
-the shared-prefix DAG, PSD bitmaps and the shared predicate table.
+"""The plan layer (DESIGN.md §1, §4): compiling checked queries into automata
+and query groups over one shared predicate table.
 
-It imports from the language and events layers only. Its modules arrive with
-the engine and planner issues; until then the package holds no code.
+It imports from the language and events layers only. The shared-prefix DAG,
+PSD bitmaps and explain arrive with the planner issue.
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+>>> plan = compile_plan([("q1", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s)),
+...                      ("q2", parse_and_check("SELECT * WHERE A : B WITHIN 9 EVENTS", s))])
+>>> len(plan.groups), plan.groups[0].queries, len(plan.predicates)
+(1, (0, 1), 2)
 """
 
 from __future__ import annotations
+
+from .automaton import Automaton, AutomatonBuilder, Transition
+from .compile import compile_plan
+from .plan import Group, Plan, QueryPlan
+from .predicates import PredicateTable
+
+__all__ = [
+    "Automaton",
+    "AutomatonBuilder",
+    "Group",
+    "Plan",
+    "PredicateTable",
+    "QueryPlan",
+    "Transition",
+    "compile_plan",
+]

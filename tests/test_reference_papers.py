@@ -47,10 +47,7 @@ UNBOUNDED = " WITHIN 100 EVENTS"
 # A temperature above 40 followed by a humidity of at most 25%, both at sensor 0.
 PHI_1 = "(T AS x ; H AS y) FILTER x.value > 40 AND y.value <= 25 AND x.id = 0 AND y.id = 0"
 # The same in either order.
-PHI_2 = (
-    "((T AS x ; H AS y) OR (H AS y ; T AS x))"
-    " FILTER x.value > 40 AND y.value <= 25 AND x.id = 0 AND y.id = 0"
-)
+PHI_2 = "((T AS x ; H AS y) OR (H AS y ; T AS x)) FILTER x.value > 40 AND y.value <= 25 AND x.id = 0 AND y.id = 0"
 # Every temperature at sensor 1 while its humidity rises from below 30% to above 60%.
 PHI_3 = "(H AS x ; (T AS t FILTER t.id = 1)+ ; H AS y) FILTER x.value < 30 AND y.value > 60 AND x.id = 1 AND y.id = 1"
 

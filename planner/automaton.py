@@ -1,0 +1,146 @@
+"""Complex event automata (CEL Appendix C, CORE §3) with labelled marks.
+
+A transition reads one event and either *marks* it (the event joins the
+output, with a label naming the variables it is bound to) or does not (a
+skipped event, or the event of ``NOT(F)``). States are small integers. Final
+states carry the ids of the queries they accept, so one automaton serves many
+queries and the engine tells their matches apart by the final states a run
+reaches.
+
+Automata are built with ε-moves (:class:`AutomatonBuilder`, Thompson style)
+and then made ε-free (:meth:`AutomatonBuilder.build`), which is what the
+engine runs.
+
+>>> from planner.predicates import TRUE
+>>> b = AutomatonBuilder()
+>>> s, e = b.state(), b.state()
+>>> b.read(s, TRUE, 0, e)
+>>> cea = b.build({s}, {e: 7})
+>>> cea.initial, [t.label for t in cea.transitions[cea.initial_list[0]]], cea.finals
+(frozenset({0}), [0], {1: frozenset({7})})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .predicates import Guard
+
+
+@dataclass(frozen=True)
+class Transition:
+    """Read one event satisfying ``guard``; ``label`` is the index of the
+    variable set the event is marked with, or None for a non-marking move."""
+
+    source: int
+    guard: Guard
+    label: int | None
+    target: int
+
+
+@dataclass(frozen=True)
+class Automaton:
+    """An ε-free complex event automaton over many queries.
+
+    ``transitions[p]`` lists the moves out of state ``p``; ``initial`` holds
+    every query's initial state; ``finals`` maps a final state to the ids of
+    the queries it accepts.
+    """
+
+    n_states: int
+    initial: frozenset[int]
+    transitions: tuple[tuple[Transition, ...], ...]
+    finals: dict[int, frozenset[int]]
+
+    @property
+    def initial_list(self) -> list[int]:
+        """The initial states, sorted."""
+        return sorted(self.initial)
+
+    def transition_count(self) -> int:
+        """The number of transitions.
+
+        >>> Automaton(1, frozenset({0}), ((),), {}).transition_count()
+        0
+        """
+        return sum(len(ts) for ts in self.transitions)
+
+
+@dataclass
+class AutomatonBuilder:
+    """States, reading moves and ε-moves, in construction."""
+
+    n_states: int = 0
+    moves: list[Transition] = field(default_factory=list)
+    epsilon: dict[int, list[int]] = field(default_factory=dict)
+
+    def state(self) -> int:
+        """A fresh state."""
+        self.n_states += 1
+        return self.n_states - 1
+
+    def read(self, source: int, guard: Guard, label: int | None, target: int) -> None:
+        """A move reading one event."""
+        self.moves.append(Transition(source, guard, label, target))
+
+    def link(self, source: int, target: int) -> None:
+        """An ε-move."""
+        self.epsilon.setdefault(source, []).append(target)
+
+    def _closure(self, state: int) -> list[int]:
+        seen = {state}
+        order = [state]
+        stack = [state]
+        while stack:
+            for nxt in self.epsilon.get(stack.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    order.append(nxt)
+                    stack.append(nxt)
+        return order
+
+    def build(self, initial: set[int], accepting: dict[int, int]) -> Automaton:
+        """Remove ε-moves and unreachable states, renumbering states densely.
+
+        ``accepting`` maps each query's end state to the query's id. A state
+        is final for a query when its ε-closure reaches that end state.
+        """
+        out_moves: dict[int, list[Transition]] = {}
+        for move in self.moves:
+            out_moves.setdefault(move.source, []).append(move)
+        closures: dict[int, list[int]] = {}
+
+        def closure(state: int) -> list[int]:
+            if state not in closures:
+                closures[state] = self._closure(state)
+            return closures[state]
+
+        number: dict[int, int] = {}
+        order: list[int] = []
+        for s in sorted(initial):
+            number[s] = len(order)
+            order.append(s)
+        i = 0
+        while i < len(order):
+            for r in closure(order[i]):
+                for move in out_moves.get(r, ()):
+                    if move.target not in number:
+                        number[move.target] = len(order)
+                        order.append(move.target)
+            i += 1
+        transitions = []
+        finals: dict[int, frozenset[int]] = {}
+        for s in order:
+            seen: set[tuple[int, int | None, Guard]] = set()
+            moves = []
+            for r in closure(s):
+                for move in out_moves.get(r, ()):
+                    key = (number[move.target], move.label, move.guard)
+                    if key not in seen:
+                        seen.add(key)
+                        moves.append(Transition(number[s], move.guard, move.label, number[move.target]))
+            transitions.append(tuple(moves))
+            queries = frozenset(accepting[r] for r in closure(s) if r in accepting)
+            if queries:
+                finals[number[s]] = queries
+        return Automaton(len(order), frozenset(number[s] for s in initial), tuple(transitions), finals)

@@ -1,0 +1,105 @@
+"""Plans: what the engine runs.
+
+A :class:`Plan` holds every query of a workload, one predicate table, the
+table of mark labels (sets of variable names) and the query *groups*. A group
+is a set of queries that read the same event types, partition by the same
+attributes and measure their windows the same way; it runs as one automaton
+(and, per partition key, one tECS). Each query keeps its own window and
+projection, applied when its matches are enumerated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sharp_cer.language import CheckedQuery, EventSchema, ast
+
+from .automaton import Automaton
+from .predicates import PredicateTable
+
+#: How a group measures windows: by position, by the primary time, by an
+#: attribute (``("attribute", name)``), or not at all.
+WindowKind = tuple[str, str]
+
+EVENTS: WindowKind = ("events", "")
+TIME: WindowKind = ("time", "")
+UNBOUNDED: WindowKind = ("none", "")
+
+
+def window_kind(window: ast.Window | None) -> WindowKind:
+    """The window kind of a WITHIN clause.
+
+    >>> window_kind(ast.AttributeWindow(5, "t")), window_kind(None)
+    (('attribute', 't'), ('none', ''))
+    """
+    if window is None:
+        return UNBOUNDED
+    if isinstance(window, ast.EventWindow):
+        return EVENTS
+    if isinstance(window, ast.AttributeWindow):
+        return ("attribute", window.attribute)
+    return TIME
+
+
+def window_bound(window: ast.Window | None) -> tuple[int | float, bool]:
+    """The window's size and whether the size itself is inside the window
+    (``n EVENTS`` and time windows include it, ``n [attr]`` does not).
+
+    >>> window_bound(ast.EventWindow(3)), window_bound(ast.AttributeWindow(5, "t")), window_bound(None)
+    ((3, True), (5, False), (inf, True))
+    """
+    if window is None:
+        return float("inf"), True
+    if isinstance(window, ast.EventWindow):
+        return window.count, True
+    if isinstance(window, ast.AttributeWindow):
+        return window.size, False
+    return window.nanoseconds, True
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One query: its id (its index in the plan), name and what enumeration
+    applies: the window and the projection (``selected`` is None for ``*``
+    and NONE, else the projected variables)."""
+
+    id: int
+    name: str
+    checked: CheckedQuery
+    window: ast.Window | None
+    selected: tuple[str, ...] | None
+    select_none: bool
+
+    @property
+    def query(self) -> ast.Query:
+        """The query's syntax tree."""
+        return self.checked.query
+
+
+@dataclass(frozen=True)
+class Group:
+    """Queries that run as one automaton: same visible event types, same
+    PARTITION BY, same window kind."""
+
+    queries: tuple[int, ...]
+    event_types: frozenset[EventSchema]
+    partition_by: tuple[tuple[str, ...], ...]
+    window: WindowKind
+    automaton: Automaton
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every query of a workload, compiled."""
+
+    queries: tuple[QueryPlan, ...]
+    groups: tuple[Group, ...]
+    predicates: PredicateTable
+    labels: tuple[frozenset[str], ...]
+
+    def query(self, name: str) -> QueryPlan:
+        """The query called ``name``."""
+        for q in self.queries:
+            if q.name == name:
+                return q
+        raise KeyError(name)

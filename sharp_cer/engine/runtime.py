@@ -1,0 +1,349 @@
+"""The engine: CORE's Algorithm 1 per query group and partition key.
+
+For each event, every group that sees its type runs one step of Algorithm 1
+in the event's partition: a new run starts at the event (a bottom node from
+the initial deterministic state), every active deterministic state takes its
+marking and non-marking steps, nodes reaching the same state are united
+through union-lists, and for each final state the matches of its queries are
+enumerated, each query with its own window and projection. Runs whose every
+start is outside the largest window of the group are dropped, so their nodes
+become unreachable and Python frees them; a partition with no live run is
+evicted.
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> from sharp_cer.events.loaders import load_csv
+>>> from planner import compile_plan
+>>> s = Schema.parse("CREATE STREAM S { EVENT BUY { p:int }, EVENT SELL { p:int } }")
+>>> q = parse_and_check("SELECT * WHERE NOT(SELL) ; BUY ; SELL WITHIN 5 EVENTS", s)
+>>> batch, _ = load_csv("SELL,1\\nBUY,1\\nBUY,1\\nSELL,1\\n", s)
+>>> engine = Engine(compile_plan([("q", q)]), debug=True)
+>>> [(m.start, m.end, m.events) for m in engine.process(batch)]
+[(1, 3, (2, 3))]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from planner.plan import Group, Plan, QueryPlan, window_bound
+from sharp_cer.errors import EngineError
+from sharp_cer.events.batch import Column, EventBatch
+from sharp_cer.events.match import Match
+
+from .cost import CostClock, QueryCost
+from .determinize import Determinizer
+from .predicates import PredicateBits
+from .tecs import BOTTOM, OUTPUT, UNION, Node, check_node, enumerate_node, extend, insert, merge
+
+_INF = float("inf")
+
+
+class _Instance:
+    """The live runs of one group in one partition: active deterministic
+    states (insertion-ordered, as Algorithm 1 needs) to union-lists, and the
+    running maximum of the window measure."""
+
+    __slots__ = ("active", "running_max")
+
+    def __init__(self) -> None:
+        self.active: dict[int, list[Node]] = {}
+        self.running_max = -_INF
+
+
+class _QueryWindow:
+    """One query's window test on start values against an end value."""
+
+    __slots__ = ("bound", "inclusive")
+
+    def __init__(self, query: QueryPlan) -> None:
+        self.bound, self.inclusive = window_bound(query.window)
+
+    def test(self, end_value: float) -> Callable[[float], bool]:
+        bound, inclusive = self.bound, self.inclusive
+        if bound == _INF:
+            return lambda start: True
+        if inclusive:
+            return lambda start: end_value - start <= bound
+        return lambda start: end_value - start < bound
+
+
+class GroupRunner:
+    """Algorithm 1 for one query group, over all its partitions."""
+
+    def __init__(self, engine: Engine, group: Group) -> None:
+        self.engine = engine
+        self.group = group
+        self.plan = engine.plan
+        self.det = Determinizer(group.automaton, engine.cache_capacity)
+        self.queries = [engine.plan.queries[q] for q in group.queries]
+        self.windows = {q.id: _QueryWindow(q) for q in self.queries}
+        self.largest = max(w.bound for w in self.windows.values())
+        self.instances: dict[Any, _Instance] = {}
+        self.evicted = 0
+
+    # ------------------------------------------------------------ per event
+    def step(self, position: int, bits: int, value: float, key: Any, out: list[Match]) -> int:
+        """Process one event of this group in partition ``key``; append its
+        matches to ``out`` and return the update units spent."""
+        engine = self.engine
+        instance = self.instances.get(key)
+        if instance is None:
+            instance = self.instances[key] = _Instance()
+        if value == value and value > instance.running_max:  # NaN (no value) leaves it
+            instance.running_max = value
+        elif value < instance.running_max - engine.allowed_lateness:
+            engine.late_window_values += 1
+        horizon = self._horizon(position, instance.running_max)
+        det = self.det
+        created: list[Node] = []
+        new: dict[int, list[Node]] = {}
+        transitions = 0
+
+        def add(state: int, node: Node, ulist: list[Node] | None) -> None:
+            current = new.get(state)
+            if current is None:
+                new[state] = ulist if ulist is not None else [node]
+            else:
+                insert(current, node)
+
+        def execute(state: int, node: Node, ulist: list[Node] | None) -> None:
+            nonlocal transitions
+            marks, skip = det.step(state, bits)
+            for label, target in marks:
+                output = extend(node, position, label)
+                created.append(output)
+                add(target, output, None)
+            transitions += len(marks)
+            if skip >= 0:
+                transitions += 1
+                add(skip, node, ulist)
+
+        first = Node(BOTTOM, position, -1, None, None, position, instance.running_max, value)
+        created.append(first)
+        execute(det.initial, first, None)
+        for state, ulist in instance.active.items():
+            while ulist and ulist[-1].maxkey < horizon:
+                ulist.pop()  # every start below is outside every window
+            if not ulist:
+                continue
+            node = ulist[0] if len(ulist) == 1 else self._merge(ulist, created)
+            execute(state, node, ulist)
+        instance.active = new
+        if not new:
+            del self.instances[key]
+            self.evicted += 1
+        accepted: dict[int, list[Node]] = {}
+        for state, ulist in new.items():
+            finals = det.finals[state]
+            if finals:
+                node = ulist[0] if len(ulist) == 1 else self._merge(ulist, created)
+                for qid in finals:
+                    accepted.setdefault(qid, []).append(node)
+        for qid in sorted(accepted):
+            self._enumerate(qid, accepted[qid], position, value, out)
+        if engine.debug:
+            for n in created:
+                check_node(n)
+        nodes = len(created)
+        engine.clock.transitions += transitions
+        engine.clock.nodes_created += nodes
+        return transitions + nodes
+
+    def _merge(self, ulist: list[Node], created: list[Node]) -> Node:
+        node = merge(ulist)
+        n = node
+        for _ in range(len(ulist) - 1):
+            created.append(n)
+            n = n.right  # type: ignore[assignment]
+        return node
+
+    def _horizon(self, position: int, running_max: float) -> float:
+        """Keys below the horizon are outside every window of the group for
+        every later event."""
+        if self.largest == _INF:
+            return -_INF
+        if self.group.window[0] == "events":
+            return position - self.largest
+        return running_max - self.engine.allowed_lateness - self.largest
+
+    # ------------------------------------------------------------ enumeration
+    def _enumerate(self, qid: int, nodes: list[Node], position: int, value: float, out: list[Match]) -> None:
+        """Enumerate a query's matches ending here, from every final state
+        that accepts it: one match per interval and output events, with the
+        smallest variables (labels can differ where positions do not)."""
+        engine = self.engine
+        query = self.plan.queries[qid]
+        test = self.windows[qid].test(position if self.group.window[0] == "events" else value)
+        steps = [0]
+        best: dict[tuple[int, tuple[int, ...]], Match] = {}
+        labels = self.plan.labels
+        seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
+        for start, marks in (m for node in nodes for m in enumerate_node(node, test, test, steps)):
+            if seen is not None:
+                if (start, marks) in seen:
+                    raise EngineError(f"tECS invariant broken: a duplicate open complex event {(start, marks)}")
+                seen.add((start, marks))
+            held: dict[str, list[int]] = {}
+            for pos, label in marks:
+                for var in labels[label]:
+                    held.setdefault(var, []).append(pos)
+            match = _project(query, start, position, marks, held)
+            k = (match.start, match.events)
+            other = best.get(k)
+            if other is None or sorted(match.vars.items()) < sorted(other.vars.items()):
+                best[k] = match
+        engine.clock.enumeration_steps += steps[0]
+        engine.query_steps[query.name] = engine.query_steps.get(query.name, 0) + steps[0]
+        out.extend(sorted(best.values()))
+
+    # ------------------------------------------------------------ reports
+    def live_nodes(self) -> int:
+        """Nodes reachable from the live union-lists of every partition."""
+        seen: set[int] = set()
+        stack = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.kind == OUTPUT:
+                stack.append(n.left)  # type: ignore[arg-type]
+            elif n.kind == UNION:
+                stack.extend((n.left, n.right))  # type: ignore[arg-type]
+        return len(seen)
+
+
+def _project(query: QueryPlan, start: int, end: int, marks: Any, held: dict[str, list[int]]) -> Match:
+    if query.selected is None:
+        events = () if query.select_none else tuple(pos for pos, _ in marks)
+        return Match(query.name, start, end, events, {k: tuple(v) for k, v in held.items()})
+    shown = {k: tuple(held[k]) for k in query.selected if k in held}
+    return Match(query.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)
+
+
+class Engine:
+    """Runs a plan over batches of events; ``process`` returns the matches
+    each batch completes, in order of their end position.
+
+    ``debug`` checks the tECS invariants on every node and enumeration;
+    ``cache_capacity`` bounds each group's determinization cache;
+    ``allowed_lateness`` is how far (in the window's unit) a time or
+    attribute window value may go back, as the loader allowed it.
+    """
+
+    def __init__(
+        self, plan: Plan, *, debug: bool = False, cache_capacity: int = 65536, allowed_lateness: float = 0
+    ) -> None:
+        self.plan = plan
+        self.debug = debug
+        self.cache_capacity = cache_capacity
+        self.allowed_lateness = allowed_lateness
+        self.clock = CostClock()
+        self.query_steps: dict[str, int] = {}
+        self.late_window_values = 0
+        self.runners = [GroupRunner(self, g) for g in plan.groups]
+        self._bits: PredicateBits | None = None
+
+    def process(self, batch: EventBatch) -> list[Match]:
+        """Feed a batch (positions must keep increasing across batches)."""
+        began = time.perf_counter()
+        if self._bits is None:
+            self._bits = PredicateBits(self.plan.predicates, batch.event_types)
+        bits_of = self._bits
+        checks_before = bits_of.checks
+        all_bits = bits_of.compute(batch)
+        self.clock.condition_checks += bits_of.checks - checks_before
+        per_check = [len(c) for c in bits_of.conditions]
+        positions = batch.positions.tolist()
+        codes = batch.codes.tolist()
+        feeds = [self._feed(runner, batch) for runner in self.runners]
+        out: list[Match] = []
+        for i, position in enumerate(positions):
+            update = per_check[codes[i]]
+            self.query_steps = {}
+            before = len(out)
+            for runner, (visible, keys, values) in zip(self.runners, feeds, strict=True):
+                if not visible[i] or keys[i] is None:
+                    continue
+                update += runner.step(position, all_bits[i], values[i], keys[i], out)
+            for m in out[before:]:
+                self.clock.per_query.setdefault(m.query, QueryCost()).matches += 1
+            self.clock.record_event(update, self.query_steps)
+        self.clock.wall_seconds += time.perf_counter() - began
+        return out
+
+    def _feed(self, runner: GroupRunner, batch: EventBatch) -> tuple[list[bool], list[Any], list[float]]:
+        """Per event of the batch: whether the group sees it, its partition
+        key (None: in no partition), and its window value (NaN: none)."""
+        group = runner.group
+        n = len(batch)
+        visible_codes = {code for code, e in enumerate(batch.event_types) if e in group.event_types}
+        codes = batch.codes.tolist()
+        visible = [c in visible_codes for c in codes]
+        keys: list[Any]
+        if group.partition_by:
+            keys = [None] * n
+            for attributes in reversed(group.partition_by):
+                cols = [batch.columns.get(a) for a in attributes]
+                if any(c is None for c in cols):
+                    continue
+                values = [c.values.tolist() for c in cols]  # type: ignore[union-attr]
+                valid = [c.valid.tolist() for c in cols]  # type: ignore[union-attr]
+                for i in range(n):
+                    if all(v[i] for v in valid):
+                        keys[i] = tuple(col[i] for col in values)
+        else:
+            keys = [()] * n
+        kind, attribute = group.window
+        if kind == "events":
+            window_values: list[float] = [float(p) for p in batch.positions.tolist()]
+        elif kind == "time":
+            window_values = _values_or_nan(batch.times())
+        elif kind == "attribute" and attribute in batch.columns:
+            window_values = _values_or_nan(batch.columns[attribute])
+        else:
+            window_values = [float("nan")] * n
+        return visible, keys, window_values
+
+    # ------------------------------------------------------------ reports
+    def live_nodes(self) -> int:
+        """tECS nodes still reachable from some live run."""
+        return sum(r.live_nodes() for r in self.runners)
+
+    def partitions(self) -> int:
+        """Partition instances alive now, over all groups."""
+        return sum(len(r.instances) for r in self.runners)
+
+    def stats(self) -> dict[str, Any]:
+        """The cost clock, the determinization caches and memory figures."""
+        hits = sum(r.det.hits for r in self.runners)
+        misses = sum(r.det.misses for r in self.runners)
+        return {
+            **self.clock.summary(),
+            "deterministic_states": sum(len(r.det.states) for r in self.runners),
+            "cache_hits": hits,
+            "cache_misses": misses,
+            "cache_hit_rate": hits / (hits + misses) if hits + misses else 0.0,
+            "cache_evictions": sum(r.det.evictions for r in self.runners),
+            "live_nodes": self.live_nodes(),
+            "partitions": self.partitions(),
+            "partitions_evicted": sum(r.evicted for r in self.runners),
+            "domain_errors": self._bits.domain_errors if self._bits else 0,
+            "late_window_values": self.late_window_values,
+        }
+
+
+def _values_or_nan(column: Column) -> list[float]:
+    nan = float("nan")
+    return [v if ok else nan for v, ok in zip(column.values.tolist(), column.valid.tolist(), strict=True)]
+
+
+def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:
+    """All matches of a plan over batches, in order of end position."""
+    engine = Engine(plan, **options)
+    out: list[Match] = []
+    for batch in batches:
+        out.extend(engine.process(batch))
+    return out

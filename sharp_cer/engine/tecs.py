@@ -1,0 +1,180 @@
+"""The timed enumerable compact set (tECS) of CORE §4.
+
+A node stands for a set of *open complex events* ``(start, marks)``: a
+bottom node for the run that starts at its position with nothing marked yet,
+an output node for its successor's sets extended by one marked position (with
+the label of the variables it is bound to), a union node for the union of its
+two children. Every node carries its *max-start*, the latest start it
+represents, and the window key of that start (the position, or the running
+maximum of the time or attribute the window measures, which never decreases
+with the position), so enumeration can skip branches that are too old.
+
+The operations keep the structure *time-ordered* (a union's left child has
+the larger max-start), *3-bounded* (at most three union nodes down the left
+spine before a non-union node) and, because the engine's automata are
+I/O-deterministic, *duplicate-free*. ``union`` uses CORE's four gadgets
+(Figure 5 a–d), ``merge`` the chain of Figure 5 e.
+
+>>> b0, b1 = bottom(0, 0, 0), bottom(1, 1, 1)
+>>> ul = [extend(b1, 2, 0)]
+>>> insert(ul, extend(b0, 2, 0))
+>>> sorted(enumerate_node(merge(ul), lambda key: True, lambda value: True))
+[(0, ((2, 0),)), (1, ((2, 0),))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from sharp_cer.errors import EngineError
+
+BOTTOM, OUTPUT, UNION = 0, 1, 2
+
+
+class Node:
+    """One tECS node; which slots mean what depends on ``kind``:
+    bottom (``pos``, ``value`` = the start's window value), output (``pos``,
+    ``label``, ``left`` = the next node), union (``left``, ``right``)."""
+
+    __slots__ = ("kind", "label", "left", "maxkey", "maxstart", "pos", "right", "value")
+
+    def __init__(
+        self,
+        kind: int,
+        pos: int,
+        label: int,
+        left: Node | None,
+        right: Node | None,
+        maxstart: int,
+        maxkey: float,
+        value: float,
+    ) -> None:
+        self.kind = kind
+        self.pos = pos
+        self.label = label
+        self.left = left
+        self.right = right
+        self.maxstart = maxstart
+        self.maxkey = maxkey
+        self.value = value
+
+    def __repr__(self) -> str:
+        name = ("Bottom", "Output", "Union")[self.kind]
+        return f"<{name} pos={self.pos} max-start={self.maxstart}>"
+
+
+def bottom(position: int, key: float, value: float) -> Node:
+    """A run starting at ``position``: the open complex event (position, {})."""
+    return Node(BOTTOM, position, -1, None, None, position, key, value)
+
+
+def extend(node: Node, position: int, label: int) -> Node:
+    """Every open complex event of ``node`` plus the marked ``position``."""
+    return Node(OUTPUT, position, label, node, None, node.maxstart, node.maxkey, 0)
+
+
+def _union_node(left: Node, right: Node) -> Node:
+    return Node(UNION, -1, -1, left, right, left.maxstart, left.maxkey, 0)
+
+
+def union(n1: Node, n2: Node) -> Node:
+    """The union of two safe nodes with equal max-start (CORE Figure 5 a–d)."""
+    if n1.kind != UNION:
+        return _union_node(n1, n2)
+    if n2.kind != UNION:
+        return _union_node(n2, n1)
+    r1, r2 = n1.right, n2.right
+    assert r1 is not None and r2 is not None and n1.left is not None and n2.left is not None
+    u2 = _union_node(r1, r2) if r1.maxstart >= r2.maxstart else _union_node(r2, r1)
+    return _union_node(n1.left, _union_node(n2.left, u2))
+
+
+def insert(ulist: list[Node], node: Node) -> None:
+    """Insert a safe node whose max-start is at most that of ``ulist[0]``,
+    keeping the list sorted by decreasing max-start (equal ones are united)."""
+    m = node.maxstart
+    for i in range(1, len(ulist)):
+        mi = ulist[i].maxstart
+        if mi == m:
+            ulist[i] = union(ulist[i], node)
+            return
+        if mi < m:
+            ulist.insert(i, node)
+            return
+    ulist.append(node)
+
+
+def merge(ulist: list[Node]) -> Node:
+    """One node for the whole union-list (CORE Figure 5 e)."""
+    node = ulist[-1]
+    for i in range(len(ulist) - 2, -1, -1):
+        node = _union_node(ulist[i], node)
+    return node
+
+
+#: An open complex event as enumeration yields it: the start and the marked
+#: (position, label) pairs, earliest first.
+OpenEvent = tuple[int, tuple[tuple[int, int], ...]]
+
+
+def enumerate_node(
+    node: Node,
+    key_in_window: Callable[[float], bool],
+    value_in_window: Callable[[float], bool],
+    steps: list[int] | None = None,
+) -> Iterator[OpenEvent]:
+    """Every open complex event of ``node`` whose start is in the window,
+    depth first and left first, without recursion.
+
+    ``key_in_window`` prunes a branch by its max-start key (if the key fails,
+    every start below fails too); ``value_in_window`` is the exact test of a
+    start's own value. ``steps[0]`` counts the nodes visited.
+    """
+    if not key_in_window(node.maxkey):
+        return
+    visited = 0
+    stack: list[tuple[Node, tuple[int, int, object] | None]] = [(node, None)]
+    while stack:
+        n, path = stack.pop()
+        while True:
+            visited += 1
+            kind = n.kind
+            if kind == OUTPUT:
+                path = (n.pos, n.label, path)
+                n = n.left  # type: ignore[assignment]
+            elif kind == UNION:
+                right = n.right
+                assert right is not None
+                if key_in_window(right.maxkey):
+                    stack.append((right, path))
+                n = n.left  # type: ignore[assignment]
+            else:
+                if value_in_window(n.value):
+                    marks = []
+                    while path is not None:
+                        marks.append((path[0], path[1]))
+                        path = path[2]  # type: ignore[assignment]
+                    yield n.pos, tuple(marks)
+                break
+    if steps is not None:
+        steps[0] += visited
+
+
+def check_node(node: Node) -> None:
+    """The debug-mode invariants of a newly created node: time-ordered,
+    max-start labels right, 3-bounded; raise EngineError if one fails."""
+    if node.kind == UNION:
+        left, right = node.left, node.right
+        assert left is not None and right is not None
+        if left.maxstart < right.maxstart or node.maxstart != left.maxstart:
+            raise EngineError(f"tECS invariant broken: union {node!r} is not time-ordered")
+        depth, n = 0, node
+        while n.kind == UNION:
+            depth += 1
+            n = n.left  # type: ignore[assignment]
+            if depth > 3:
+                raise EngineError(f"tECS invariant broken: union {node!r} has output-depth above 3")
+    elif node.kind == OUTPUT:
+        assert node.left is not None
+        if node.maxstart != node.left.maxstart or (node.pos <= node.left.pos and node.left.kind == OUTPUT):
+            raise EngineError(f"tECS invariant broken: output {node!r} does not extend its successor")

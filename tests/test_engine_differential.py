@@ -1,0 +1,66 @@
+"""The engine against the reference evaluator: random workloads of 1-5
+queries over random streams, exactly equal matches per query (interval,
+output events and variables included). Together the tests below draw 2,000
+cases (their ``max_examples``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner import compile_plan
+from sharp_cer.engine import Engine
+from sharp_cer.language import parse_and_check
+from sharp_cer.reference import evaluate
+from tests.engine_cases import SCHEMA, queries, streams, to_batch
+
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+
+
+def _key(m: Any) -> tuple[Any, ...]:
+    return m.key()
+
+
+def check(texts: list[str], rows: list[dict[str, Any]], batch_sizes: int | None = None) -> None:
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    batch = to_batch(rows)
+    expected = evaluate(named, batch)
+    engine = Engine(compile_plan(named), debug=True, allowed_lateness=4)
+    if batch_sizes and len(batch):
+        found = []
+        for lo in range(0, len(batch), batch_sizes):
+            found.extend(engine.process(batch.take(list(range(lo, min(lo + batch_sizes, len(batch)))))))
+    else:
+        found = engine.process(batch)
+    for name, _ in named:
+        want = sorted((m for m in expected.per_query[name]), key=_key)
+        got = sorted((m for m in found if m.query == name), key=_key)
+        assert [m.key() for m in got] == [m.key() for m in want], f"{name}: {dict(named)[name].source.text}"
+    ends = [m.end for m in found]
+    assert ends == sorted(ends), "matches come out in order of their end"
+
+
+@settings(max_examples=800, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(), min_size=1, max_size=5), streams())
+def test_random_workloads(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    check(texts, rows)
+
+
+@settings(max_examples=500, **SETTINGS)  # type: ignore[arg-type]
+@given(queries(depth=4), streams(max_size=12))
+def test_deeper_queries(text: str, rows: list[dict[str, Any]]) -> None:
+    check([text], rows)
+
+
+@settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(), min_size=1, max_size=3), streams(), st.integers(1, 4))
+def test_batches_of_any_size(texts: list[str], rows: list[dict[str, Any]], size: int) -> None:
+    check(texts, rows, batch_sizes=size)
+
+
+@settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(depth=2), min_size=3, max_size=5), streams(max_size=14))
+def test_many_small_queries(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    check(texts, rows)
