@@ -90,7 +90,8 @@ def test_console_entry_point_runs(files: Path) -> None:
     assert result.returncode == 2 and result.stdout == "" and "^" in result.stderr
 
 
-def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("engine", [[], ["--engine", "core"], ["--engine", "reference"]])
+def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: list[str]) -> None:
     (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT SELL { p:int }, EVENT BUY { p:int } }")
     (tmp_path / "not_sell.ceql").write_text("SELECT * WHERE NOT(SELL) ; BUY ; SELL WITHIN 5 EVENTS")
     (tmp_path / "events.csv").write_text("SELL,1\nBUY,2\nBUY,oops\nBUY,3\nSELL,4\n")
@@ -103,6 +104,7 @@ def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[s
             str(tmp_path / "not_sell.ceql"),
             "--events",
             str(tmp_path / "events.csv"),
+            *engine,
         ]
     )
     out, err = capsys.readouterr()
@@ -112,3 +114,17 @@ def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[s
         '{"query": "not_sell", "start": 1, "end": 4, "events": [3, 4], "vars": {"BUY": [3], "SELL": [4]}}',
     ]
     assert "mistyped" in err and "not_sell=1" in err
+
+
+def test_match_names_what_the_engine_does_not_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT SELL { p:int }, EVENT BUY { p:int } }")
+    (tmp_path / "next.ceql").write_text("SELECT NEXT * WHERE BUY ; SELL WITHIN 5 EVENTS")
+    (tmp_path / "events.csv").write_text("BUY,1\nSELL,2\n")
+    args = ["match", "--schema", str(tmp_path / "s.core"), "--query", str(tmp_path / "next.ceql")]
+    code = main([*args, "--events", str(tmp_path / "events.csv")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert "next.ceql:1:1: selection strategies other than ALL/ANY are not supported" in err
+    assert "--engine reference" in err
+    assert main([*args, "--events", str(tmp_path / "events.csv"), "--engine", "reference"]) == 0
+    assert capsys.readouterr().out.count("\n") == 1

@@ -35,9 +35,14 @@ from sharp_cer.events.match import Match
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
 from .predicates import PredicateBits
-from .tecs import BOTTOM, OUTPUT, UNION, Node, check_node, enumerate_node, extend, insert, merge
+from .tecs import BOTTOM, OUTPUT, UNION, Node, check_node, cut_old_branches, enumerate_node, extend, insert, merge
 
 _INF = float("inf")
+#: Events between sweeps for idle partitions.
+SWEEP_EVERY = 1024
+#: Nodes a partition creates before its first cut of out-of-window branches
+#: (the default of ``Engine(cut_after=...)``).
+CUT_AFTER = 256
 
 
 class _Instance:
@@ -45,11 +50,15 @@ class _Instance:
     states (insertion-ordered, as Algorithm 1 needs) to union-lists, and the
     running maximum of the window measure."""
 
-    __slots__ = ("active", "running_max")
+    __slots__ = ("active", "created", "reachable", "running_max")
 
     def __init__(self) -> None:
         self.active: dict[int, list[Node]] = {}
         self.running_max = -_INF
+        # nodes created since the last cut, and what that cut left reachable:
+        # cutting again once as many were created keeps the cost amortized O(1)
+        self.created = 0
+        self.reachable = 0
 
 
 class _QueryWindow:
@@ -82,6 +91,7 @@ class GroupRunner:
         self.largest = max(w.bound for w in self.windows.values())
         self.instances: dict[Any, _Instance] = {}
         self.evicted = 0
+        self.latest_time = -_INF  # the largest primary time seen, for sweeps
 
     # ------------------------------------------------------------ per event
     def step(self, position: int, bits: int, value: float, key: Any, out: list[Match]) -> int:
@@ -91,6 +101,8 @@ class GroupRunner:
         instance = self.instances.get(key)
         if instance is None:
             instance = self.instances[key] = _Instance()
+        if value > self.latest_time:
+            self.latest_time = value
         if value == value and value > instance.running_max:  # NaN (no value) leaves it
             instance.running_max = value
         elif value < instance.running_max - engine.allowed_lateness:
@@ -147,6 +159,11 @@ class GroupRunner:
             for n in created:
                 check_node(n)
         nodes = len(created)
+        if new and horizon > -_INF:
+            instance.created += nodes
+            if instance.created > max(engine.cut_after, instance.reachable):
+                instance.reachable = cut_old_branches([n for ul in new.values() for n in ul], horizon)
+                instance.created = 0
         engine.clock.transitions += transitions
         engine.clock.nodes_created += nodes
         return transitions + nodes
@@ -167,6 +184,19 @@ class GroupRunner:
         if self.group.window[0] == "events":
             return position - self.largest
         return running_max - self.engine.allowed_lateness - self.largest
+
+    def sweep(self, position: int) -> None:
+        """Evict partitions whose every run is outside every window for good,
+        judged by the progress of the whole stream (positions, or the primary
+        time, which the loader keeps in order up to the allowed lateness).
+        Attribute windows are judged per partition only, in ``step``."""
+        kind = self.group.window[0]
+        if self.largest == _INF or kind not in ("events", "time"):
+            return
+        horizon = self._horizon(position, self.latest_time)
+        for key in [k for k, inst in self.instances.items() if _all_older(inst, horizon)]:
+            del self.instances[key]
+            self.evicted += 1
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(self, qid: int, nodes: list[Node], position: int, value: float, out: list[Match]) -> None:
@@ -211,8 +241,14 @@ class GroupRunner:
             if n.kind == OUTPUT:
                 stack.append(n.left)  # type: ignore[arg-type]
             elif n.kind == UNION:
-                stack.extend((n.left, n.right))  # type: ignore[arg-type]
+                stack.append(n.left)  # type: ignore[arg-type]
+                if n.right is not None:
+                    stack.append(n.right)
         return len(seen)
+
+
+def _all_older(instance: _Instance, horizon: float) -> bool:
+    return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
 
 
 def _project(query: QueryPlan, start: int, end: int, marks: Any, held: dict[str, list[int]]) -> Match:
@@ -230,13 +266,23 @@ class Engine:
     ``debug`` checks the tECS invariants on every node and enumeration;
     ``cache_capacity`` bounds each group's determinization cache;
     ``allowed_lateness`` is how far (in the window's unit) a time or
-    attribute window value may go back, as the loader allowed it.
+    attribute window value may go back, as the loader allowed it;
+    ``cut_after`` is how many nodes a partition creates before its first cut
+    of out-of-window branches (later cuts wait as long as the last one left
+    nodes reachable).
     """
 
     def __init__(
-        self, plan: Plan, *, debug: bool = False, cache_capacity: int = 65536, allowed_lateness: float = 0
+        self,
+        plan: Plan,
+        *,
+        debug: bool = False,
+        cache_capacity: int = 65536,
+        allowed_lateness: float = 0,
+        cut_after: int = CUT_AFTER,
     ) -> None:
         self.plan = plan
+        self.cut_after = cut_after
         self.debug = debug
         self.cache_capacity = cache_capacity
         self.allowed_lateness = allowed_lateness
@@ -271,6 +317,9 @@ class Engine:
             for m in out[before:]:
                 self.clock.per_query.setdefault(m.query, QueryCost()).matches += 1
             self.clock.record_event(update, self.query_steps)
+            if self.clock.events % SWEEP_EVERY == 0:
+                for runner in self.runners:
+                    runner.sweep(position)
         self.clock.wall_seconds += time.perf_counter() - began
         return out
 

@@ -79,6 +79,10 @@ def _union_node(left: Node, right: Node) -> Node:
 
 def union(n1: Node, n2: Node) -> Node:
     """The union of two safe nodes with equal max-start (CORE Figure 5 a–d)."""
+    if n1.kind == UNION and n1.right is None:  # its old branch was cut away
+        n1 = n1.left  # type: ignore[assignment]
+    if n2.kind == UNION and n2.right is None:
+        n2 = n2.left  # type: ignore[assignment]
     if n1.kind != UNION:
         return _union_node(n1, n2)
     if n2.kind != UNION:
@@ -144,8 +148,7 @@ def enumerate_node(
                 n = n.left  # type: ignore[assignment]
             elif kind == UNION:
                 right = n.right
-                assert right is not None
-                if key_in_window(right.maxkey):
+                if right is not None and key_in_window(right.maxkey):
                     stack.append((right, path))
                 n = n.left  # type: ignore[assignment]
             else:
@@ -158,6 +161,41 @@ def enumerate_node(
                 break
     if steps is not None:
         steps[0] += visited
+
+
+def cut_old_branches(roots: list[Node], horizon: float) -> int:
+    """Cut every union branch whose max-start key is below ``horizon`` (out
+    of every window for good) among the nodes reachable from ``roots``, so
+    Python can free them; return the number of nodes still reachable.
+
+    The cut changes no set any later enumeration can see. Every node left
+    reachable then has its max-start key at or above the horizon: left
+    children and successors share their parent's max-start, and only right
+    branches can be older. This is CORE's memory rule (§5: drop references
+    to nodes outside the window) without weak references.
+
+    >>> old, young = extend(bottom(1, 1, 1), 5, 0), extend(bottom(4, 4, 4), 5, 0)
+    >>> root = merge([young, old])
+    >>> cut_old_branches([root], horizon=3), root.right is None
+    (3, True)
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.kind == UNION:
+            right = n.right
+            if right is not None and right.maxkey < horizon:
+                n.right = right = None
+            stack.append(n.left)  # type: ignore[arg-type]
+            if right is not None:
+                stack.append(right)
+        elif n.kind == OUTPUT:
+            stack.append(n.left)  # type: ignore[arg-type]
+    return len(seen)
 
 
 def check_node(node: Node) -> None:

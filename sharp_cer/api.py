@@ -1,0 +1,167 @@
+"""The public API: compile a workload once, feed events, get matches.
+
+>>> from sharp_cer.api import Detector
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> import pandas as pd
+>>> schema = Schema.parse("CREATE STREAM S { EVENT BUY { id:int }, EVENT SELL { id:int } }")
+>>> detector = Detector.from_queries([("flip", "SELECT * WHERE BUY ; SELL WITHIN 3 EVENTS")], schema)
+>>> frame = pd.DataFrame({"type": ["BUY", "SELL", "SELL"], "id": [1, 2, 3]})
+>>> [(m.query, m.start, m.end, m.events) for m in detector.feed(frame)]
+[('flip', 0, 1, (0, 1)), ('flip', 0, 2, (0, 2))]
+>>> detector.events_of(detector.matches[0])
+{'BUY': [{'type': 'BUY', 'position': 0, 'id': 1}], 'SELL': [{'type': 'SELL', 'position': 1, 'id': 2}]}
+>>> matches_to_arrow(detector.matches).column_names
+['query', 'start', 'end', 'events', 'vars']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from planner import Plan, compile_plan
+from sharp_cer.engine import Engine
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.batch import EventBatch, LoadReport
+from sharp_cer.events.loaders import load_arrow, load_pandas
+from sharp_cer.events.match import Match
+from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Detector:
+    """A compiled workload and its engine: ``feed`` events, read ``matches``.
+
+    Events are numbered across feeds: the first row of a later feed follows
+    the last row of the one before, dead-lettered rows included, so windows
+    of ``n EVENTS`` run across feeds. Rows that do not fit the schema are
+    dead-lettered (see ``reports``), or raise with ``strict=True``.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        schema: Schema,
+        *,
+        allowed_lateness: int = 0,
+        strict: bool = False,
+        debug: bool = False,
+        cache_capacity: int = 65536,
+    ) -> None:
+        self.plan = plan
+        self.schema = schema
+        self.strict = strict
+        self.allowed_lateness = allowed_lateness
+        self.engine = Engine(plan, debug=debug, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness)
+        self.matches: list[Match] = []
+        self.reports: list[LoadReport] = []
+        self._batches: list[EventBatch] = []
+        self._next_position = 0  # the position of the next loaded row
+        self._last_position = -1
+
+    @classmethod
+    def from_queries(
+        cls, queries: Sequence[tuple[str, str | CheckedQuery]], schema: Schema, **options: Any
+    ) -> Detector:
+        """A detector for named queries, given as text or already checked."""
+        checked = [
+            (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name)) for name, q in queries
+        ]
+        return cls(compile_plan(checked), schema, **options)
+
+    @classmethod
+    def from_workload(cls, workload: Workload, **options: Any) -> Detector:
+        """A detector for every query of a workload, with its allowed lateness."""
+        options.setdefault("allowed_lateness", workload.allowed_lateness)
+        return cls(compile_plan([(q.name, q.checked) for q in workload.queries]), workload.schema, **options)
+
+    def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
+        """Process a batch (or a pandas / Arrow table, loaded by the schema)
+        and return the matches it completes; they are also kept in
+        ``matches``."""
+        if isinstance(events, EventBatch):
+            batch = events
+        else:
+            batch = self._load(events)
+        if len(batch):
+            if int(batch.positions[0]) <= self._last_position:
+                raise SurfaceError(
+                    f"events must come in order: this batch starts at position {int(batch.positions[0])}, "
+                    f"but position {self._last_position} was already processed\n"
+                    "  hint: feed each event once, in stream order"
+                )
+            self._last_position = int(batch.positions[-1])
+            self._next_position = max(self._next_position, self._last_position + 1)
+        self._batches.append(batch)
+        found = self.engine.process(batch)
+        self.matches.extend(found)
+        return found
+
+    def _load(self, table: Any) -> EventBatch:
+        loader = load_arrow if isinstance(table, pa.Table) else load_pandas
+        batch, report = loader(table, self.schema, strict=self.strict, allowed_lateness=self.allowed_lateness)
+        offset = self._next_position
+        self._next_position += report.read
+        self.reports.append(report)
+        if offset:
+            batch = EventBatch(batch.event_types, batch.positions + offset, batch.codes, batch.columns)
+        return batch
+
+    def events_of(self, match: Match) -> dict[str, list[dict[str, Any]]]:
+        """Each variable of a match with its events' attributes (from the
+        batches fed so far)."""
+        rows: dict[int, dict[str, Any]] = {}
+        wanted = {p for positions in match.vars.values() for p in positions}
+        for batch in self._batches:
+            for i in np.flatnonzero(np.isin(batch.positions, list(wanted))).tolist():
+                row = batch.row(i)
+                rows[row["position"]] = {"type": row["type"], "position": row["position"], **row["attributes"]}
+        return {var: [rows[p] for p in positions] for var, positions in match.vars.items()}
+
+    def stats(self) -> dict[str, Any]:
+        """The engine's figures: cost clock, caches, live nodes, partitions."""
+        return self.engine.stats()
+
+
+def detect(
+    queries: Sequence[tuple[str, str | CheckedQuery]], schema: Schema, events: EventBatch | pd.DataFrame | pa.Table
+) -> list[Match]:
+    """Every match of named queries over one batch of events.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> import pyarrow as pa
+    >>> [m.events for m in detect([("q", "SELECT * WHERE A:A WITHIN 1 EVENTS")], s, pa.table({"type": ["A"] * 3, "x": [1, 2, 3]}))]
+    [(0, 1), (1, 2)]
+    """
+    return Detector.from_queries(queries, schema).feed(events)
+
+
+MATCH_SCHEMA = pa.schema(
+    [
+        ("query", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("events", pa.list_(pa.int64())),
+        ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
+    ]
+)
+
+
+def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
+    """Matches as an Arrow table with :data:`MATCH_SCHEMA`."""
+    return pa.table(
+        {
+            "query": [m.query for m in matches],
+            "start": [m.start for m in matches],
+            "end": [m.end for m in matches],
+            "events": [list(m.events) for m in matches],
+            "vars": [[(k, list(v)) for k, v in sorted(m.vars.items())] for m in matches],
+        },
+        schema=MATCH_SCHEMA,
+    )
