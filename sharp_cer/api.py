@@ -84,10 +84,7 @@ class Detector:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes; they are also kept in
         ``matches``."""
-        if isinstance(events, EventBatch):
-            batch = events
-        else:
-            batch = self._load(events)
+        batch = events if isinstance(events, EventBatch) else self._load(events)
         if len(batch):
             if int(batch.positions[0]) <= self._last_position:
                 raise SurfaceError(
@@ -136,7 +133,8 @@ def detect(
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> import pyarrow as pa
-    >>> [m.events for m in detect([("q", "SELECT * WHERE A:A WITHIN 1 EVENTS")], s, pa.table({"type": ["A"] * 3, "x": [1, 2, 3]}))]
+    >>> table = pa.table({"type": ["A"] * 3, "x": [1, 2, 3]})
+    >>> [m.events for m in detect([("q", "SELECT * WHERE A:A WITHIN 1 EVENTS")], s, table)]
     [(0, 1), (1, 2)]
     """
     return Detector.from_queries(queries, schema).feed(events)

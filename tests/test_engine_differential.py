@@ -63,7 +63,7 @@ def test_batches_of_any_size(texts: list[str], rows: list[dict[str, Any]], size:
 
 @settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(queries(depth=2), min_size=3, max_size=5), streams(max_size=14))
-def test_many_small_queries_cutting_old_branches_after_every_event(
+def test_many_small_queries_cutting_old_branches_every_event(
     texts: list[str], rows: list[dict[str, Any]]
 ) -> None:
     check(texts, rows, cut_after=0)
