@@ -38,16 +38,15 @@ from sharp_cer.language.source import render_location
 
 from .automaton import AutomatonBuilder
 from .plan import Group, Plan, QueryPlan, window_kind
-from .predicates import TRUE, AllOf, AnyOf, Atom, Guard, Not, PredicateTable
+from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
 
 #: The issue that brings what the engine does not run yet.
 _LATER = {
-    "strategy": "selection strategies other than ALL/ANY",
-    "consume": "CONSUME BY ANY and PARTITION",
-    "limit": "LIMIT",
-    "conjunction": "conjunction AND(...)",
-    "cross": "conditions across events (or with aggregates)",
-    "negation": "NOT(...) or ABSENT(...) over a pattern of several events",
+    "strategy": "selection strategies other than ALL/ANY are",
+    "consume": "CONSUME BY ANY and PARTITION are",
+    "limit": "LIMIT is",
+    "conjunction": "conjunction AND(...) is",
+    "cross": "a condition across events (or with an aggregate) is",
 }
 
 
@@ -109,7 +108,7 @@ def _unsupported(name: str, checked: CheckedQuery, what: str, span: object) -> P
         where, snippet = render_location(checked.source, span)
         snippet = "\n" + snippet
     return PlanError(
-        f"{where}: {_LATER[what]} are not supported by the core engine yet{snippet}\n"
+        f"{where}: {_LATER[what]} not supported by the core engine yet (issue 5){snippet}\n"
         f"  hint: run this query with --engine reference (or engine='reference') until the engine supports it"
     )
 
@@ -131,24 +130,12 @@ def _check_supported(name: str, checked: CheckedQuery) -> None:
             for part in conjuncts(node.condition):
                 if len(referenced_variables(part)) > 1 or has_aggregate(part):
                     raise _unsupported(name, checked, "cross", part.span)
-        if isinstance(node, (ast.Negation, ast.Absence)) and not _single_event(node.formula):
-            raise _unsupported(name, checked, "negation", node.span)
         if isinstance(node, (ast.Bind, ast.Iteration, ast.Negation, ast.Absence, ast.Filter)):
             stack.append(node.formula)
         elif isinstance(node, (ast.Sequence, ast.Conjunction)):
             stack.extend(node.parts)
         elif isinstance(node, ast.Disjunction):
             stack.extend((node.left, node.right))
-
-
-def _single_event(node: ast.Formula) -> bool:
-    if isinstance(node, ast.EventType):
-        return True
-    if isinstance(node, (ast.Bind, ast.Filter)):
-        return _single_event(node.formula)
-    if isinstance(node, ast.Disjunction):
-        return _single_event(node.left) and _single_event(node.right)
-    return False
 
 
 def erase_variables(expr: ast.Expr) -> ast.Expr:
@@ -221,15 +208,12 @@ class _QueryCompiler:
         return _Context(ctx.enclosing, tuple(pushed))
 
     def single_event_guard(self, node: ast.Formula, ctx: _Context) -> Guard:
-        """The guard of the events that satisfy a one-event formula."""
-        if isinstance(node, ast.EventType):
-            return self._leaf_guard(node, ctx)
-        if isinstance(node, ast.Bind):
-            return self.single_event_guard(node.formula, _Context((*ctx.enclosing, node.variable), ctx.conditions))
+        """The guard of the events that satisfy the formula inside NOT(...) or
+        ABSENT(...): an event type under FILTERs (the grammar allows no more)."""
         if isinstance(node, ast.Filter):
             return self.single_event_guard(node.formula, self._filtered(node, ctx))
-        assert isinstance(node, ast.Disjunction)
-        return AnyOf((self.single_event_guard(node.left, ctx), self.single_event_guard(node.right, ctx)))
+        assert isinstance(node, ast.EventType), node
+        return self._leaf_guard(node, ctx)
 
     def _label(self, variables: frozenset[str]) -> int:
         if variables not in self.labels:

@@ -183,8 +183,8 @@ def test_attribute_window_over_values_that_go_back() -> None:
         ("SELECT * WHERE A ; B WITHIN 3 EVENTS CONSUME BY ANY", "CONSUME BY ANY"),
         ("SELECT * WHERE A ; B WITHIN 3 EVENTS LIMIT 1", "LIMIT"),
         ("SELECT * WHERE AND(A, B) WITHIN 3 EVENTS", "conjunction"),
-        ("SELECT * WHERE (A AS a ; B AS b) FILTER a.x < b.x WITHIN 3 EVENTS", "conditions across events"),
-        ("SELECT * WHERE (A ; B+) FILTER sum(B.x) > 2 WITHIN 3 EVENTS", "conditions across events"),
+        ("SELECT * WHERE (A AS a ; B AS b) FILTER a.x < b.x WITHIN 3 EVENTS", "a condition across events"),
+        ("SELECT * WHERE (A ; B+) FILTER sum(B.x) > 2 WITHIN 3 EVENTS", "a condition across events"),
     ],
 )
 def test_unsupported_features_are_named(text: str, what: str) -> None:
