@@ -30,7 +30,12 @@ from .predicates import Guard
 @dataclass(frozen=True)
 class Transition:
     """Read one event satisfying ``guard``; ``label`` is the index of the
-    variable set the event is marked with, or None for a non-marking move."""
+    variable set the event is marked with, or None for a non-marking move.
+
+    >>> from planner.predicates import TRUE
+    >>> Transition(0, TRUE, None, 0).label is None
+    True
+    """
 
     source: int
     guard: Guard
@@ -45,6 +50,9 @@ class Automaton:
     ``transitions[p]`` lists the moves out of state ``p``; ``initial`` holds
     every query's initial state; ``finals`` maps a final state to the ids of
     the queries it accepts.
+
+    >>> Automaton(2, frozenset({0}), ((), ()), {1: frozenset({0})}).finals[1]
+    frozenset({0})
     """
 
     n_states: int
@@ -54,7 +62,11 @@ class Automaton:
 
     @property
     def initial_list(self) -> list[int]:
-        """The initial states, sorted."""
+        """The initial states, sorted.
+
+        >>> Automaton(3, frozenset({2, 0}), ((), (), ()), {}).initial_list
+        [0, 2]
+        """
         return sorted(self.initial)
 
     def transition_count(self) -> int:
@@ -68,23 +80,40 @@ class Automaton:
 
 @dataclass
 class AutomatonBuilder:
-    """States, reading moves and ε-moves, in construction."""
+    """States, reading moves and ε-moves, in construction.
+
+    >>> AutomatonBuilder().n_states
+    0
+    """
 
     n_states: int = 0
     moves: list[Transition] = field(default_factory=list)
     epsilon: dict[int, list[int]] = field(default_factory=dict)
 
     def state(self) -> int:
-        """A fresh state."""
+        """A fresh state.
+
+        >>> b = AutomatonBuilder(); b.state(), b.state()
+        (0, 1)
+        """
         self.n_states += 1
         return self.n_states - 1
 
     def read(self, source: int, guard: Guard, label: int | None, target: int) -> None:
-        """A move reading one event."""
+        """A move reading one event.
+
+        >>> from planner.predicates import TRUE
+        >>> b = AutomatonBuilder(); b.read(0, TRUE, None, 0); len(b.moves)
+        1
+        """
         self.moves.append(Transition(source, guard, label, target))
 
     def link(self, source: int, target: int) -> None:
-        """An ε-move."""
+        """An ε-move.
+
+        >>> b = AutomatonBuilder(); b.link(0, 1); b.epsilon
+        {0: [1]}
+        """
         self.epsilon.setdefault(source, []).append(target)
 
     def _closure(self, state: int) -> list[int]:
@@ -104,6 +133,13 @@ class AutomatonBuilder:
 
         ``accepting`` maps each query's end state to the query's id. A state
         is final for a query when its ε-closure reaches that end state.
+
+        >>> from planner.predicates import TRUE
+        >>> b = AutomatonBuilder()
+        >>> s, mid, e = b.state(), b.state(), b.state()
+        >>> b.read(s, TRUE, 0, mid); b.link(mid, e)
+        >>> b.build({s}, {e: 3}).finals  # mid is final through its ε-move
+        {1: frozenset({3})}
         """
         out_moves: dict[int, list[Transition]] = {}
         for move in self.moves:
@@ -143,4 +179,41 @@ class AutomatonBuilder:
             queries = frozenset(accepting[r] for r in closure(s) if r in accepting)
             if queries:
                 finals[number[s]] = queries
-        return Automaton(len(order), frozenset(number[s] for s in initial), tuple(transitions), finals)
+        return _merge_bisimilar(
+            Automaton(len(order), frozenset(number[s] for s in initial), tuple(transitions), finals)
+        )
+
+
+def _merge_bisimilar(automaton: Automaton) -> Automaton:
+    """One state per class of bisimilar states (same queries accepted, same
+    moves into the same classes): removing ε-moves copies the skip state of
+    ``p ; q`` into the state after p, and without this merge both would be
+    tracked, doubling the work per event."""
+    n = automaton.n_states
+    first: dict[frozenset[int], int] = {}
+    classes = [first.setdefault(automaton.finals.get(s, frozenset()), len(first)) for s in range(n)]
+    count = -1
+    while True:
+        signatures = [
+            (classes[s], frozenset((t.guard, t.label, classes[t.target]) for t in automaton.transitions[s]))
+            for s in range(n)
+        ]
+        ids: dict[object, int] = {}
+        classes = [ids.setdefault(sig, len(ids)) for sig in signatures]
+        if len(ids) == count:
+            break
+        count = len(ids)
+    if count == n:
+        return automaton
+    # renumber by first occurrence so initial states keep the smallest ids
+    order: dict[int, int] = {}
+    for s in range(n):
+        order.setdefault(classes[s], len(order))
+    transitions: list[tuple[Transition, ...]] = [() for _ in range(count)]
+    for s in range(n):
+        c = order[classes[s]]
+        if not transitions[c]:
+            seen = dict.fromkeys((t.guard, t.label, order[classes[t.target]]) for t in automaton.transitions[s])
+            transitions[c] = tuple(Transition(c, g, label, target) for g, label, target in seen)
+    finals = {order[classes[s]]: queries for s, queries in automaton.finals.items()}
+    return Automaton(count, frozenset(order[classes[s]] for s in automaton.initial), tuple(transitions), finals)

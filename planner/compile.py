@@ -19,7 +19,7 @@ type and the enclosing ``AS`` names.
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS a ; B FILTER a.x > 1 WITHIN 3 EVENTS", s))])
 >>> cea = plan.groups[0].automaton
 >>> cea.n_states, cea.transition_count(), [sorted(v) for v in plan.labels]
-(4, 5, [['A', 'a'], ['B']])
+(3, 3, [['A', 'a'], ['B']])
 >>> plan.predicates.atoms[1].condition
 Comparison(op='>', left=AttributeRef(variable=None, attribute='x'), right=NumberLiteral(value=1))
 """
@@ -70,7 +70,18 @@ class _Context:
 
 def compile_plan(queries: Sequence[tuple[str, CheckedQuery]]) -> Plan:
     """Compile named checked queries into one plan; queries with the same
-    event types, PARTITION BY and window kind share one automaton."""
+    event types, PARTITION BY and window kind share one automaton.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time }, EVENT B { t:primary_time } }")
+    >>> plan = compile_plan([(n, parse_and_check(t, s)) for n, t in [
+    ...     ("q1", "SELECT * WHERE A ; B WITHIN 5 EVENTS"),
+    ...     ("q2", "SELECT * WHERE B ; A WITHIN 9 EVENTS"),
+    ...     ("q3", "SELECT * WHERE A ; B WITHIN 5 SECONDS")]]
+    ... )
+    >>> [g.queries for g in plan.groups]
+    [(0, 1), (2,)]
+    """
     table = PredicateTable()
     labels: dict[frozenset[str], int] = {}
     plans = []

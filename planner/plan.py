@@ -61,7 +61,13 @@ def window_bound(window: ast.Window | None) -> tuple[int | float, bool]:
 class QueryPlan:
     """One query: its id (its index in the plan), name and what enumeration
     applies: the window and the projection (``selected`` is None for ``*``
-    and NONE, else the projected variables)."""
+    and NONE, else the projected variables).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> QueryPlan(0, "q", parse_and_check("SELECT A WHERE A WITHIN 1 EVENTS", s), None, ("A",), False).query.within
+    EventWindow(count=1)
+    """
 
     id: int
     name: str
@@ -72,14 +78,18 @@ class QueryPlan:
 
     @property
     def query(self) -> ast.Query:
-        """The query's syntax tree."""
+        """The query's syntax tree (see the class example)."""
         return self.checked.query
 
 
 @dataclass(frozen=True)
 class Group:
     """Queries that run as one automaton: same visible event types, same
-    PARTITION BY, same window kind."""
+    PARTITION BY, same window kind.
+
+    >>> Group((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
+    (0, 1)
+    """
 
     queries: tuple[int, ...]
     event_types: frozenset[EventSchema]
@@ -90,7 +100,12 @@ class Group:
 
 @dataclass(frozen=True)
 class Plan:
-    """Every query of a workload, compiled."""
+    """Every query of a workload, compiled.
+
+    >>> from planner import compile_plan
+    >>> Plan((), (), PredicateTable(), ()).queries
+    ()
+    """
 
     queries: tuple[QueryPlan, ...]
     groups: tuple[Group, ...]
@@ -98,7 +113,14 @@ class Plan:
     labels: tuple[frozenset[str], ...]
 
     def query(self, name: str) -> QueryPlan:
-        """The query called ``name``."""
+        """The query called ``name``.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> compile_plan([("q", parse_and_check("SELECT * WHERE A WITHIN 1 EVENTS", s))]).query("q").id
+        0
+        """
         for q in self.queries:
             if q.name == name:
                 return q

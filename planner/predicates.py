@@ -29,7 +29,11 @@ from sharp_cer.language import ast
 
 @dataclass(frozen=True)
 class TypeAtom:
-    """The event is of type ``name`` in ``stream``."""
+    """The event is of type ``name`` in ``stream``.
+
+    >>> TypeAtom("S", "A") == TypeAtom("S", "A")
+    True
+    """
 
     stream: str
     name: str
@@ -39,7 +43,11 @@ class TypeAtom:
 class ConditionAtom:
     """The event, of type ``name`` in ``stream``, satisfies ``condition``:
     a condition whose attribute references all read that event (variables
-    erased, so equal conditions on different variables share one atom)."""
+    erased, so equal conditions on different variables share one atom).
+
+    >>> ConditionAtom("S", "A", ast.BoolLiteral(True)).name
+    'A'
+    """
 
     stream: str
     name: str
@@ -51,7 +59,11 @@ AtomKey = TypeAtom | ConditionAtom
 
 @dataclass
 class PredicateTable:
-    """The distinct atoms of a plan, numbered in order of first use."""
+    """The distinct atoms of a plan, numbered in order of first use.
+
+    >>> t = PredicateTable(); t.type_atom("S", "B"), t.type_atom("S", "A"), t.atoms[1]
+    (0, 1, TypeAtom(stream='S', name='A'))
+    """
 
     atoms: list[AtomKey] = field(default_factory=list)
     _index: dict[AtomKey, int] = field(default_factory=dict)
@@ -64,7 +76,11 @@ class PredicateTable:
         return found
 
     def type_atom(self, stream: str, name: str) -> int:
-        """The index of the atom "event has this type"."""
+        """The index of the atom "event has this type".
+
+        >>> PredicateTable().type_atom("S", "A")
+        0
+        """
         return self._add(TypeAtom(stream, name))
 
     def condition_atom(self, stream: str, name: str, condition: ast.Expr) -> int:
@@ -86,45 +102,61 @@ class PredicateTable:
 
 @dataclass(frozen=True)
 class Atom:
-    """Atom ``index`` holds."""
+    """Atom ``index`` holds.
+
+    >>> Atom(1).holds(0b10), Atom(0).holds(0b10)
+    (True, False)
+    """
 
     index: int
 
     def holds(self, bits: int) -> bool:
-        """Evaluate on a bit vector."""
+        """Evaluate on a bit vector (see the class example)."""
         return bool(bits >> self.index & 1)
 
 
 @dataclass(frozen=True)
 class Not:
-    """The guard does not hold."""
+    """The guard does not hold.
+
+    >>> Not(Atom(0)).holds(0)
+    True
+    """
 
     guard: Guard
 
     def holds(self, bits: int) -> bool:
-        """Evaluate on a bit vector."""
+        """Evaluate on a bit vector (see the class example)."""
         return not self.guard.holds(bits)
 
 
 @dataclass(frozen=True)
 class AllOf:
-    """Every guard holds (``AllOf(())`` is true)."""
+    """Every guard holds (``AllOf(())`` is true).
+
+    >>> AllOf((Atom(0), Atom(1))).holds(0b01), AllOf(()).holds(0)
+    (False, True)
+    """
 
     guards: tuple[Guard, ...]
 
     def holds(self, bits: int) -> bool:
-        """Evaluate on a bit vector."""
+        """Evaluate on a bit vector (see the class example)."""
         return all(g.holds(bits) for g in self.guards)
 
 
 @dataclass(frozen=True)
 class AnyOf:
-    """Some guard holds (``AnyOf(())`` is false)."""
+    """Some guard holds (``AnyOf(())`` is false).
+
+    >>> AnyOf((Atom(0), Atom(1))).holds(0b01), AnyOf(()).holds(0)
+    (True, False)
+    """
 
     guards: tuple[Guard, ...]
 
     def holds(self, bits: int) -> bool:
-        """Evaluate on a bit vector."""
+        """Evaluate on a bit vector (see the class example)."""
         return any(g.holds(bits) for g in self.guards)
 
 

@@ -79,7 +79,17 @@ class _QueryWindow:
 
 
 class GroupRunner:
-    """Algorithm 1 for one query group, over all its partitions."""
+    """Algorithm 1 for one query group, over all its partitions.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))]))
+    >>> runner = engine.runners[0]
+    >>> runner.largest, runner.det.initial
+    (5, 0)
+    """
 
     def __init__(self, engine: Engine, group: Group) -> None:
         self.engine = engine
@@ -96,7 +106,19 @@ class GroupRunner:
     # ------------------------------------------------------------ per event
     def step(self, position: int, bits: int, value: float, key: Any, out: list[Match]) -> int:
         """Process one event of this group in partition ``key``; append its
-        matches to ``out`` and return the update units spent."""
+        matches to ``out`` and return the update units spent.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))]))
+        >>> out = []
+        >>> engine.runners[0].step(0, 0b01, 0.0, (), out), engine.runners[0].step(1, 0b10, 1.0, (), out)
+        (3, 4)
+        >>> [(m.start, m.end) for m in out]
+        [(0, 1)]
+        """
         engine = self.engine
         instance = self.instances.get(key)
         if instance is None:
@@ -189,7 +211,18 @@ class GroupRunner:
         """Evict partitions whose every run is outside every window for good,
         judged by the progress of the whole stream (positions, or the primary
         time, which the loader keeps in order up to the allowed lateness).
-        Attribute windows are judged per partition only, in ``step``."""
+        Attribute windows are judged per partition only, in ``step``.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> q = parse_and_check("SELECT * WHERE A ; B PARTITION BY [k] WITHIN 2 EVENTS", s)
+        >>> engine = Engine(compile_plan([("q", q)]))
+        >>> _ = engine.process(load_csv("A,1\\nA,2\\nA,3\\nA,4\\n", s)[0])
+        >>> engine.partitions(), engine.runners[0].sweep(3), engine.partitions()
+        (4, None, 3)
+        """
         kind = self.group.window[0]
         if self.largest == _INF or kind not in ("events", "time"):
             return
@@ -230,7 +263,8 @@ class GroupRunner:
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
-        """Nodes reachable from the live union-lists of every partition."""
+        """Nodes reachable from the live union-lists of every partition
+        (see ``Engine.live_nodes``)."""
         seen: set[int] = set()
         stack = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
         while stack:
@@ -270,6 +304,14 @@ class Engine:
     ``cut_after`` is how many nodes a partition creates before its first cut
     of out-of-window branches (later cuts wait as long as the last one left
     nodes reachable).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A : B WITHIN 1 EVENTS", s))]))
+    >>> [m.events for m in engine.process(load_csv("A,1\\nB,1\\nA,1\\nB,1\\n", s)[0])]
+    [(0, 1), (2, 3)]
     """
 
     def __init__(
@@ -293,7 +335,17 @@ class Engine:
         self._bits: PredicateBits | None = None
 
     def process(self, batch: EventBatch) -> list[Match]:
-        """Feed a batch (positions must keep increasing across batches)."""
+        """Feed a batch (positions must keep increasing across batches) and
+        return the matches its events complete, in order of their end.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> [(m.start, m.end) for m in engine.process(load_csv("A,1\\nA,1\\nB,1\\n", s)[0])]
+        [(0, 2), (1, 2)]
+        """
         began = time.perf_counter()
         if self._bits is None:
             self._bits = PredicateBits(self.plan.predicates, batch.event_types)
@@ -358,15 +410,34 @@ class Engine:
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
-        """tECS nodes still reachable from some live run."""
+        """tECS nodes still reachable from some live run.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> _ = engine.process(load_csv("A,1\\n", s)[0]); engine.live_nodes()  # an output node and its bottom
+        2
+        """
         return sum(r.live_nodes() for r in self.runners)
 
     def partitions(self) -> int:
-        """Partition instances alive now, over all groups."""
+        """Partition instances alive now, over all groups (see ``sweep``)."""
         return sum(len(r.instances) for r in self.runners)
 
     def stats(self) -> dict[str, Any]:
-        """The cost clock, the determinization caches and memory figures."""
+        """The cost clock, the determinization caches and memory figures.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> _ = engine.process(load_csv("A,1\\nB,1\\nA,1\\nB,1\\n", s)[0])
+        >>> {k: engine.stats()[k] for k in ("events", "transitions", "cache_hit_rate", "partitions")}
+        {'events': 4, 'transitions': 7, 'cache_hit_rate': 0.375, 'partitions': 1}
+        """
         hits = sum(r.det.hits for r in self.runners)
         misses = sum(r.det.misses for r in self.runners)
         return {
@@ -390,7 +461,16 @@ def _values_or_nan(column: Column) -> list[float]:
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:
-    """All matches of a plan over batches, in order of end position."""
+    """All matches of a plan over batches, in order of end position.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))])
+    >>> [(m.start, m.end) for m in run(plan, [load_csv("A,1\\nB,1\\n", s)[0]])]
+    [(0, 1)]
+    """
     engine = Engine(plan, **options)
     out: list[Match] = []
     for batch in batches:
