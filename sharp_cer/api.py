@@ -41,6 +41,15 @@ class Detector:
     the last row of the one before, dead-lettered rows included, so windows
     of ``n EVENTS`` run across feeds. Rows that do not fit the schema are
     dead-lettered (see ``reports``), or raise with ``strict=True``.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
+    >>> import pandas as pd
+    >>> first, second = pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}), pd.DataFrame({"type": ["A"], "x": [3]})
+    >>> len(d.feed(first)), len(d.feed(second))
+    (1, 1)
+    >>> d.matches[-1].events  # positions continue across feeds
+    (1, 2)
     """
 
     def __init__(
@@ -68,7 +77,12 @@ class Detector:
     def from_queries(
         cls, queries: Sequence[tuple[str, str | CheckedQuery]], schema: Schema, **options: Any
     ) -> Detector:
-        """A detector for named queries, given as text or already checked."""
+        """A detector for named queries, given as text or already checked.
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s).plan.queries[0].name
+        'q'
+        """
         checked = [
             (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name)) for name, q in queries
         ]
@@ -76,14 +90,29 @@ class Detector:
 
     @classmethod
     def from_workload(cls, workload: Workload, **options: Any) -> Detector:
-        """A detector for every query of a workload, with its allowed lateness."""
+        """A detector for every query of a workload, with its allowed lateness.
+
+        >>> from sharp_cer.language import parse_workload
+        >>> w = parse_workload('''
+        ... [workload]
+        ... name = "w"
+        ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+        ... allowed_lateness = 5
+        ... [[query]]
+        ... name = "q"
+        ... tenant = "t"
+        ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+        ... ''')
+        >>> Detector.from_workload(w).allowed_lateness
+        5
+        """
         options.setdefault("allowed_lateness", workload.allowed_lateness)
         return cls(compile_plan([(q.name, q.checked) for q in workload.queries]), workload.schema, **options)
 
     def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes; they are also kept in
-        ``matches``."""
+        ``matches`` (see the class example)."""
         batch = events if isinstance(events, EventBatch) else self._load(events)
         if len(batch):
             if int(batch.positions[0]) <= self._last_position:
@@ -111,7 +140,7 @@ class Detector:
 
     def events_of(self, match: Match) -> dict[str, list[dict[str, Any]]]:
         """Each variable of a match with its events' attributes (from the
-        batches fed so far)."""
+        batches fed so far); see the module example."""
         rows: dict[int, dict[str, Any]] = {}
         wanted = {p for positions in match.vars.values() for p in positions}
         for batch in self._batches:
@@ -121,7 +150,12 @@ class Detector:
         return {var: [rows[p] for p in positions] for var, positions in match.vars.items()}
 
     def stats(self) -> dict[str, Any]:
-        """The engine's figures: cost clock, caches, live nodes, partitions."""
+        """The engine's figures: cost clock, caches, live nodes, partitions.
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s).stats()["events"]
+        0
+        """
         return self.engine.stats()
 
 
@@ -152,7 +186,11 @@ MATCH_SCHEMA = pa.schema(
 
 
 def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
-    """Matches as an Arrow table with :data:`MATCH_SCHEMA`."""
+    """Matches as an Arrow table with :data:`MATCH_SCHEMA`.
+
+    >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
+    [{'query': 'q', 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
+    """
     return pa.table(
         {
             "query": [m.query for m in matches],

@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 
 @dataclass
 class QueryCost:
-    """One query's enumeration work and output."""
+    """One query's enumeration work and output.
+
+    >>> QueryCost().matches
+    0
+    """
 
     enumeration_steps: int = 0
     matches: int = 0
@@ -28,7 +32,8 @@ class QueryCost:
 
 @dataclass
 class CostClock:
-    """Totals since the engine started, and the figures of the last event."""
+    """Totals since the engine started, and the figures of the last event
+    (see the module example)."""
 
     events: int = 0
     transitions: int = 0
@@ -43,7 +48,11 @@ class CostClock:
 
     def record_event(self, update: int, enumeration: dict[str, int]) -> None:
         """Book one event: its shared update units and each query's
-        enumeration steps."""
+        enumeration steps.
+
+        >>> c = CostClock(); c.record_event(4, {"q": 2}); c.last_event_units
+        6
+        """
         self.events += 1
         self.update_units += update
         total = update
@@ -55,7 +64,11 @@ class CostClock:
 
     @property
     def total_units(self) -> int:
-        """Every unit counted so far."""
+        """Every unit counted so far.
+
+        >>> c = CostClock(); c.record_event(4, {"q": 2}); c.total_units
+        6
+        """
         return self.update_units + sum(q.enumeration_steps for q in self.per_query.values())
 
     def summary(self) -> dict[str, float]:

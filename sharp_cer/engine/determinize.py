@@ -30,7 +30,8 @@ Step = tuple[tuple[tuple[int, int], ...], int]
 
 
 class Determinizer:
-    """The deterministic states and steps of one automaton, built lazily."""
+    """The deterministic states and steps of one automaton, built lazily
+    (see the module example)."""
 
     def __init__(self, automaton: Automaton, capacity: int = 65536) -> None:
         if capacity < 1:
@@ -47,7 +48,13 @@ class Determinizer:
         self.initial = self.intern(automaton.initial)
 
     def intern(self, states: frozenset[int]) -> int:
-        """The id of a deterministic state."""
+        """The id of a deterministic state, and its accepted queries.
+
+        >>> from planner.automaton import Automaton
+        >>> det = Determinizer(Automaton(2, frozenset({0}), ((), ()), {1: frozenset({4})}))
+        >>> det.intern(frozenset({0, 1})), det.finals[1]
+        (1, frozenset({4}))
+        """
         found = self._ids.get(states)
         if found is None:
             found = self._ids[states] = len(self.states)
@@ -57,7 +64,16 @@ class Determinizer:
         return found
 
     def step(self, state: int, bits: int) -> Step:
-        """Where ``state`` goes on an event with predicate bits ``bits``."""
+        """Where ``state`` goes on an event with predicate bits ``bits``:
+        (label, target) per marking label, and the non-marking target.
+
+        >>> from planner.automaton import Automaton, Transition
+        >>> from planner.predicates import TRUE, Atom
+        >>> moves = ((Transition(0, Atom(0), 0, 1), Transition(0, TRUE, None, 0)), ())
+        >>> det = Determinizer(Automaton(2, frozenset({0}), moves, {1: frozenset({0})}))
+        >>> det.step(det.initial, 0b1), det.step(det.initial, 0b0)
+        ((((0, 1),), 0), ((), 0))
+        """
         key = (state, bits)
         cache = self._cache
         found = cache.get(key)
@@ -88,6 +104,11 @@ class Determinizer:
 
     @property
     def hit_rate(self) -> float:
-        """Cache hits over lookups (0.0 before the first lookup)."""
+        """Cache hits over lookups (0.0 before the first lookup).
+
+        >>> from planner.automaton import Automaton
+        >>> Determinizer(Automaton(1, frozenset({0}), ((),), {})).hit_rate
+        0.0
+        """
         total = self.hits + self.misses
         return self.hits / total if total else 0.0

@@ -34,12 +34,22 @@ Evaluator = Callable[[Getter], Any]
 
 
 class OutOfDomain(Exception):
-    """Math outside its domain, or a missing attribute: the atom is false."""
+    """Math outside its domain, or a missing attribute: the atom is false.
+
+    >>> compile_condition(ast.Call("sqrt", (ast.NumberLiteral(-1),)))(lambda name: 0)
+    Traceback (most recent call last):
+    ...
+    sharp_cer.engine.predicates.OutOfDomain
+    """
 
 
 class PredicateBits:
     """Computes bit vectors for the events of batches loaded with one schema
-    layout (``event_types``, in code order)."""
+    layout (``event_types``, in code order); see the module example.
+
+    >>> PredicateBits(PredicateTable(), ()).type_bits
+    []
+    """
 
     def __init__(self, table: PredicateTable, event_types: tuple[EventSchema, ...]) -> None:
         self.table = table
@@ -60,7 +70,14 @@ class PredicateBits:
                 self.conditions[code].append((index, compile_condition(atom.condition)))
 
     def compute(self, batch: EventBatch) -> list[int]:
-        """The bit vector of every event of ``batch``."""
+        """The bit vector of every event of ``batch`` (see the module example).
+
+        >>> from sharp_cer.events.batch import EventBatch
+        >>> import numpy as np
+        >>> empty = EventBatch((), np.array([], dtype=np.int64), np.array([], dtype=np.int32))
+        >>> PredicateBits(PredicateTable(), ()).compute(empty)
+        []
+        """
         if batch.event_types != self.event_types:
             from sharp_cer.errors import EngineError
 

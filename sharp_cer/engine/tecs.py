@@ -34,7 +34,11 @@ BOTTOM, OUTPUT, UNION = 0, 1, 2
 class Node:
     """One tECS node; which slots mean what depends on ``kind``:
     bottom (``pos``, ``value`` = the start's window value), output (``pos``,
-    ``label``, ``left`` = the next node), union (``left``, ``right``)."""
+    ``label``, ``left`` = the next node), union (``left``, ``right``).
+
+    >>> extend(bottom(3, 3, 3), 5, 0)
+    <Output pos=5 max-start=3>
+    """
 
     __slots__ = ("kind", "label", "left", "maxkey", "maxstart", "pos", "right", "value")
 
@@ -64,12 +68,21 @@ class Node:
 
 
 def bottom(position: int, key: float, value: float) -> Node:
-    """A run starting at ``position``: the open complex event (position, {})."""
+    """A run starting at ``position``: the open complex event (position, {}).
+
+    >>> list(enumerate_node(bottom(2, 2, 2), lambda k: True, lambda v: True))
+    [(2, ())]
+    """
     return Node(BOTTOM, position, -1, None, None, position, key, value)
 
 
 def extend(node: Node, position: int, label: int) -> Node:
-    """Every open complex event of ``node`` plus the marked ``position``."""
+    """Every open complex event of ``node`` plus the marked ``position``
+    (with ``label``).
+
+    >>> list(enumerate_node(extend(bottom(2, 2, 2), 4, 7), lambda k: True, lambda v: True))
+    [(2, ((4, 7),))]
+    """
     return Node(OUTPUT, position, label, node, None, node.maxstart, node.maxkey, 0)
 
 
@@ -78,7 +91,13 @@ def _union_node(left: Node, right: Node) -> Node:
 
 
 def union(n1: Node, n2: Node) -> Node:
-    """The union of two safe nodes with equal max-start (CORE Figure 5 a–d)."""
+    """The union of two safe nodes with equal max-start (CORE Figure 5 a–d).
+
+    >>> b = bottom(1, 1, 1)
+    >>> u = union(extend(b, 3, 0), extend(b, 4, 0))
+    >>> sorted(enumerate_node(u, lambda k: True, lambda v: True))
+    [(1, ((3, 0),)), (1, ((4, 0),))]
+    """
     if n1.kind == UNION and n1.right is None:  # its old branch was cut away
         n1 = n1.left  # type: ignore[assignment]
     if n2.kind == UNION and n2.right is None:
@@ -95,7 +114,13 @@ def union(n1: Node, n2: Node) -> Node:
 
 def insert(ulist: list[Node], node: Node) -> None:
     """Insert a safe node whose max-start is at most that of ``ulist[0]``,
-    keeping the list sorted by decreasing max-start (equal ones are united)."""
+    keeping the list sorted by decreasing max-start (equal ones are united).
+
+    >>> ulist = [extend(bottom(5, 5, 5), 6, 0)]
+    >>> insert(ulist, extend(bottom(2, 2, 2), 6, 0)); insert(ulist, extend(bottom(4, 4, 4), 6, 0))
+    >>> [n.maxstart for n in ulist]
+    [5, 4, 2]
+    """
     m = node.maxstart
     for i in range(1, len(ulist)):
         mi = ulist[i].maxstart
@@ -109,7 +134,11 @@ def insert(ulist: list[Node], node: Node) -> None:
 
 
 def merge(ulist: list[Node]) -> Node:
-    """One node for the whole union-list (CORE Figure 5 e)."""
+    """One node for the whole union-list (CORE Figure 5 e).
+
+    >>> merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    <Union pos=-1 max-start=5>
+    """
     node = ulist[-1]
     for i in range(len(ulist) - 2, -1, -1):
         node = _union_node(ulist[i], node)
@@ -133,6 +162,11 @@ def enumerate_node(
     ``key_in_window`` prunes a branch by its max-start key (if the key fails,
     every start below fails too); ``value_in_window`` is the exact test of a
     start's own value. ``steps[0]`` counts the nodes visited.
+
+    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    >>> steps = [0]
+    >>> list(enumerate_node(node, lambda k: 6 - k <= 3, lambda v: 6 - v <= 3, steps)), steps
+    ([(5, ((6, 0),))], [3])
     """
     if not key_in_window(node.maxkey):
         return
@@ -200,7 +234,14 @@ def cut_old_branches(roots: list[Node], horizon: float) -> int:
 
 def check_node(node: Node) -> None:
     """The debug-mode invariants of a newly created node: time-ordered,
-    max-start labels right, 3-bounded; raise EngineError if one fails."""
+    max-start labels right, 3-bounded; raise EngineError if one fails.
+
+    >>> check_node(merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)]))
+    >>> check_node(Node(UNION, -1, -1, bottom(1, 1, 1), bottom(5, 5, 5), 1, 1, 0))
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.EngineError: tECS invariant broken: union <Union pos=-1 max-start=1> is not time-ordered
+    """
     if node.kind == UNION:
         left, right = node.left, node.right
         assert left is not None and right is not None
