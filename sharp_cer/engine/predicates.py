@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from planner.predicates import ConditionAtom, PredicateTable, TypeAtom
+from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import EventSchema, ast
 
@@ -72,15 +73,14 @@ class PredicateBits:
     def compute(self, batch: EventBatch) -> list[int]:
         """The bit vector of every event of ``batch`` (see the module example).
 
-        >>> from sharp_cer.events.batch import EventBatch
+        >>> from sharp_cer.errors import EngineError
+from sharp_cer.events.batch import EventBatch
         >>> import numpy as np
         >>> empty = EventBatch((), np.array([], dtype=np.int64), np.array([], dtype=np.int32))
         >>> PredicateBits(PredicateTable(), ()).compute(empty)
         []
         """
         if batch.event_types != self.event_types:
-            from sharp_cer.errors import EngineError
-
             raise EngineError(
                 "a batch was loaded with another schema than the engine's first batch\n"
                 "  hint: load every batch of one stream with the same schema"
