@@ -23,6 +23,9 @@ _LAZY = {
     "load_workload": "sharp_cer.language",
     "Schema": "sharp_cer.language",
     "to_ceql": "sharp_cer.language",
+    "Detector": "sharp_cer.api",
+    "detect": "sharp_cer.api",
+    "matches_to_arrow": "sharp_cer.api",
 }
 
 __all__ = ["SharpCerError", "__version__", *_LAZY]
