@@ -73,8 +73,7 @@ class PredicateBits:
     def compute(self, batch: EventBatch) -> list[int]:
         """The bit vector of every event of ``batch`` (see the module example).
 
-        >>> from sharp_cer.errors import EngineError
-from sharp_cer.events.batch import EventBatch
+        >>> from sharp_cer.events.batch import EventBatch
         >>> import numpy as np
         >>> empty = EventBatch((), np.array([], dtype=np.int64), np.array([], dtype=np.int32))
         >>> PredicateBits(PredicateTable(), ()).compute(empty)
