@@ -35,7 +35,7 @@ from sharp_cer.events.match import Match
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
 from .predicates import PredicateBits
-from .tecs import BOTTOM, OUTPUT, UNION, Node, check_node, cut_old_branches, enumerate_node, extend, insert, merge
+from .tecs import BOTTOM, Node, check_node, cut_old_branches, enumerate_node, extend, insert, merge
 
 _INF = float("inf")
 #: Events between sweeps for idle partitions.
@@ -265,20 +265,8 @@ class GroupRunner:
     def live_nodes(self) -> int:
         """Nodes reachable from the live union-lists of every partition
         (see ``Engine.live_nodes``)."""
-        seen: set[int] = set()
-        stack = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
-        while stack:
-            n = stack.pop()
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.kind == OUTPUT:
-                stack.append(n.left)  # type: ignore[arg-type]
-            elif n.kind == UNION:
-                stack.append(n.left)  # type: ignore[arg-type]
-                if n.right is not None:
-                    stack.append(n.right)
-        return len(seen)
+        roots = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
+        return cut_old_branches(roots, -_INF)  # a horizon below every key cuts nothing
 
 
 def _all_older(instance: _Instance, horizon: float) -> bool:
