@@ -50,10 +50,13 @@ class _Instance:
     states (insertion-ordered, as Algorithm 1 needs) to union-lists, and the
     running maximum of the window measure."""
 
-    __slots__ = ("active", "created", "reachable", "running_max")
+    __slots__ = ("active", "created", "merged", "reachable", "running_max")
 
     def __init__(self) -> None:
         self.active: dict[int, list[Node]] = {}
+        # final states' union-lists merged for output, reused by the next
+        # event's step unless pruning shortened the list
+        self.merged: dict[int, Node] = {}
         self.running_max = -_INF
         # nodes created since the last cut, and what that cut left reachable:
         # cutting again once as many were created keeps the cost amortized O(1)
@@ -157,14 +160,22 @@ class GroupRunner:
         first = Node(BOTTOM, position, -1, None, None, position, instance.running_max, value)
         created.append(first)
         execute(det.initial, first, None)
+        merged = instance.merged
         for state, ulist in instance.active.items():
+            length = len(ulist)
             while ulist and ulist[-1].maxkey < horizon:
                 ulist.pop()  # every start below is outside every window
             if not ulist:
                 continue
-            node = ulist[0] if len(ulist) == 1 else self._merge(ulist, created)
+            if len(ulist) == 1:
+                node = ulist[0]
+            elif len(ulist) == length and state in merged:
+                node = merged[state]
+            else:
+                node = self._merge(ulist, created)
             execute(state, node, ulist)
         instance.active = new
+        instance.merged = merged = {}
         if not new:
             del self.instances[key]
             self.evicted += 1
@@ -172,7 +183,10 @@ class GroupRunner:
         for state, ulist in new.items():
             finals = det.finals[state]
             if finals:
-                node = ulist[0] if len(ulist) == 1 else self._merge(ulist, created)
+                if len(ulist) == 1:
+                    node = ulist[0]
+                else:
+                    node = merged[state] = self._merge(ulist, created)
                 for qid in finals:
                     accepted.setdefault(qid, []).append(node)
         for qid in sorted(accepted):
