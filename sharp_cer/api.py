@@ -41,6 +41,9 @@ class Detector:
     the last row of the one before, dead-lettered rows included, so windows
     of ``n EVENTS`` run across feeds. Rows that do not fit the schema are
     dead-lettered (see ``reports``), or raise with ``strict=True``.
+    With ``history=True`` (the default) the detector keeps every match in
+    ``matches`` and every batch for ``events_of``; on long streams pass
+    ``history=False`` and use what ``feed`` returns, so memory stays bounded.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -61,12 +64,14 @@ class Detector:
         strict: bool = False,
         debug: bool = False,
         cache_capacity: int = 65536,
+        history: bool = True,
     ) -> None:
         self.plan = plan
         self.schema = schema
         self.strict = strict
         self.allowed_lateness = allowed_lateness
         self.engine = Engine(plan, debug=debug, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness)
+        self.history = history
         self.matches: list[Match] = []
         self.reports: list[LoadReport] = []
         self._batches: list[EventBatch] = []
@@ -123,9 +128,11 @@ class Detector:
                 )
             self._last_position = int(batch.positions[-1])
             self._next_position = max(self._next_position, self._last_position + 1)
-        self._batches.append(batch)
+        if self.history:
+            self._batches.append(batch)
         found = self.engine.process(batch)
-        self.matches.extend(found)
+        if self.history:
+            self.matches.extend(found)
         return found
 
     def _load(self, table: Any) -> EventBatch:
@@ -143,6 +150,11 @@ class Detector:
         batches fed so far); see the module example."""
         rows: dict[int, dict[str, Any]] = {}
         wanted = {p for positions in match.vars.values() for p in positions}
+        if not self.history:
+            raise SurfaceError(
+                "events_of needs the events fed so far, and this detector keeps none (history=False)\n"
+                "  hint: create the Detector with history=True, or look the positions up in your own batches"
+            )
         for batch in self._batches:
             for i in np.flatnonzero(np.isin(batch.positions, list(wanted))).tolist():
                 row = batch.row(i)

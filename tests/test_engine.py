@@ -15,7 +15,7 @@ from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.engine import Engine
 from sharp_cer.engine.runtime import CUT_AFTER, SWEEP_EVERY
 from sharp_cer.engine.tecs import Node, bottom, check_node, enumerate_node, extend, insert, merge, union
-from sharp_cer.errors import EngineError, PlanError
+from sharp_cer.errors import EngineError, PlanError, SurfaceError
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, to_batch
@@ -224,3 +224,11 @@ def test_matches_as_arrow() -> None:
         {"query": "q", "start": 0, "end": 1, "events": [0, 1], "vars": [("A", [0]), ("B", [1]), ("a", [0])]},
         {"query": "q", "start": 0, "end": 2, "events": [0, 2], "vars": [("A", [0]), ("B", [2]), ("a", [0])]},
     ]
+
+
+def test_detector_without_history_keeps_nothing() -> None:
+    detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA, history=False)
+    (match,) = detector.feed(pd.DataFrame(rows("A B")))
+    assert (match.start, match.end) == (0, 1) and detector.matches == []
+    with pytest.raises(SurfaceError, match="history=True"):
+        detector.events_of(match)
