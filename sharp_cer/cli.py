@@ -147,7 +147,11 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
             counts = frame["type"].value_counts().sort_index()
             summary = ", ".join(f"{k}={v}" for k, v in counts.items())
             print(f"   generated {len(frame)} events -> {target} ({summary})", file=out)
-    print("\nAll workloads are valid. Matching over the generated events arrives with the engine.", file=out)
+    print(
+        "\nAll workloads are valid. The engine does not yet run most of these queries (strategies, consumption,"
+        "\nLIMIT and conditions across events come next); `sharp-cer match` runs single queries today.",
+        file=out,
+    )
     return EXIT_OK
 
 
