@@ -22,7 +22,8 @@ engine runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from .predicates import Guard
 
@@ -128,6 +129,67 @@ class AutomatonBuilder:
                     stack.append(nxt)
         return order
 
+    def include(self, other: AutomatonBuilder, start: int, end: int) -> tuple[int, int]:
+        """Copy every state and move of ``other`` into this builder; return
+        where ``start`` and ``end`` went.
+
+        >>> from planner.predicates import TRUE
+        >>> a, b = AutomatonBuilder(), AutomatonBuilder()
+        >>> a.read(a.state(), TRUE, 0, a.state()); _ = b.state()
+        >>> b.include(a, 0, 1), b.n_states
+        ((1, 2), 3)
+        """
+        offset = self.n_states
+        self.n_states += other.n_states
+        for m in other.moves:
+            self.read(m.source + offset, m.guard, m.label, m.target + offset)
+        for source, targets in other.epsilon.items():
+            for target in targets:
+                self.link(source + offset, target + offset)
+        return start + offset, end + offset
+
+    def mark_first(self, lo: int, entry: int, relabel: Callable[[int], int]) -> int:
+        """Give the first marking move of every run through a fragment its
+        own label; return the fragment's new entry.
+
+        The fragment is the states from ``lo`` on, entered at ``entry``. The
+        states a run reaches from the entry before marking anything are
+        copied; from the copies, marking moves carry ``relabel(label)``, so
+        the first event of every pass through the fragment is told apart
+        from the others (its runs' later moves are the original ones).
+
+        >>> from planner.predicates import TRUE
+        >>> b = AutomatonBuilder()
+        >>> s, e = b.state(), b.state()
+        >>> b.read(s, TRUE, 0, e); b.link(e, s)  # (one event)+ without skips
+        >>> entry = b.mark_first(0, s, lambda label: label + 10)
+        >>> cea = b.build({entry}, {e: 0})
+        >>> sorted((t.source, t.label, t.target) for ts in cea.transitions for t in ts)
+        [(0, 10, 1), (1, 0, 1)]
+        """
+        region = {entry}
+        stack = [entry]
+        unmarked: dict[int, list[Transition]] = {}
+        for move in self.moves:
+            if move.source >= lo and move.label is None:
+                unmarked.setdefault(move.source, []).append(move)
+        while stack:
+            state = stack.pop()
+            for nxt in [*self.epsilon.get(state, ()), *(m.target for m in unmarked.get(state, ()))]:
+                if nxt not in region:
+                    region.add(nxt)
+                    stack.append(nxt)
+        copy = {state: self.state() for state in sorted(region)}
+        for state in sorted(region):
+            for nxt in self.epsilon.get(state, ()):
+                self.link(copy[state], copy[nxt])
+        for move in [m for m in self.moves if m.source in region]:
+            if move.label is None:
+                self.read(copy[move.source], move.guard, None, copy[move.target])
+            else:
+                self.read(copy[move.source], move.guard, relabel(move.label), move.target)
+        return copy[entry]
+
     def build(self, initial: set[int], accepting: dict[int, int]) -> Automaton:
         """Remove ε-moves and unreachable states, renumbering states densely.
 
@@ -217,3 +279,35 @@ def _merge_bisimilar(automaton: Automaton) -> Automaton:
             transitions[c] = tuple(Transition(c, g, label, target) for g, label, target in seen)
     finals = {order[classes[s]]: queries for s, queries in automaton.finals.items()}
     return Automaton(count, frozenset(order[classes[s]] for s in automaton.initial), tuple(transitions), finals)
+
+
+def drop_unmarked(automaton: Automaton) -> Automaton:
+    """The automaton without its non-marking moves: a run then marks every
+    event from its start to its end, which is the STRICT strategy (CEL §5).
+
+    >>> from planner.predicates import TRUE
+    >>> b = AutomatonBuilder()
+    >>> s, skip, e = b.state(), b.state(), b.state()
+    >>> b.read(s, TRUE, 0, skip); b.read(skip, TRUE, None, skip); b.read(skip, TRUE, 0, e)
+    >>> drop_unmarked(b.build({s}, {e: 0})).transition_count()
+    2
+    """
+    moves = tuple(tuple(t for t in ts if t.label is not None) for ts in automaton.transitions)
+    return _merge_bisimilar(replace(automaton, transitions=moves))
+
+
+def relabel(automaton: Automaton, labels: Callable[[int], int | None]) -> Automaton:
+    """The automaton with every marking move's label replaced by
+    ``labels(label)`` (None makes the move non-marking).
+
+    >>> from planner.predicates import TRUE
+    >>> b = AutomatonBuilder()
+    >>> s, e = b.state(), b.state()
+    >>> b.read(s, TRUE, 4, e)
+    >>> [t.label for t in relabel(b.build({s}, {e: 0}), lambda label: None).transitions[0]]
+    [None]
+    """
+    moves = tuple(
+        tuple(t if t.label is None else replace(t, label=labels(t.label)) for t in ts) for ts in automaton.transitions
+    )
+    return _merge_bisimilar(replace(automaton, transitions=moves))

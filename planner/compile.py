@@ -27,27 +27,18 @@ Comparison(op='>', left=AttributeRef(variable=None, attribute='x'), right=Number
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sharp_cer.errors import PlanError
-from sharp_cer.language import CheckedQuery, EventSchema, Span, ast
+from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
-from sharp_cer.language.source import render_location
 
-from .automaton import AutomatonBuilder
-from .plan import Group, Plan, QueryPlan, window_kind
+from .automaton import Automaton, AutomatonBuilder, drop_unmarked, relabel
+from .plan import CrossFilter, Group, Plan, QueryPlan, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
-
-#: The issue that brings what the engine does not run yet.
-_LATER = {
-    "strategy": "selection strategies other than ALL/ANY are",
-    "consume": "CONSUME BY ANY and PARTITION are",
-    "limit": "LIMIT is",
-    "conjunction": "conjunction AND(...) is",
-    "cross": "a condition across events (or with an aggregate) is",
-}
 
 
 @dataclass(frozen=True)
@@ -68,85 +59,121 @@ class _Context:
     conditions: tuple[_Condition, ...] = ()
 
 
-def compile_plan(queries: Sequence[tuple[str, CheckedQuery]]) -> Plan:
-    """Compile named checked queries into one plan; queries with the same
-    event types, PARTITION BY and window kind share one automaton.
+def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool = False) -> Plan:
+    """Compile named checked queries into one plan.
+
+    Queries with the ALL strategy, no consumption and no LIMIT that read the
+    same event types, partition by the same attributes and measure windows
+    the same way share one automaton; every other query is a group of its
+    own (a strategy over a shared automaton would choose across queries).
+    With ``counting``, queries whose matches can be counted on the tECS get
+    an automaton of their own that marks exactly their projected events
+    (see ``QueryPlan.counted``).
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time }, EVENT B { t:primary_time } }")
     >>> plan = compile_plan([(n, parse_and_check(t, s)) for n, t in [
     ...     ("q1", "SELECT * WHERE A ; B WITHIN 5 EVENTS"),
     ...     ("q2", "SELECT * WHERE B ; A WITHIN 9 EVENTS"),
-    ...     ("q3", "SELECT * WHERE A ; B WITHIN 5 SECONDS")]]
+    ...     ("q3", "SELECT * WHERE A ; B WITHIN 5 SECONDS"),
+    ...     ("q4", "SELECT LAST * WHERE A ; B WITHIN 5 EVENTS")]]
     ... )
     >>> [g.queries for g in plan.groups]
-    [(0, 1), (2,)]
+    [(0, 1), (2,), (3,)]
     """
     table = PredicateTable()
     labels: dict[frozenset[str], int] = {}
-    plans = []
-    buckets: dict[tuple[frozenset[EventSchema], tuple[tuple[str, ...], ...], tuple[str, str]], list[int]] = {}
+    plans: list[QueryPlan] = []
+    fragments = []
+    buckets: dict[object, list[int]] = {}
     for i, (name, checked) in enumerate(queries):
-        _check_supported(name, checked)
         q = checked.query
+        compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
+        start, end = compiler.fragment(q.pattern, _Context())
+        fragments.append((compiler.builder, start, end))
         if isinstance(q.selection, tuple):
             selected: tuple[str, ...] | None = tuple(p.variable for p in q.selection)
         else:
             selected = None
-        plans.append(QueryPlan(i, name, checked, q.within, selected, isinstance(q.selection, ast.SelectNone)))
+        strategy, consumes = q.effective_strategy, q.consume not in (None, "NONE")
+        filters = tuple(compiler.filters)
+        counted = counting and not filters and (strategy == "ALL" or (strategy == "STRICT" and not consumes))
+        plan = QueryPlan(
+            i,
+            name,
+            checked,
+            q.within,
+            selected,
+            isinstance(q.selection, ast.SelectNone),
+            filters,
+            strict_by_filter=strategy == "STRICT" and consumes,
+            counted=counted,
+        )
+        plans.append(plan)
         scope = q.streams or tuple(checked.schema.streams)
         visible = frozenset(checked.schema.event_types(scope))
-        buckets.setdefault((visible, q.partition_by, window_kind(q.within)), []).append(i)
+        key: object = (visible, q.partition_by, window_kind(q.within))
+        if not plan.sheddable or counted:
+            key = ("alone", i, key)
+        buckets.setdefault(key, []).append(i)
+    label_list = sorted(labels, key=labels.__getitem__)
     groups = []
-    for (visible, partition_by, kind), members in buckets.items():
+    for members in buckets.values():
         builder = AutomatonBuilder()
         initial: set[int] = set()
         accepting: dict[int, int] = {}
         for qid in members:
-            compiler = _QueryCompiler(queries[qid][0], queries[qid][1], builder, table, labels)
-            start, end = compiler.fragment(queries[qid][1].query.pattern, _Context())
+            start, end = builder.include(*fragments[qid])
             initial.add(start)
             accepting[end] = qid
-        groups.append(Group(tuple(members), visible, partition_by, kind, builder.build(initial, accepting)))
-    label_list = sorted(labels, key=labels.__getitem__)
+        automaton = builder.build(initial, accepting)
+        first = plans[members[0]]
+        if first.strategy == "STRICT" and not first.strict_by_filter:
+            automaton = drop_unmarked(automaton)
+        if first.counted:
+            automaton = relabel(automaton, _projected(first, label_list))
+        q = first.query
+        scope = q.streams or tuple(first.checked.schema.streams)
+        visible = frozenset(first.checked.schema.event_types(scope))
+        groups.append(Group(tuple(members), visible, q.partition_by, window_kind(q.within), automaton))
     return Plan(tuple(plans), tuple(groups), table, tuple(label_list))
 
 
-def _unsupported(name: str, checked: CheckedQuery, what: str, span: object) -> PlanError:
-    where = f"query {name}"
-    snippet = ""
-    if isinstance(span, Span):
-        where, snippet = render_location(checked.source, span)
-        snippet = "\n" + snippet
-    return PlanError(
-        f"{where}: {_LATER[what]} not supported by the core engine yet (issue 5){snippet}\n"
-        f"  hint: run this query with --engine reference (or engine='reference') until the engine supports it"
-    )
+def _projected(query: QueryPlan, labels: list[frozenset[str]]) -> Callable[[int], int | None]:
+    """Counting labels: one label for an event the query outputs, none for
+    the others, so the tECS holds each (start, output events) once."""
+    if query.select_none:
+        return lambda label: None
+    if query.selected is None:
+        return lambda label: 0
+    selected = set(query.selected)
+    return lambda label: 0 if labels[label] & selected else None
 
 
-def _check_supported(name: str, checked: CheckedQuery) -> None:
-    q = checked.query
-    if q.effective_strategy != "ALL":
-        raise _unsupported(name, checked, "strategy", q.span)
-    if q.consume not in (None, "NONE"):
-        raise _unsupported(name, checked, "consume", q.span)
-    if q.limit is not None:
-        raise _unsupported(name, checked, "limit", q.span)
-    stack: list[ast.Formula] = [q.pattern]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Conjunction):
-            raise _unsupported(name, checked, "conjunction", node.span)
-        if isinstance(node, ast.Filter):
-            for part in conjuncts(node.condition):
-                if len(referenced_variables(part)) > 1 or has_aggregate(part):
-                    raise _unsupported(name, checked, "cross", part.span)
-        if isinstance(node, (ast.Bind, ast.Iteration, ast.Negation, ast.Absence, ast.Filter)):
-            stack.append(node.formula)
-        elif isinstance(node, (ast.Sequence, ast.Conjunction)):
-            stack.extend(node.parts)
-        elif isinstance(node, ast.Disjunction):
-            stack.extend((node.left, node.right))
+def is_cross(part: ast.Expr) -> bool:
+    """Whether a FILTER conjunct spans events (several variables, or an
+    aggregate) and so is checked during enumeration, not on transitions.
+
+    >>> from sharp_cer.language import parse_query
+    >>> [is_cross(c) for c in conjuncts(parse_query("SELECT * WHERE A FILTER a.x < b.x AND a.y > 1").pattern.condition)]
+    [True, False]
+    """
+    return len(referenced_variables(part)) > 1 or has_aggregate(part)
+
+
+def _part_moves(cea: Automaton, status: int, idle: int, done: int) -> list[tuple[Guard, int | None, int]]:
+    """A conjunction part's choices on one event: (guard, label, status)."""
+    if status == done:
+        return [(TRUE, None, done)]
+    sources = cea.initial_list if status == idle else [status]
+    moves: list[tuple[Guard, int | None, int]] = [(TRUE, None, idle)] if status == idle else []
+    for source in sources:
+        for t in cea.transitions[source]:
+            if cea.transitions[t.target]:
+                moves.append((t.guard, t.label, t.target))
+            if t.target in cea.finals:
+                moves.append((t.guard, t.label, done))
+    return moves
 
 
 def erase_variables(expr: ast.Expr) -> ast.Expr:
@@ -182,14 +209,17 @@ def _is_expr(value: object) -> bool:
 class _QueryCompiler:
     def __init__(
         self,
+        qid: int,
         name: str,
         checked: CheckedQuery,
         builder: AutomatonBuilder,
         table: PredicateTable,
         labels: dict[frozenset[str], int],
     ) -> None:
+        self.qid = qid
         self.name = name
         self.checked = checked
+        self.filters: list[CrossFilter] = []
         self.builder = builder
         self.table = table
         self.labels = labels
@@ -211,12 +241,29 @@ class _QueryCompiler:
         return guards[0] if len(guards) == 1 else AllOf(tuple(guards))
 
     def _filtered(self, node: ast.Filter, ctx: _Context) -> _Context:
+        """The context inside a FILTER: its unary conjuncts pushed down."""
         pushed = list(ctx.conditions)
         for part in conjuncts(node.condition):
             variables = referenced_variables(part)
-            variable = next(iter(variables)) if variables else None
-            pushed.append(_Condition(variable, len(ctx.enclosing), erase_variables(part)))
+            if not is_cross(part):
+                variable = next(iter(variables)) if variables else None
+                pushed.append(_Condition(variable, len(ctx.enclosing), erase_variables(part)))
         return _Context(ctx.enclosing, tuple(pushed))
+
+    def _cross_filter(self, node: ast.Filter, ctx: _Context) -> tuple[int, int]:
+        """A FILTER with conditions across events: its events are tagged and
+        the first event of each pass through it tagged again (see
+        ``CrossFilter``); the engine checks the conditions as it enumerates."""
+        tag = f"#{self.qid}.{len(self.filters)}"
+        cross = CrossFilter(tag, tag + "^", tuple(p for p in conjuncts(node.condition) if is_cross(p)))
+        self.filters.append(cross)
+        inner = self._filtered(node, ctx)
+        lo = self.builder.n_states
+        start, end = self.fragment(node.formula, _Context((*inner.enclosing, tag), inner.conditions))
+        entry = self.builder.mark_first(
+            lo, start, lambda label: self._label(self.label_sets[label] | {cross.first_tag})
+        )
+        return entry, end
 
     def single_event_guard(self, node: ast.Formula, ctx: _Context) -> Guard:
         """The guard of the events that satisfy the formula inside NOT(...) or
@@ -231,6 +278,10 @@ class _QueryCompiler:
             self.labels[variables] = len(self.labels)
         return self.labels[variables]
 
+    @property
+    def label_sets(self) -> list[frozenset[str]]:
+        return sorted(self.labels, key=self.labels.__getitem__)
+
     def fragment(self, node: ast.Formula, ctx: _Context) -> tuple[int, int]:
         """Entry and exit states of the automaton of ``node``."""
         b = self.builder
@@ -242,7 +293,11 @@ class _QueryCompiler:
         if isinstance(node, ast.Bind):
             return self.fragment(node.formula, _Context((*ctx.enclosing, node.variable), ctx.conditions))
         if isinstance(node, ast.Filter):
+            if any(is_cross(p) for p in conjuncts(node.condition)):
+                return self._cross_filter(node, ctx)
             return self.fragment(node.formula, self._filtered(node, ctx))
+        if isinstance(node, ast.Conjunction):
+            return self._conjunction(node, ctx)
         if isinstance(node, ast.Negation):
             start, end = b.state(), b.state()
             b.read(start, Not(self.single_event_guard(node.formula, _Context())), None, end)
@@ -279,6 +334,44 @@ class _QueryCompiler:
             absent = []
             end = e
         return start, end
+
+    def _conjunction(self, node: ast.Conjunction, ctx: _Context) -> tuple[int, int]:
+        """``AND(p1, ..., pn)`` as a product of the parts' automata.
+
+        A product state holds each part's status: not started, one of its
+        states, or finished. Each event moves every started part (a part not
+        started may stay so, or start; a part that reaches a final state may
+        finish); at most one part marks the event, so the parts' output
+        events are disjoint. The run starts when the first part starts (the
+        all-unstarted state is never entered again) and ends with the event
+        that finishes the last part."""
+        parts = []
+        for part in node.parts:
+            sub = _QueryCompiler(self.qid, self.name, self.checked, AutomatonBuilder(), self.table, self.labels)
+            sub.filters = self.filters  # tags stay unique across the parts
+            start, end = sub.fragment(part, ctx)
+            parts.append(sub.builder.build({start}, {end: 0}))
+        idle, done = -1, -2
+        entry_status = tuple(idle for _ in parts)
+        exit_status = tuple(done for _ in parts)
+        b = self.builder
+        states = {entry_status: b.state(), exit_status: b.state()}
+        queue = [entry_status]
+        while queue:
+            status = queue.pop()
+            options = [_part_moves(cea, st, idle, done) for cea, st in zip(parts, status, strict=True)]
+            for combination in itertools.product(*options):
+                marking = [label for _, label, _ in combination if label is not None]
+                target = tuple(t for _, _, t in combination)
+                if len(marking) > 1 or target == entry_status:
+                    continue
+                guards = tuple(g for g, _, _ in combination if g != TRUE)
+                if target not in states:
+                    states[target] = b.state()
+                    queue.append(target)
+                guard = guards[0] if len(guards) == 1 else AllOf(guards)
+                b.read(states[status], guard, marking[0] if marking else None, states[target])
+        return states[entry_status], states[exit_status]
 
     def _skip(self, source: int, target: int, guard: Guard) -> None:
         """source -> (any number of events satisfying guard, unmarked) -> target."""

@@ -58,10 +58,32 @@ def window_bound(window: ast.Window | None) -> tuple[int | float, bool]:
 
 
 @dataclass(frozen=True)
+class CrossFilter:
+    """A FILTER whose conditions span events (several variables, or an
+    aggregate): checked during enumeration, once per instance of the
+    filtered pattern. Every event of an instance is marked with a label that
+    holds ``tag``; the instance's first event also holds ``first_tag``, so
+    enumeration (which walks from the last event back) knows where an
+    instance is complete.
+
+    >>> CrossFilter("#0.0", "#0.0^", ()).first_tag
+    '#0.0^'
+    """
+
+    tag: str
+    first_tag: str
+    conjuncts: tuple[ast.Expr, ...]
+
+
+@dataclass(frozen=True)
 class QueryPlan:
     """One query: its id (its index in the plan), name and what enumeration
-    applies: the window and the projection (``selected`` is None for ``*``
-    and NONE, else the projected variables).
+    applies: the window, the projection (``selected`` is None for ``*``
+    and NONE, else the projected variables), the cross-event filters, and
+    how the strategy is applied. ``strict_by_filter`` says STRICT is checked
+    on each enumerated match (else the automaton itself is strict);
+    ``counted`` says the group's automaton marks exactly the projected
+    events, so matches can be counted without enumerating them.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
@@ -75,11 +97,39 @@ class QueryPlan:
     window: ast.Window | None
     selected: tuple[str, ...] | None
     select_none: bool
+    filters: tuple[CrossFilter, ...] = ()
+    strict_by_filter: bool = False
+    counted: bool = False
 
     @property
     def query(self) -> ast.Query:
         """The query's syntax tree (see the class example)."""
         return self.checked.query
+
+    @property
+    def strategy(self) -> str:
+        """The effective selection strategy (ANY and none mean ALL)."""
+        return self.query.effective_strategy
+
+    @property
+    def consume(self) -> str:
+        """The consumption policy: NONE, ANY or PARTITION."""
+        return self.query.consume or "NONE"
+
+    @property
+    def sheddable(self) -> bool:
+        """Whether the query's output depends only on its own matches (ALL
+        strategy, no consumption, no LIMIT): only such queries share states
+        with others or lose matches to an enumeration budget.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> q = parse_and_check("SELECT * WHERE A WITHIN 1 EVENTS LIMIT 1", s)
+        >>> QueryPlan(0, "q", q, None, None, False).sheddable
+        False
+        """
+        q = self.query
+        return q.effective_strategy == "ALL" and q.consume in (None, "NONE") and q.limit is None
 
 
 @dataclass(frozen=True)

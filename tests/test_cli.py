@@ -116,15 +116,15 @@ def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "mistyped" in err and "not_sell=1" in err
 
 
-def test_match_names_what_the_engine_does_not_run_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_match_runs_strategies_on_both_engines_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT SELL { p:int }, EVENT BUY { p:int } }")
     (tmp_path / "next.ceql").write_text("SELECT NEXT * WHERE BUY ; SELL WITHIN 5 EVENTS")
-    (tmp_path / "events.csv").write_text("BUY,1\nSELL,2\n")
+    (tmp_path / "events.csv").write_text("BUY,1\nBUY,2\nSELL,3\n")
     args = ["match", "--schema", str(tmp_path / "s.core"), "--query", str(tmp_path / "next.ceql")]
-    code = main([*args, "--events", str(tmp_path / "events.csv")])
-    out, err = capsys.readouterr()
-    assert code == 2 and out == ""
-    assert "next.ceql:1:1: selection strategies other than ALL/ANY are not supported" in err
-    assert "--engine reference" in err
-    assert main([*args, "--events", str(tmp_path / "events.csv"), "--engine", "reference"]) == 0
-    assert capsys.readouterr().out.count("\n") == 1
+    args += ["--events", str(tmp_path / "events.csv")]
+    outputs = []
+    for engine in ("core", "reference"):
+        assert main([*args, "--engine", engine]) == 0
+        outputs.append(capsys.readouterr().out)
+    # NEXT keeps the match whose earliest differing event is its own: BUY 0
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 1 and '"events": [0, 2]' in outputs[0]

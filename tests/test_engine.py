@@ -15,7 +15,7 @@ from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.engine import Engine
 from sharp_cer.engine.runtime import CUT_AFTER, SWEEP_EVERY
 from sharp_cer.engine.tecs import Node, bottom, check_node, enumerate_node, extend, insert, merge, union
-from sharp_cer.errors import EngineError, PlanError, SurfaceError
+from sharp_cer.errors import EngineError, SurfaceError
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, to_batch
@@ -171,26 +171,6 @@ def test_attribute_window_over_values_that_go_back() -> None:
     untold = engine_for(text)
     untold.process(to_batch(data))
     assert untold.late_window_values == 3  # x=1, 0 and 2 go back past the running maximum
-
-
-# ---------------------------------------------------------------- not supported yet
-
-
-@pytest.mark.parametrize(
-    ("text", "what"),
-    [
-        ("SELECT LAST * WHERE A ; B WITHIN 3 EVENTS", "selection strategies"),
-        ("SELECT * WHERE A ; B WITHIN 3 EVENTS CONSUME BY ANY", "CONSUME BY ANY"),
-        ("SELECT * WHERE A ; B WITHIN 3 EVENTS LIMIT 1", "LIMIT"),
-        ("SELECT * WHERE AND(A, B) WITHIN 3 EVENTS", "conjunction"),
-        ("SELECT * WHERE (A AS a ; B AS b) FILTER a.x < b.x WITHIN 3 EVENTS", "a condition across events"),
-        ("SELECT * WHERE (A ; B+) FILTER sum(B.x) > 2 WITHIN 3 EVENTS", "a condition across events"),
-    ],
-)
-def test_unsupported_features_are_named(text: str, what: str) -> None:
-    with pytest.raises(PlanError, match="not supported by the core engine yet") as caught:
-        compile_plan([("q", parse_and_check(text, SCHEMA, "q.ceql"))])
-    assert what in str(caught.value) and "q.ceql:1:" in str(caught.value)
 
 
 # ---------------------------------------------------------------- API

@@ -28,6 +28,10 @@ class QueryCost:
 
     enumeration_steps: int = 0
     matches: int = 0
+    #: complete paths reached by enumeration (before strategy and LIMIT)
+    candidates: int = 0
+    #: enumerations cut short by the budget
+    truncated: int = 0
 
 
 @dataclass

@@ -32,10 +32,12 @@ from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
 
+from .conditions import Summaries
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
+from .enumeration import EnumerationBudget, EnumerationOrder, Walk, count_matches
 from .predicates import PredicateBits
-from .tecs import BOTTOM, Node, check_node, cut_old_branches, enumerate_node, extend, insert, merge
+from .tecs import BOTTOM, Node, check_node, cut_old_branches, extend, insert, merge
 
 _INF = float("inf")
 #: Events between sweeps for idle partitions.
@@ -50,10 +52,14 @@ class _Instance:
     states (insertion-ordered, as Algorithm 1 needs) to union-lists, and the
     running maximum of the window measure."""
 
-    __slots__ = ("active", "created", "merged", "reachable", "running_max")
+    __slots__ = ("active", "created", "ghosts", "local", "merged", "reachable", "running_max")
 
     def __init__(self) -> None:
         self.active: dict[int, list[Node]] = {}
+        # states of runs dropped as out of every window, kept (without their
+        # nodes) where a consuming query must still see them complete
+        self.ghosts: set[int] = set()
+        self.local = -1  # the index of the latest event in the partition
         # final states' union-lists merged for output, reused by the next
         # event's step unless pruning shortened the list
         self.merged: dict[int, Node] = {}
@@ -101,15 +107,28 @@ class GroupRunner:
         self.det = Determinizer(group.automaton, engine.cache_capacity)
         self.queries = [engine.plan.queries[q] for q in group.queries]
         self.windows = {q.id: _QueryWindow(q) for q in self.queries}
+        filters = [f for q in self.queries for f in q.filters]
+        self.summaries = Summaries(filters, self.plan.labels, _numeric(group)) if filters else None
+        self.checks = {
+            q.id: [self.summaries.checks[f.tag] for f in q.filters] if self.summaries else [] for q in self.queries
+        }
+        # a consuming query is a group of its own: it must see every run
+        # complete, in its window or not
+        self.consumes = any(q.consume != "NONE" for q in self.queries)
         self.largest = max(w.bound for w in self.windows.values())
+        if self.consumes and filters:
+            self.largest = _INF  # a condition needs the nodes: no run is dropped
         self.instances: dict[Any, _Instance] = {}
         self.evicted = 0
         self.latest_time = -_INF  # the largest primary time seen, for sweeps
 
     # ------------------------------------------------------------ per event
-    def step(self, position: int, bits: int, value: float, key: Any, out: list[Match]) -> int:
+    def step(
+        self, position: int, bits: int, value: float, key: Any, out: list[Match], values: tuple[Any, ...] = ()
+    ) -> int:
         """Process one event of this group in partition ``key``; append its
-        matches to ``out`` and return the update units spent.
+        matches to ``out`` and return the update units spent. ``values``
+        are the event's attributes that cross-event conditions read.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -133,7 +152,9 @@ class GroupRunner:
         elif value < instance.running_max - engine.allowed_lateness:
             engine.late_window_values += 1
         horizon = self._horizon(position, instance.running_max)
+        instance.local += 1
         det = self.det
+        summaries = self.summaries
         created: list[Node] = []
         new: dict[int, list[Node]] = {}
         transitions = 0
@@ -150,6 +171,9 @@ class GroupRunner:
             marks, skip = det.step(state, bits)
             for label, target in marks:
                 output = extend(node, position, label)
+                if summaries is not None:
+                    output.value = values
+                    output.summary = summaries.output(label, values, node.summary)
                 created.append(output)
                 add(target, output, None)
             transitions += len(marks)
@@ -157,14 +181,20 @@ class GroupRunner:
                 transitions += 1
                 add(skip, node, ulist)
 
-        first = Node(BOTTOM, position, -1, None, None, position, instance.running_max, value)
+        # a bottom node's label is the event's index in its partition (STRICT)
+        first = Node(BOTTOM, position, instance.local, None, None, position, instance.running_max, value)
+        if summaries is not None:
+            first.summary = summaries.identity
         created.append(first)
         execute(det.initial, first, None)
         merged = instance.merged
+        ghosts = instance.ghosts
         for state, ulist in instance.active.items():
             length = len(ulist)
             while ulist and ulist[-1].maxkey < horizon:
                 ulist.pop()  # every start below is outside every window
+                if self.consumes:
+                    ghosts.add(state)
             if not ulist:
                 continue
             if len(ulist) == 1:
@@ -174,9 +204,12 @@ class GroupRunner:
             else:
                 node = self._merge(ulist, created)
             execute(state, node, ulist)
+        if ghosts:
+            instance.ghosts = ghosts = self._step_ghosts(ghosts, bits)
+            transitions += len(ghosts)
         instance.active = new
         instance.merged = merged = {}
-        if not new:
+        if not new and not ghosts:
             del self.instances[key]
             self.evicted += 1
         accepted: dict[int, list[Node]] = {}
@@ -190,7 +223,9 @@ class GroupRunner:
                 for qid in finals:
                     accepted.setdefault(qid, []).append(node)
         for qid in sorted(accepted):
-            self._enumerate(qid, accepted[qid], position, value, out)
+            self._enumerate(qid, accepted[qid], position, value, instance.local, out)
+        if self.consumes:
+            self._consume(accepted, ghosts, key)
         if engine.debug:
             for n in created:
                 check_node(n)
@@ -203,6 +238,37 @@ class GroupRunner:
         engine.clock.transitions += transitions
         engine.clock.nodes_created += nodes
         return transitions + nodes
+
+    def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
+        """Where the dropped runs go: every target, marking or not."""
+        out: set[int] = set()
+        for state in ghosts:
+            marks, skip = self.det.step(state, bits)
+            out.update(target for _, target in marks)
+            if skip >= 0:
+                out.add(skip)
+        return out
+
+    def _consume(self, accepted: dict[int, list[Node]], ghosts: set[int], key: Any) -> None:
+        """CONSUME BY: if some run completes here with every condition, in
+        the window or not, forget the query's partial matches (in this
+        partition, or in every partition)."""
+        (query,) = self.queries
+        nodes = accepted.get(query.id, [])
+        if self.checks[query.id]:
+            walk = Walk(_always, _always, checks=self.checks[query.id], summaries=self.summaries)
+            completed = next(iter(walk.run(nodes)), None) is not None
+            self.engine.clock.enumeration_steps += walk.steps
+        else:
+            completed = bool(nodes) or any(query.id in self.det.finals[g] for g in ghosts)
+        if not completed:
+            return
+        if query.consume == "ANY":
+            self.evicted += len(self.instances)
+            self.instances.clear()
+        elif key in self.instances:
+            del self.instances[key]
+            self.evicted += 1
 
     def _merge(self, ulist: list[Node], created: list[Node]) -> Node:
         node = merge(ulist)
@@ -238,7 +304,7 @@ class GroupRunner:
         (4, None, 3)
         """
         kind = self.group.window[0]
-        if self.largest == _INF or kind not in ("events", "time"):
+        if self.largest == _INF or kind not in ("events", "time") or self.consumes:
             return
         horizon = self._horizon(position, self.latest_time)
         for key in [k for k, inst in self.instances.items() if _all_older(inst, horizon)]:
@@ -246,34 +312,75 @@ class GroupRunner:
             self.evicted += 1
 
     # ------------------------------------------------------------ enumeration
-    def _enumerate(self, qid: int, nodes: list[Node], position: int, value: float, out: list[Match]) -> None:
+    def _enumerate(
+        self, qid: int, nodes: list[Node], position: int, value: float, local: int, out: list[Match]
+    ) -> None:
         """Enumerate a query's matches ending here, from every final state
         that accepts it: one match per interval and output events, with the
-        smallest variables (labels can differ where positions do not)."""
+        smallest variables (labels can differ where positions do not); then
+        the strategy and LIMIT choose among them."""
         engine = self.engine
         query = self.plan.queries[qid]
         test = self.windows[qid].test(position if self.group.window[0] == "events" else value)
-        steps = [0]
-        best: dict[tuple[int, tuple[int, ...]], Match] = {}
+        cost = engine.clock.per_query.setdefault(query.name, QueryCost())
+        limit = query.query.limit
+        if engine.count_only and query.counted:
+            steps = [0]
+            found = count_matches(nodes, test, test, steps)
+            self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
+            return
+        budget = engine.budget.units(position, query) if engine.budget is not None and query.sheddable else None
+        walk = Walk(
+            test,
+            test,
+            checks=self.checks[qid],
+            summaries=self.summaries,
+            prune=engine.prune,
+            order=engine.order,
+            limit=budget,
+        )
         labels = self.plan.labels
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
-        for start, marks in (m for node in nodes for m in enumerate_node(node, test, test, steps)):
+        candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+        for bottom_node, marks in walk.run(nodes):
             if seen is not None:
-                if (start, marks) in seen:
-                    raise EngineError(f"tECS invariant broken: a duplicate open complex event {(start, marks)}")
-                seen.add((start, marks))
+                if (bottom_node.pos, marks) in seen:
+                    raise EngineError(
+                        f"tECS invariant broken: a duplicate open complex event {(bottom_node.pos, marks)}"
+                    )
+                seen.add((bottom_node.pos, marks))
+            if query.strict_by_filter and len(marks) != local - bottom_node.label + 1:
+                continue
+            candidates.append((bottom_node.pos, marks))
+        if query.strategy in _SELECT:
+            candidates = _SELECT[query.strategy](candidates)
+        best: dict[tuple[int, tuple[int, ...]], Match] = {}
+        for start, marks in candidates:
             held: dict[str, list[int]] = {}
             for pos, label in marks:
                 for var in labels[label]:
-                    held.setdefault(var, []).append(pos)
+                    if var[0] != "#":
+                        held.setdefault(var, []).append(pos)
             match = _project(query, start, position, marks, held)
             k = (match.start, match.events)
             other = best.get(k)
             if other is None or sorted(match.vars.items()) < sorted(other.vars.items()):
                 best[k] = match
-        engine.clock.enumeration_steps += steps[0]
-        engine.query_steps[query.name] = engine.query_steps.get(query.name, 0) + steps[0]
-        out.extend(sorted(best.values()))
+        matches = list(best.values())
+        if limit is not None and len(matches) > limit:
+            matches = sorted(matches, key=_limit_order)[:limit]
+        cost.truncated += walk.truncated
+        engine.domain_errors += walk.domain_errors
+        self._book(query, cost, walk.steps, walk.candidates, len(matches))
+        if not engine.count_only:
+            out.extend(sorted(matches))
+
+    def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
+        engine = self.engine
+        engine.clock.enumeration_steps += steps
+        engine.query_steps[query.name] = engine.query_steps.get(query.name, 0) + steps
+        cost.candidates += candidates
+        cost.matches += matches
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -281,6 +388,62 @@ class GroupRunner:
         (see ``Engine.live_nodes``)."""
         roots = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
         return cut_old_branches(roots, -_INF)  # a horizon below every key cuts nothing
+
+
+def _always(value: float) -> bool:
+    return True
+
+
+def _numeric(group: Group) -> set[str]:
+    """The attributes with numeric values in every event type that has them."""
+    kinds: dict[str, set[str]] = {}
+    for event in group.event_types:
+        for name, kind in event.attributes.items():
+            kinds.setdefault(name, set()).add(kind)
+    return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
+
+
+_Candidate = tuple[int, tuple[tuple[int, int], ...]]
+
+
+def _select_max(candidates: list[_Candidate]) -> list[_Candidate]:
+    """MAX: the candidates whose output positions no other's strictly contain."""
+    data = [frozenset(pos for pos, _ in marks) for _, marks in candidates]
+    distinct = sorted(set(data), key=len, reverse=True)
+    maximal = {d for i, d in enumerate(distinct) if not any(d < o for o in distinct[:i])}
+    return [c for c, d in zip(candidates, data, strict=True) if d in maximal]
+
+
+_Selection = Callable[[list[_Candidate]], list[_Candidate]]
+
+
+def _select_first(
+    key: Callable[[tuple[int, ...]], tuple[float, ...]],
+) -> Callable[[list[_Candidate]], list[_Candidate]]:
+    def select(candidates: list[_Candidate]) -> list[_Candidate]:
+        if not candidates:
+            return candidates
+        keys = [key(tuple(pos for pos, _ in marks)) for _, marks in candidates]
+        best = min(keys)
+        return [c for c, k in zip(candidates, keys, strict=True) if k == best]
+
+    return select
+
+
+#: NEXT keeps the candidate whose smallest position differing from any
+#: other is its own: the least on ascending positions, where a longer one
+#: beats its prefix (hence the trailing infinity); LAST the same on
+#: descending positions.
+_SELECT: dict[str, _Selection] = {
+    "MAX": _select_max,
+    "NEXT": _select_first(lambda positions: (*positions, _INF)),
+    "LAST": _select_first(lambda positions: (*(-p for p in reversed(positions)), _INF)),
+}
+
+
+def _limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
+    # LIMIT keeps the latest starts, then the latest output positions.
+    return (-m.start, tuple(-p for p in reversed(m.events)))
 
 
 def _all_older(instance: _Instance, horizon: float) -> bool:
@@ -305,7 +468,13 @@ class Engine:
     attribute window value may go back, as the loader allowed it;
     ``cut_after`` is how many nodes a partition creates before its first cut
     of out-of-window branches (later cuts wait as long as the last one left
-    nodes reachable).
+    nodes reachable). ``count_only`` counts matches (in ``stats()`` and
+    ``clock.per_query``) instead of returning them, by dynamic programming
+    over the tECS where the plan allows it (``compile_plan(counting=True)``).
+    ``budget`` caps each event's enumeration steps per query (queries whose
+    output depends on what else is output are never capped); ``order`` is
+    the enumeration order (default ``DepthFirst``); ``prune`` turns the
+    summaries of cross-event conditions on or off.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -324,9 +493,18 @@ class Engine:
         cache_capacity: int = 65536,
         allowed_lateness: float = 0,
         cut_after: int = CUT_AFTER,
+        count_only: bool = False,
+        budget: EnumerationBudget | None = None,
+        order: EnumerationOrder | None = None,
+        prune: bool = True,
     ) -> None:
         self.plan = plan
         self.cut_after = cut_after
+        self.count_only = count_only
+        self.budget = budget
+        self.order = order
+        self.prune = prune
+        self.domain_errors = 0
         self.debug = debug
         self.cache_capacity = cache_capacity
         self.allowed_lateness = allowed_lateness
@@ -363,13 +541,12 @@ class Engine:
         for i, position in enumerate(positions):
             update = per_check[codes[i]]
             self.query_steps = {}
-            before = len(out)
-            for runner, (visible, keys, values) in zip(self.runners, feeds, strict=True):
+            for runner, (visible, keys, values, attributes) in zip(self.runners, feeds, strict=True):
                 if not visible[i] or keys[i] is None:
                     continue
-                update += runner.step(position, all_bits[i], values[i], keys[i], out)
-            for m in out[before:]:
-                self.clock.per_query.setdefault(m.query, QueryCost()).matches += 1
+                update += runner.step(
+                    position, all_bits[i], values[i], keys[i], out, attributes[i] if attributes else ()
+                )
             self.clock.record_event(update, self.query_steps)
             if self.clock.events % SWEEP_EVERY == 0:
                 for runner in self.runners:
@@ -377,9 +554,12 @@ class Engine:
         self.clock.wall_seconds += time.perf_counter() - began
         return out
 
-    def _feed(self, runner: GroupRunner, batch: EventBatch) -> tuple[list[bool], list[Any], list[float]]:
+    def _feed(
+        self, runner: GroupRunner, batch: EventBatch
+    ) -> tuple[list[bool], list[Any], list[float], list[tuple[Any, ...]]]:
         """Per event of the batch: whether the group sees it, its partition
-        key (None: in no partition), and its window value (NaN: none)."""
+        key (None: in no partition), its window value (NaN: none) and the
+        attributes its cross-event conditions read (none without them)."""
         group = runner.group
         n = len(batch)
         visible_codes = {code for code, e in enumerate(batch.event_types) if e in group.event_types}
@@ -408,7 +588,18 @@ class Engine:
             window_values = _values_or_nan(batch.columns[attribute])
         else:
             window_values = [float("nan")] * n
-        return visible, keys, window_values
+        stored: list[tuple[Any, ...]] = []
+        if runner.summaries is not None:
+            columns: list[list[Any]] = []
+            for name in runner.summaries.attributes:
+                column = batch.columns.get(name)
+                if column is None:
+                    columns.append([None] * n)
+                else:
+                    ok = column.valid.tolist()
+                    columns.append([v if k else None for v, k in zip(column.values.tolist(), ok, strict=True)])
+            stored = list(zip(*columns, strict=True)) if columns else [()] * n
+        return visible, keys, window_values, stored
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -452,7 +643,9 @@ class Engine:
             "live_nodes": self.live_nodes(),
             "partitions": self.partitions(),
             "partitions_evicted": sum(r.evicted for r in self.runners),
-            "domain_errors": self._bits.domain_errors if self._bits else 0,
+            "domain_errors": (self._bits.domain_errors if self._bits else 0) + self.domain_errors,
+            "matches": {name: cost.matches for name, cost in self.clock.per_query.items()},
+            "truncated_enumerations": sum(cost.truncated for cost in self.clock.per_query.values()),
             "late_window_values": self.late_window_values,
         }
 

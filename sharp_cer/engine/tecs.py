@@ -25,6 +25,7 @@ I/O-deterministic, *duplicate-free*. ``union`` uses CORE's four gadgets
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from sharp_cer.errors import EngineError
 
@@ -40,7 +41,7 @@ class Node:
     <Output pos=5 max-start=3>
     """
 
-    __slots__ = ("kind", "label", "left", "maxkey", "maxstart", "pos", "right", "value")
+    __slots__ = ("kind", "label", "left", "maxkey", "maxstart", "pos", "right", "summary", "value")
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class Node:
         right: Node | None,
         maxstart: int,
         maxkey: float,
-        value: float,
+        value: Any,
     ) -> None:
         self.kind = kind
         self.pos = pos
@@ -61,6 +62,9 @@ class Node:
         self.maxstart = maxstart
         self.maxkey = maxkey
         self.value = value
+        # per term of the group's cross-event conditions: (lows, highs) over
+        # the node's paths (see engine.conditions); None without such terms
+        self.summary: Any = None
 
     def __repr__(self) -> str:
         name = ("Bottom", "Output", "Union")[self.kind]
@@ -87,7 +91,11 @@ def extend(node: Node, position: int, label: int) -> Node:
 
 
 def _union_node(left: Node, right: Node) -> Node:
-    return Node(UNION, -1, -1, left, right, left.maxstart, left.maxkey, 0)
+    node = Node(UNION, -1, -1, left, right, left.maxstart, left.maxkey, 0)
+    if left.summary is not None:
+        (l1, h1), (l2, h2) = left.summary, right.summary
+        node.summary = (tuple(map(min, l1, l2)), tuple(map(max, h1, h2)))
+    return node
 
 
 def union(n1: Node, n2: Node) -> Node:

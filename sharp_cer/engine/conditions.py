@@ -1,0 +1,499 @@
+"""Cross-event conditions: checked exactly during enumeration, and bounded
+on whole tECS branches by node summaries so hopeless branches are skipped.
+
+A cross-event FILTER (``planner.plan.CrossFilter``) applies to each instance
+of its pattern: the events whose label holds its tag, from one event whose
+label holds its first-tag up to the next such event. Enumeration walks a
+match from its last event back, so an instance is complete when its first
+event is reached; the conditions are then evaluated exactly on the events'
+stored attributes (:class:`ExactCondition`).
+
+Summaries. Each condition is reduced to *terms*: ``sum``, ``count``,
+``min``, ``max`` of a variable's attribute, and the *envelope* (smallest and
+largest value) behind ``avg``, ``first``, ``last`` and plain ``x.a``. Every
+tECS node carries, per term, the lowest and highest value the term's
+contribution can take over the node's paths, down to the first event of
+the instance (:class:`Summaries`); it is computed in O(1) per term when the
+node is created. During enumeration the events already seen are combined
+with a branch's summary and the conditions are evaluated on intervals
+(:func:`bounds`); a branch whose best case is false is not entered.
+
+>>> from sharp_cer.language import parse_query
+>>> cond = parse_query("SELECT * WHERE A FILTER sum(b.x) < c.x").pattern.condition
+>>> terms = Terms()
+>>> test = compile_bounds(cond, terms)
+>>> terms.keys
+[('sum', 'b', 'x'), ('env', 'c', 'x')]
+>>> test([(5, 9), (10, 10)]), test([(10, 12), (10, 10)]), test([(5, 12), (10, 10)])
+(True, False, None)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from planner.plan import CrossFilter
+from sharp_cer.language import ast
+from sharp_cer.language.checker import AGGREGATES
+
+from .predicates import _ARITHMETIC, _COMPARE, _MATH, OutOfDomain
+
+_INF = math.inf
+#: The identity of each term kind: its contribution over no events.
+IDENTITY = {"sum": (0, 0), "count": (0, 0), "min": (_INF, _INF), "max": (-_INF, -_INF), "env": (_INF, -_INF)}
+Interval = tuple[float, float]
+#: Per term, the lowest and the highest value: (lows, highs).
+Summary = tuple[tuple[float, ...], tuple[float, ...]]
+#: Per event: the values of the group's stored attributes (None: absent).
+Values = tuple[Any, ...]
+
+
+def join_sequence(kind: str, a: Interval, b: Interval) -> Interval:
+    """The range of a term over two disjoint parts of an instance, from the
+    ranges over each part.
+
+    >>> join_sequence("sum", (1, 2), (10, 20)), join_sequence("min", (3, 3), (1, 5))
+    ((11, 22), (1, 3))
+    """
+    if kind in ("sum", "count"):
+        return a[0] + b[0], a[1] + b[1]
+    if kind == "min":
+        return min(a[0], b[0]), min(a[1], b[1])
+    if kind == "max":
+        return max(a[0], b[0]), max(a[1], b[1])
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+class Terms:
+    """The terms of a set of conditions, numbered in order of first use
+    (see the module example)."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[str, str, str]] = []
+
+    def index(self, key: tuple[str, str, str]) -> int:
+        """The number of a term, added if new.
+
+        >>> t = Terms(); t.index(("sum", "b", "x")), t.index(("env", "c", "x")), t.index(("sum", "b", "x"))
+        (0, 1, 0)
+        """
+        if key not in self.keys:
+            self.keys.append(key)
+        return self.keys.index(key)
+
+
+class _Empty(Exception):
+    """A term over no events at all on every path: the conjunct is false."""
+
+
+Bounds = Callable[[Sequence[Interval]], Any]
+
+
+def compile_bounds(expr: ast.Expr, terms: Terms) -> Callable[[Sequence[Interval]], bool | None]:
+    """A conjunct's truth on term intervals: True or False when every
+    valuation within the intervals agrees, None when they may differ."""
+    inner = _bounds(expr, terms)
+
+    def test(intervals: Sequence[Interval]) -> bool | None:
+        try:
+            value = inner(intervals)
+        except _Empty:
+            return False
+        return value if isinstance(value, bool) or value is None else None
+
+    return test
+
+
+def _term(expr: ast.Expr) -> tuple[str, str, str] | None:
+    if isinstance(expr, ast.AttributeRef) and expr.variable is not None:
+        return ("env", expr.variable, expr.attribute)
+    if isinstance(expr, ast.Call) and expr.function.lower() in AGGREGATES:
+        fn, arg = expr.function.lower(), expr.args[0]
+        assert isinstance(arg, ast.AttributeRef)
+        if fn == "count":
+            return ("count", arg.attribute if arg.variable is None else arg.variable, "")
+        if arg.variable is None:
+            return None
+        kind = fn if fn in ("sum", "min", "max") else "env"
+        return (kind, arg.variable, arg.attribute)
+    return None
+
+
+def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
+    key = _term(expr)
+    if key is not None:
+        i = terms.index(key)
+        kind = key[0]
+
+        def term(iv: Sequence[Interval]) -> Any:
+            lo, hi = iv[i]
+            if lo != lo or hi != hi:  # NaN: unknown
+                return None
+            if (kind == "env" and lo > hi) or (kind == "min" and lo == _INF) or (kind == "max" and hi == -_INF):
+                raise _Empty()
+            return (lo, hi)
+
+        return term
+    if isinstance(expr, ast.NumberLiteral):
+        point = (expr.value, expr.value)
+        return lambda iv: point
+    if isinstance(expr, ast.Negate):
+        operand = _bounds(expr.operand, terms)
+        return lambda iv: _map(operand(iv), lambda a: (-a[1], -a[0]))
+    if isinstance(expr, ast.Arithmetic) and expr.op in ("+", "-", "*"):
+        left, right, op = _bounds(expr.left, terms), _bounds(expr.right, terms), expr.op
+        return lambda iv: _arith(op, left(iv), right(iv))
+    if isinstance(expr, ast.Call) and expr.function.lower() == "abs":
+        operand = _bounds(expr.args[0], terms)
+        return lambda iv: _map(operand(iv), _abs)
+    if isinstance(expr, ast.Comparison):
+        left, right, op = _bounds(expr.left, terms), _bounds(expr.right, terms), expr.op
+        return lambda iv: _compare(op, left(iv), right(iv))
+    if isinstance(expr, ast.Between):
+        operand, low, high = (_bounds(e, terms) for e in (expr.operand, expr.low, expr.high))
+        return lambda iv: _and(_compare("<=", low(iv), operand(iv)), _compare("<=", operand(iv), high(iv)))
+    if isinstance(expr, ast.And):
+        a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
+        return lambda iv: _and(a(iv), b(iv))
+    if isinstance(expr, ast.Or):
+        a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
+        return lambda iv: _or(a(iv), b(iv))
+    if isinstance(expr, ast.Not):
+        a = _bounds(expr.operand, terms)
+        return lambda iv: _not(a(iv))
+    # Strings, sets, LIKE, x[...], division and other math: no bound, but the
+    # terms inside still count (an empty one makes the conjunct false).
+    inner = [_bounds(child, terms) for child in _children(expr)]
+
+    def unknown(iv: Sequence[Interval]) -> Any:
+        for child in inner:
+            child(iv)
+        return None
+
+    return unknown
+
+
+def _children(expr: ast.Expr) -> list[ast.Expr]:
+    if isinstance(expr, ast.VariableFilter):
+        return []  # its bare attributes name each event in turn: no term
+    out: list[ast.Expr] = []
+    for name in getattr(expr, "__slots__", ()):
+        value = getattr(expr, name)
+        for v in value if isinstance(value, tuple) else (value,):
+            if type(v).__module__ == ast.__name__ and not isinstance(v, str):
+                out.append(v)
+    return out
+
+
+def _map(value: Any, f: Callable[[Interval], Interval]) -> Any:
+    return f(value) if isinstance(value, tuple) else None
+
+
+def _abs(a: Interval) -> Interval:
+    if a[0] >= 0:
+        return a
+    if a[1] <= 0:
+        return (-a[1], -a[0])
+    return (0, max(-a[0], a[1]))
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if not (isinstance(a, tuple) and isinstance(b, tuple)):
+        return None
+    if op == "+":
+        out = (a[0] + b[0], a[1] + b[1])
+    elif op == "-":
+        out = (a[0] - b[1], a[1] - b[0])
+    else:
+        products = [x * y for x in a for y in b]
+        out = (min(products), max(products))
+    return None if out[0] != out[0] or out[1] != out[1] else out
+
+
+def _compare(op: str, a: Any, b: Any) -> bool | None:
+    if not (isinstance(a, tuple) and isinstance(b, tuple)):
+        return None
+    if op in (">", ">="):
+        a, b, op = b, a, "<" if op == ">" else "<="
+    if op == "<":
+        return True if a[1] < b[0] else False if a[0] >= b[1] else None
+    if op == "<=":
+        return True if a[1] <= b[0] else False if a[0] > b[1] else None
+    disjoint = a[1] < b[0] or b[1] < a[0]
+    same_point = a[0] == a[1] == b[0] == b[1]
+    equal = False if disjoint else True if same_point else None
+    return equal if op == "=" else (None if equal is None else not equal)
+
+
+def _and(a: Any, b: Any) -> bool | None:
+    if a is False or b is False:
+        return False
+    return True if a is True and b is True else None
+
+
+def _or(a: Any, b: Any) -> bool | None:
+    if a is True or b is True:
+        return True
+    return False if a is False and b is False else None
+
+
+def _not(a: Any) -> bool | None:
+    return None if a is None else not a
+
+
+# ---------------------------------------------------------------- exact
+
+
+Env = dict[str, list[Values]]
+_Exact = Callable[[Env, dict[str, Values]], Any]
+
+
+class ExactCondition:
+    """A cross-event conjunct evaluated on the events of one instance:
+    ``env`` maps each variable to the stored values of its events, in
+    stream order. Math out of its domain raises ``OutOfDomain``.
+
+    >>> from sharp_cer.language import parse_query
+    >>> cond = parse_query("SELECT * WHERE A FILTER sum(b.x) < c.x").pattern.condition
+    >>> check = ExactCondition(cond, ("x",))
+    >>> check({"b": [(1,), (2,)], "c": [(4,)]}), check({"b": [(1,), (3,)], "c": [(4,)]})
+    (True, False)
+    """
+
+    def __init__(self, expr: ast.Expr, attributes: Sequence[str]) -> None:
+        self.columns = {a: i for i, a in enumerate(attributes)}
+        self.evaluate = self._compile(expr)
+
+    def __call__(self, env: Env) -> bool:
+        return bool(self.evaluate(env, {}))
+
+    def _read(self, values: Values, attribute: str) -> Any:
+        value = values[self.columns[attribute]]
+        if value is None:
+            raise OutOfDomain()
+        return value
+
+    def _compile(self, expr: ast.Expr) -> _Exact:
+        read = self._read
+        if isinstance(expr, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
+            constant = expr.value
+            return lambda env, cur: constant
+        if isinstance(expr, ast.AttributeRef):
+            var, attribute = expr.variable, expr.attribute
+
+            def ref(env: Env, cur: dict[str, Values]) -> Any:
+                if var is None:
+                    return read(cur[""], attribute)
+                if var in cur:
+                    return read(cur[var], attribute)
+                held = env.get(var, [])
+                if len(held) != 1:
+                    raise OutOfDomain()
+                return read(held[0], attribute)
+
+            return ref
+        if isinstance(expr, ast.VariableFilter):
+            var, inner = expr.variable, self._compile(expr.condition)
+            return lambda env, cur: all(bool(inner(env, {**cur, var: e, "": e})) for e in env.get(var, []))
+        if isinstance(expr, ast.Call) and expr.function.lower() in AGGREGATES:
+            return self._aggregate(expr)
+        if isinstance(expr, ast.Call):
+            operand, function = self._compile(expr.args[0]), _MATH[expr.function.lower()]
+            return lambda env, cur: function(operand(env, cur))
+        if isinstance(expr, ast.Negate):
+            operand = self._compile(expr.operand)
+            return lambda env, cur: -operand(env, cur)
+        if isinstance(expr, ast.Not):
+            operand = self._compile(expr.operand)
+            return lambda env, cur: not operand(env, cur)
+        if isinstance(expr, ast.And):
+            a, b = self._compile(expr.left), self._compile(expr.right)
+            return lambda env, cur: bool(a(env, cur)) and bool(b(env, cur))
+        if isinstance(expr, ast.Or):
+            a, b = self._compile(expr.left), self._compile(expr.right)
+            return lambda env, cur: bool(a(env, cur)) or bool(b(env, cur))
+        if isinstance(expr, ast.Arithmetic):
+            a, b, arith = self._compile(expr.left), self._compile(expr.right), _ARITHMETIC[expr.op]
+            return lambda env, cur: arith(a(env, cur), b(env, cur))
+        if isinstance(expr, ast.Comparison):
+            a, b, compare = self._compile(expr.left), self._compile(expr.right), _COMPARE[expr.op]
+            return lambda env, cur: compare(a(env, cur), b(env, cur))
+        if isinstance(expr, ast.InSet):
+            operand, negated = self._compile(expr.operand), expr.negated
+            items = [self._compile(v) for v in expr.values]
+            return lambda env, cur: (lambda x: any(x == i(env, cur) for i in items))(operand(env, cur)) != negated
+        if isinstance(expr, ast.InInterval):
+            operand, negated = self._compile(expr.operand), expr.negated
+            low = self._compile(expr.low) if expr.low is not None else (lambda env, cur: -_INF)
+            high = self._compile(expr.high) if expr.high is not None else (lambda env, cur: _INF)
+            return lambda env, cur: (low(env, cur) <= operand(env, cur) <= high(env, cur)) != negated
+        if isinstance(expr, ast.Between):
+            operand, low, high = (self._compile(e) for e in (expr.operand, expr.low, expr.high))
+            return lambda env, cur: low(env, cur) <= operand(env, cur) <= high(env, cur)
+        if isinstance(expr, ast.Like):
+            import re
+
+            operand, pattern = self._compile(expr.operand), re.compile(expr.pattern)
+            return lambda env, cur: pattern.search(operand(env, cur)) is not None
+        raise TypeError(f"unknown expression {expr!r}")
+
+    def _aggregate(self, expr: ast.Call) -> _Exact:
+        fn, arg = expr.function.lower(), expr.args[0]
+        assert isinstance(arg, ast.AttributeRef)
+        if fn == "count":
+            var = arg.attribute if arg.variable is None else arg.variable
+            return lambda env, cur: len(env.get(var, []))
+        var, attribute, read = arg.variable or "", arg.attribute, self._read
+
+        def aggregate(env: Env, cur: dict[str, Values]) -> Any:
+            values = [read(e, attribute) for e in env.get(var, [])]
+            if fn == "sum":
+                return sum(values)
+            if not values:
+                raise OutOfDomain()
+            if fn == "avg":
+                return sum(values) / len(values)
+            if fn == "min":
+                return min(values)
+            if fn == "max":
+                return max(values)
+            return values[0] if fn == "first" else values[-1]
+
+        return aggregate
+
+
+# ---------------------------------------------------------------- per group
+
+
+class FilterCheck:
+    """One cross-event filter of a query: its exact conjuncts, its bound
+    tests and the terms they use (indices into the group's summaries)."""
+
+    def __init__(self, cross: CrossFilter, summaries: Summaries) -> None:
+        self.tag = cross.tag
+        self.first_tag = cross.first_tag
+        self.exact = [ExactCondition(c, summaries.attributes) for c in cross.conjuncts]
+        local = Terms()
+        self.bounds = [compile_bounds(c, local) for c in cross.conjuncts]
+        self.terms = [summaries.term(self.tag, key) for key in local.keys]
+        self.kinds = [key[0] for key in local.keys]
+
+    def holds(self, env: Env) -> bool:
+        """Every conjunct holds on the instance (raises OutOfDomain)."""
+        return all(check(env) for check in self.exact)
+
+    def possible(self, seen: Summary, below: Summary) -> bool:
+        """Whether some path below a node summarized by ``below`` can still
+        satisfy every conjunct, given the events of the open instance
+        already ``seen`` (summarized the same way)."""
+        intervals = [
+            join_sequence(kind, (seen[0][t], seen[1][t]), (below[0][t], below[1][t]))
+            for kind, t in zip(self.kinds, self.terms, strict=True)
+        ]
+        return all(test(intervals) is not False for test in self.bounds)
+
+
+class Summaries:
+    """The terms every cross-event filter of a group uses, and how each
+    labelled event changes them (see the module docstring).
+
+    ``attributes`` are the attributes stored with each marked event (those
+    the conditions read); ``numeric`` those with numeric values, the only
+    ones summarized."""
+
+    def __init__(self, filters: Sequence[CrossFilter], labels: Sequence[frozenset[str]], numeric: set[str]) -> None:
+        self.labels = labels
+        attributes: set[str] = set()
+        for cross in filters:
+            for c in cross.conjuncts:
+                attributes |= _attributes(c)
+        self.attributes = tuple(sorted(attributes))
+        self.numeric = numeric
+        self.keys: list[tuple[str, str, str, str]] = []  # (tag, kind, variable, attribute)
+        self.checks = {cross.tag: FilterCheck(cross, self) for cross in filters}
+        self.identity = (
+            tuple(IDENTITY[k[1]][0] for k in self.keys),
+            tuple(IDENTITY[k[1]][1] for k in self.keys),
+        )
+        self._plans: dict[int, list[tuple[int, str, int, bool]]] = {}
+
+    def term(self, tag: str, key: tuple[str, str, str]) -> int:
+        """The index of a filter's term among the group's summaries."""
+        full = (tag, *key)
+        if full not in self.keys:
+            self.keys.append(full)
+        return self.keys.index(full)
+
+    def _plan(self, label: int) -> list[tuple[int, str, int, bool]]:
+        """Per term: (index, what the event adds, attribute column, whether
+        the event starts its instance); terms of other filters pass."""
+        plan = self._plans.get(label)
+        if plan is None:
+            names = self.labels[label]
+            plan = []
+            for i, (tag, kind, var, attribute) in enumerate(self.keys):
+                if tag not in names:
+                    continue
+                if var not in names:
+                    own = "none"
+                elif kind == "count":
+                    own = "one"
+                elif attribute in self.numeric:
+                    own = "value"
+                else:
+                    own = "unknown"
+                column = self.attributes.index(attribute) if own == "value" else -1
+                plan.append((i, own, column, tag + "^" in names))
+            self._plans[label] = plan
+        return plan
+
+    def output(self, label: int, values: Values, below: Summary, reset: bool = True) -> Summary:
+        """The summary of an output node marking an event with ``label``
+        and ``values`` over a successor summarized by ``below``. With
+        ``reset`` False the event never drops what ``below`` holds (for
+        events seen during enumeration, which come latest first)."""
+        plan = self._plan(label)
+        if not plan:
+            return below
+        los, his = list(below[0]), list(below[1])
+        keys, identity = self.keys, self.identity
+        for i, own, column, starts in plan:
+            kind = keys[i][1]
+            base = (identity[0][i], identity[1][i]) if starts and reset else (los[i], his[i])
+            if own == "none":
+                los[i], his[i] = base
+                continue
+            if own == "one":
+                mine: Interval = (1, 1)
+            elif own == "value" and values[column] is not None:
+                mine = (values[column], values[column])
+            else:
+                mine = (-_INF, _INF)
+            los[i], his[i] = join_sequence(kind, mine, base)
+        return tuple(los), tuple(his)
+
+    def cleared(self, seen: Summary, check: FilterCheck) -> Summary:
+        """``seen`` with one filter's terms back to their identity (its
+        instance is complete)."""
+        los, his = list(seen[0]), list(seen[1])
+        for t in check.terms:
+            los[t], his[t] = self.identity[0][t], self.identity[1][t]
+        return tuple(los), tuple(his)
+
+
+def _attributes(expr: ast.Expr) -> set[str]:
+    out: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.AttributeRef):
+            out.add(node.attribute)
+        if isinstance(node, ast.Call) and node.function.lower() == "count":
+            continue  # count reads no attribute
+        if isinstance(node, ast.VariableFilter):
+            stack.append(node.condition)
+            continue
+        stack.extend(_children(node))
+    return out

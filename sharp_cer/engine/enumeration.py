@@ -1,0 +1,328 @@
+"""Enumerating a query's matches from the tECS: in a pluggable order, within
+a budget of steps, with cross-event conditions checked on the way; and
+counting them without enumerating.
+
+``enumerate_node`` (in ``tecs``) is the plain walk: depth first, left first,
+no conditions, no budget. :class:`Walk` is the general one. Its *order*
+decides, at each union node, which branch is followed now and which waits
+(``DepthFirst`` is CORE's order; ``BestFirst`` follows a score, as the
+shedder does under overload); its *limit* stops it after that many steps
+(nodes visited) and records that it was cut short. Cross-event conditions
+(``conditions.FilterCheck``) are checked exactly when an instance of their
+pattern is complete, and, with summaries, a branch none of whose paths can
+satisfy them is not entered.
+
+>>> from sharp_cer.engine.tecs import bottom, extend, merge
+>>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+>>> walk = Walk(lambda key: True, lambda value: True)
+>>> [(b.pos, marks) for b, marks in walk.run([node])], walk.steps
+([(5, ((6, 0),)), (2, ((6, 0),))], 5)
+>>> walk = Walk(lambda key: True, lambda value: True, limit=3)
+>>> [(b.pos, marks) for b, marks in walk.run([node])], walk.truncated
+([(5, ((6, 0),))], True)
+>>> count_matches([node], lambda key: True, lambda value: True)
+2
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from planner.plan import QueryPlan
+
+from .conditions import Env, FilterCheck, Summaries
+from .predicates import OutOfDomain
+from .tecs import OUTPUT, UNION, Node
+
+# A path is a linked list of marks, latest first: (pos, label, values, rest).
+_Path = tuple[int, int, Any, Any] | None
+
+
+class Pending(Protocol):
+    """The branches waiting to be walked."""
+
+    def push(self, node: Node, state: Any) -> None: ...
+
+    def pop(self) -> tuple[Node, Any]: ...
+
+    def __len__(self) -> int: ...
+
+
+class EnumerationOrder(Protocol):
+    """Where enumeration goes at a union node, and which waiting branch it
+    takes up next."""
+
+    def split(self, union: Node) -> tuple[Node, Node | None]:
+        """(the child to follow now, the child to leave waiting)."""
+        ...
+
+    def pending(self) -> Pending:
+        """An empty container of waiting branches."""
+        ...
+
+
+class EnumerationBudget(Protocol):
+    """The per-event enumeration budget hook: how many steps a query may
+    spend enumerating the matches one event completes (None: no cap). The
+    engine asks only for queries whose output does not depend on what else
+    is output (``QueryPlan.sheddable``)."""
+
+    def units(self, position: int, query: QueryPlan) -> int | None:
+        """The steps ``query`` may spend on the event at ``position``."""
+        ...
+
+
+class _Stack(list[tuple[Node, Any]]):
+    def push(self, node: Node, state: Any) -> None:
+        self.append((node, state))
+
+
+class DepthFirst:
+    """CORE's order: depth first, the younger (left) branch first; starts
+    come out latest first across the union-list.
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge
+    >>> DepthFirst().split(merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)]))[0]
+    <Output pos=6 max-start=5>
+    """
+
+    def split(self, union: Node) -> tuple[Node, Node | None]:
+        """The left child now, the right one later."""
+        return union.left, union.right  # type: ignore[return-value]
+
+    def pending(self) -> Pending:
+        """A stack."""
+        return _Stack()
+
+
+class _Heap:
+    def __init__(self, score: Callable[[Node], float]) -> None:
+        self.score = score
+        self.items: list[tuple[float, int, Node, Any]] = []
+        self.tie = itertools.count()
+
+    def push(self, node: Node, state: Any) -> None:
+        heapq.heappush(self.items, (-self.score(node), next(self.tie), node, state))
+
+    def pop(self) -> tuple[Node, Any]:
+        _, _, node, state = heapq.heappop(self.items)
+        return node, state
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class BestFirst:
+    """Follow the child with the higher ``score`` first, and take up the
+    waiting branch with the highest score next (ties: first pushed first).
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge
+    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    >>> oldest = BestFirst(lambda n: -n.maxstart)
+    >>> [b.pos for b, _ in Walk(lambda k: True, lambda v: True, order=oldest).run([node])]
+    [2, 5]
+    """
+
+    def __init__(self, score: Callable[[Node], float]) -> None:
+        self.score = score
+
+    def split(self, union: Node) -> tuple[Node, Node | None]:
+        """The better-scored child now."""
+        left, right = union.left, union.right
+        assert left is not None
+        if right is not None and self.score(right) > self.score(left):
+            return right, left
+        return left, right
+
+    def pending(self) -> Pending:
+        """A heap on the score."""
+        return _Heap(self.score)
+
+
+class Walk:
+    """One enumeration: which starts are in the window (``key_test`` on a
+    branch's max-start key prunes, ``value_test`` on a start's own value
+    decides), the query's cross-event filters, the order and the step
+    limit. ``run`` yields (bottom node, marks) with marks as
+    ((position, label), ...), earliest first; afterwards ``steps`` holds the
+    nodes visited, ``candidates`` the complete paths reached and
+    ``truncated`` whether the limit cut the walk short."""
+
+    def __init__(
+        self,
+        key_test: Callable[[float], bool],
+        value_test: Callable[[float], bool],
+        *,
+        checks: Sequence[FilterCheck] = (),
+        summaries: Summaries | None = None,
+        prune: bool = True,
+        order: EnumerationOrder | None = None,
+        limit: int | None = None,
+    ) -> None:
+        self.key_test = key_test
+        self.value_test = value_test
+        self.checks = list(checks)
+        self.summaries = summaries
+        self.prune = prune and summaries is not None
+        self.order: EnumerationOrder = order or DepthFirst()
+        self.limit = limit
+        self.steps = 0
+        self.candidates = 0
+        self.truncated = False
+        self.domain_errors = 0
+
+    def run(self, roots: Sequence[Node]) -> Iterator[tuple[Node, tuple[tuple[int, int], ...]]]:
+        """Every open complex event of ``roots`` that passes the window and
+        the filters (see the class docstring)."""
+        key_test, value_test, order = self.key_test, self.value_test, self.order
+        checked = bool(self.checks)
+        start_state: Any = None
+        if checked:
+            assert self.summaries is not None
+            start_state = (None, self.summaries.identity, (None,) * len(self.checks))
+        pending = order.pending()
+        for root in reversed(roots):  # the first root is walked first
+            if key_test(root.maxkey) and self._possible(root, start_state):
+                pending.push(root, start_state)
+        limit = self.limit
+        visited = 0
+        try:
+            while pending:
+                n, state = pending.pop()
+                while True:
+                    if limit is not None and visited >= limit:
+                        self.truncated = True
+                        return
+                    visited += 1
+                    kind = n.kind
+                    if kind == OUTPUT:
+                        if checked:
+                            state = self._advance(n, state)
+                            if state is None:
+                                break
+                        else:
+                            state = (n.pos, n.label, None, state)
+                        n = n.left  # type: ignore[assignment]
+                    elif kind == UNION:
+                        first, second = order.split(n)
+                        if second is not None and key_test(second.maxkey) and self._possible(second, state):
+                            pending.push(second, state)
+                        if first is n.right and not key_test(first.maxkey):
+                            break
+                        if not self._possible(first, state):
+                            break
+                        n = first
+                    else:
+                        if value_test(n.value):
+                            self.candidates += 1
+                            path = state[0] if checked else state
+                            marks = []
+                            while path is not None:
+                                marks.append((path[0], path[1]))
+                                path = path[3]
+                            yield n, tuple(marks)
+                        break
+        finally:
+            self.steps += visited
+
+    def _possible(self, node: Node, state: Any) -> bool:
+        if not self.prune or state is None:
+            return True
+        _, seen, instances = state
+        summary = node.summary
+        return all(
+            check.possible(seen, summary)
+            for check, instance in zip(self.checks, instances, strict=True)
+            if instance is not None
+        )
+
+    def _advance(self, n: Node, state: Any) -> Any:
+        """Take one output node into the path; None if a filter fails."""
+        path, seen, instances = state
+        path = (n.pos, n.label, n.value, path)
+        summaries = self.summaries
+        assert summaries is not None
+        names = summaries.labels[n.label]
+        if self.prune:
+            seen = summaries.output(n.label, n.value, seen, reset=False)
+        changed = list(instances)
+        for k, check in enumerate(self.checks):
+            if check.tag not in names:
+                continue
+            if check.first_tag in names:
+                if not self._holds(check, path, changed[k]):
+                    return None
+                changed[k] = None
+                if self.prune:
+                    seen = summaries.cleared(seen, check)
+            else:
+                changed[k] = path if changed[k] is None else changed[k]
+        return path, seen, tuple(changed)
+
+    def _holds(self, check: FilterCheck, path: Any, last: Any) -> bool:
+        """The filter on the instance from the first event (the head of
+        ``path``) to the event that opened it (``last``, or the head)."""
+        assert self.summaries is not None
+        labels = self.summaries.labels
+        env: Env = {}
+        node = path
+        while node is not None:
+            names = labels[node[1]]
+            if check.tag in names:
+                for var in names:
+                    if var[0] != "#":
+                        env.setdefault(var, []).append(node[2])
+            if node is last or (last is None and node is path):
+                break
+            node = node[3]
+        try:
+            return check.holds(env)
+        except OutOfDomain:
+            self.domain_errors += 1
+            return False
+
+
+def count_matches(
+    roots: Sequence[Node],
+    key_test: Callable[[float], bool],
+    value_test: Callable[[float], bool],
+    steps: list[int] | None = None,
+) -> int:
+    """The number of open complex events of ``roots`` whose start is in the
+    window, by dynamic programming over the tECS: each node is counted once
+    however many paths reach it (``steps[0]`` adds the nodes counted).
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge, union
+    >>> b = bottom(1, 1, 1)
+    >>> chain = extend(union(extend(b, 2, 0), extend(b, 3, 0)), 4, 0)  # {2,4} and {3,4}
+    >>> count_matches([merge([extend(chain, 5, 0), chain])], lambda k: True, lambda v: True)
+    4
+    """
+    memo: dict[int, int] = {}
+    visited = 0
+    for root in roots:
+        if not key_test(root.maxkey):
+            continue
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if id(n) in memo:
+                continue
+            kind = n.kind
+            children = [n.left] if kind == OUTPUT else [n.left, n.right] if kind == UNION else []
+            live = [c for c in children if c is not None and (c is n.left or key_test(c.maxkey))]
+            if not expanded and any(id(c) not in memo for c in live):
+                stack.append((n, True))
+                stack.extend((c, False) for c in live if id(c) not in memo)
+                continue
+            visited += 1
+            if kind in (OUTPUT, UNION):
+                memo[id(n)] = sum(memo[id(c)] for c in live)
+            else:
+                memo[id(n)] = 1 if value_test(n.value) else 0
+    if steps is not None:
+        steps[0] += visited
+    return sum(memo.get(id(r), 0) for r in roots)
