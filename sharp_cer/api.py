@@ -44,6 +44,8 @@ class Detector:
     With ``history=True`` (the default) the detector keeps every match in
     ``matches`` and every batch for ``events_of``; on long streams pass
     ``history=False`` and use what ``feed`` returns, so memory stays bounded.
+    With ``count_only=True`` it only counts matches (``counts``), without
+    enumerating them where the query allows (see ``Engine``).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -65,13 +67,20 @@ class Detector:
         debug: bool = False,
         cache_capacity: int = 65536,
         history: bool = True,
+        count_only: bool = False,
     ) -> None:
         self.plan = plan
         self.schema = schema
         self.strict = strict
         self.allowed_lateness = allowed_lateness
-        self.engine = Engine(plan, debug=debug, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness)
-        self.history = history
+        self.engine = Engine(
+            plan,
+            debug=debug,
+            cache_capacity=cache_capacity,
+            allowed_lateness=allowed_lateness,
+            count_only=count_only,
+        )
+        self.history = history and not count_only
         self.matches: list[Match] = []
         self.reports: list[LoadReport] = []
         self._batches: list[EventBatch] = []
@@ -91,7 +100,7 @@ class Detector:
         checked = [
             (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name)) for name, q in queries
         ]
-        return cls(compile_plan(checked), schema, **options)
+        return cls(compile_plan(checked, counting=options.get("count_only", False)), schema, **options)
 
     @classmethod
     def from_workload(cls, workload: Workload, **options: Any) -> Detector:
@@ -112,7 +121,8 @@ class Detector:
         5
         """
         options.setdefault("allowed_lateness", workload.allowed_lateness)
-        return cls(compile_plan([(q.name, q.checked) for q in workload.queries]), workload.schema, **options)
+        plan = compile_plan([(q.name, q.checked) for q in workload.queries], counting=options.get("count_only", False))
+        return cls(plan, workload.schema, **options)
 
     def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
@@ -160,6 +170,21 @@ class Detector:
                 row = batch.row(i)
                 rows[row["position"]] = {"type": row["type"], "position": row["position"], **row["attributes"]}
         return {var: [rows[p] for p in positions] for var, positions in match.vars.items()}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Matches found so far per query (kept even with ``history=False``).
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A ; B+ WITHIN 30 EVENTS")], s, count_only=True)
+        >>> import pandas as pd
+        >>> d.feed(pd.DataFrame({"type": ["A"] + ["B"] * 20, "x": range(21)}))
+        []
+        >>> d.counts  # every non-empty subset of the 20 B events
+        {'q': 1048575}
+        """
+        per_query = self.engine.clock.per_query
+        return {q.name: per_query[q.name].matches if q.name in per_query else 0 for q in self.plan.queries}
 
     def stats(self) -> dict[str, Any]:
         """The engine's figures: cost clock, caches, live nodes, partitions.

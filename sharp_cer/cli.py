@@ -11,6 +11,7 @@ stderr), exit 2 with located errors otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -163,8 +164,10 @@ def match(
     limit: int | None,
     out: TextIO,
     err: TextIO,
+    count: bool = False,
 ) -> int:
-    """Run queries over an events file; print one JSON match per line on ``out``.
+    """Run queries over an events file; print one JSON match per line on
+    ``out``, or with ``count`` one line per query with its number of matches.
 
     ``engine`` is ``core`` (the engine) or ``reference`` (the brute-force
     oracle, for small inputs); summaries go to ``err``.
@@ -189,13 +192,15 @@ def match(
 
             result = evaluate(queries, batch)
             matches, footer = result.matches, f"conditions out of their math domain: {result.domain_errors}"
+            per_query = {name: len(result.per_query[name]) for name, _ in queries}
         else:
             from .api import Detector
 
-            detector = Detector.from_queries(queries, schema)
+            detector = Detector.from_queries(queries, schema, count_only=count)
             order = {name: i for i, (name, _) in enumerate(queries)}
             # the reference's order: by query as given, then by end, start and events
             matches = sorted(detector.feed(batch), key=lambda m: (order[m.query], m.end, m.start, m.events))
+            per_query = detector.counts
             stats = detector.stats()
             footer = (
                 f"conditions out of their math domain: {stats['domain_errors']}; "
@@ -208,12 +213,13 @@ def match(
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
-    for m in matches[:limit]:
-        print(m.to_json(), file=out)
+    if count:
+        for name, n in per_query.items():
+            print(json.dumps({"query": name, "count": n}), file=out)
+    else:
+        for m in matches[:limit]:
+            print(m.to_json(), file=out)
     print(report.summary(), file=err)
-    per_query = {name: 0 for name, _ in queries}
-    for m in matches:
-        per_query[m.query] += 1
     counts = ", ".join(f"{name}={n}" for name, n in per_query.items())
     print(f"matches: {counts}; {footer}", file=err)
     return EXIT_OK
@@ -231,6 +237,9 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument("--events", required=True, metavar="FILE", help=".csv, .jsonl or .parquet events")
     run_match.add_argument("--engine", choices=["core", "reference"], default="core")
     run_match.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N matches")
+    run_match.add_argument(
+        "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
+    )
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
@@ -244,7 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
     if args.command == "match":
-        return match(args.schema, args.query, args.events, args.engine, args.limit, sys.stdout, sys.stderr)
+        return match(
+            args.schema, args.query, args.events, args.engine, args.limit, sys.stdout, sys.stderr, count=args.count
+        )
     if args.command == "demo":
         return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr)
     return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands

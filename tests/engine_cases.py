@@ -6,11 +6,21 @@ int ``x``, a partition attribute ``k`` and a primary time ``t``; D lives in
 another stream, for FROM), from the operators the engine runs: sequence and
 contiguity, OR, Kleene (nested too), NOT, ABSENT, unary conditions on event
 types and on AS variables, every kind of window, PARTITION BY and projection.
-Every drawn query is safe and well-formed by construction.
+Options of :func:`queries` add, each off by default (so the default draws are
+unchanged): an explicit selection strategy (ALL, ANY, NEXT, LAST, MAX,
+STRICT), CONSUME BY, LIMIT, conjunction ``AND(p, q[, r])``, and cross-event
+FILTERs (comparisons of single-event variables, aggregates over variables
+that hold many events, AND/OR of those, with a unary conjunct) on the whole
+pattern and on sub-patterns, Kleene bodies and OR branches included.
+:func:`full_queries` turns every option on. Every drawn query is safe and
+well-formed by construction: each sub-pattern is drawn with the variables it
+binds on every path and how many events each can hold, as the checker
+counts them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +41,9 @@ SCHEMA = Schema.parse(
 )
 TYPES = ("A", "B", "C")
 SECOND = 1_000_000_000
+STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+COMPARE_OPS = ("<", "<=", ">", ">=", "=", "!=")
+AGGREGATES = ("sum", "min", "max", "avg", "first", "last")  # and count(v), drawn apart
 
 
 @dataclass
@@ -43,6 +56,54 @@ class _Names:
     def fresh(self) -> str:
         self.count += 1
         return f"v{self.count}"
+
+
+@dataclass(frozen=True)
+class _Options:
+    """Which optional pattern features to draw."""
+
+    conjunction: bool = False
+    cross: bool = False
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A drawn sub-pattern: its text, the events per match each variable it
+    mentions can hold (1, or 2 for many; as the checker counts them), the
+    variables it binds on every path, and its output events per match
+    (capped at 2)."""
+
+    text: str
+    counts: Mapping[str, int]
+    bound: frozenset[str]
+    size: int
+
+    @staticmethod
+    def event(text: str, *variables: str) -> _Part:
+        return _Part(text, dict.fromkeys(variables, 1), frozenset(variables), 1)
+
+    def single(self) -> list[str]:
+        """Variables bound on every path to exactly one event."""
+        return sorted(v for v in self.bound if self.counts[v] == 1)
+
+    def many(self) -> list[str]:
+        """Variables bound on every path that can hold many events."""
+        return sorted(v for v in self.bound if self.counts[v] > 1)
+
+
+def _concat(text: str, parts: list[_Part]) -> _Part:
+    """A sequence or conjunction of parts: counts and sizes add up."""
+    counts: dict[str, int] = {}
+    for part in parts:
+        for var, n in part.counts.items():
+            counts[var] = min(2, counts.get(var, 0) + n)
+    bound = frozenset().union(*(p.bound for p in parts))
+    return _Part(text, counts, bound, min(2, sum(p.size for p in parts)))
+
+
+def _either(text: str, left: _Part, right: _Part) -> _Part:
+    counts = {v: max(left.counts.get(v, 0), right.counts.get(v, 0)) for v in {*left.counts, *right.counts}}
+    return _Part(text, counts, left.bound & right.bound, max(left.size, right.size))
 
 
 def _condition(draw: st.DrawFn, target: str, form: str) -> str:
@@ -59,6 +120,64 @@ def _condition(draw: st.DrawFn, target: str, form: str) -> str:
     return inner.replace("x", f"{target}.x", 1)
 
 
+def _cross_atom(draw: st.DrawFn, single: list[str], many: list[str]) -> str:
+    """One cross-event comparison: plain references name single-event
+    variables, aggregates name many-event ones."""
+    kinds = (["less", "sum", "equal"] if len(single) >= 2 else []) + (["aggregate", "count", "span"] if many else [])
+    kind = draw(st.sampled_from(kinds))
+    op = draw(st.sampled_from(COMPARE_OPS))
+    if kind in ("less", "sum", "equal"):
+        a, b = draw(st.lists(st.sampled_from(single), min_size=2, max_size=2, unique=True))
+        if kind == "less":
+            return f"{a}.x {op} {b}.x"
+        if kind == "sum":
+            return f"{a}.x + {b}.x {op} {draw(st.integers(0, 6))}"
+        attribute = draw(st.sampled_from(["x", "x", "k"]))
+        return f"{a}.{attribute} = {b}.{attribute}"
+    var = draw(st.sampled_from(many))
+    if kind == "count":
+        return f"count({var}) {op} {draw(st.integers(1, 3))}"
+    if kind == "span":
+        return f"last({var}.t) - first({var}.t) {op} {draw(st.sampled_from([0, SECOND, 2 * SECOND]))}"
+    function = draw(st.sampled_from(AGGREGATES))
+    other = draw(st.sampled_from(["value", "aggregate", *(["single"] * bool(single))]))
+    if other == "single":
+        right = f"{draw(st.sampled_from(single))}.x"
+    elif other == "aggregate":
+        right = f"{draw(st.sampled_from(AGGREGATES))}({draw(st.sampled_from(many))}.x)"
+    else:
+        right = str(draw(st.integers(0, 6)))
+    return f"{function}({var}.x) {op} {right}"
+
+
+def _cross_condition(draw: st.DrawFn, part: _Part) -> str:
+    """A cross-event condition the checker accepts on ``part``: one or two
+    atoms (under AND or OR), sometimes with a unary conjunct on any variable
+    the part binds."""
+    single, many = part.single(), part.many()
+    condition = _cross_atom(draw, single, many)
+    joint = draw(st.sampled_from(["", "", "AND", "OR"]))
+    if joint:
+        condition = f"({condition}) {joint} ({_cross_atom(draw, single, many)})"
+    if draw(st.integers(0, 2)) == 0:
+        if joint == "OR":  # AND binds tighter: keep the unary conjunct outside the OR
+            condition = f"({condition})"
+        var = draw(st.sampled_from(sorted(part.bound)))
+        unary = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])))
+        condition = f"{unary} AND {condition}" if draw(st.booleans()) else f"{condition} AND {unary}"
+    return condition
+
+
+def _maybe_cross(draw: st.DrawFn, part: _Part, percent: int) -> _Part:
+    """``part`` under a cross-event FILTER, ``percent`` times in 100 (when
+    the part binds two single-event variables or a many-event one)."""
+    if percent <= 0 or not (len(part.single()) >= 2 or part.many()):
+        return part
+    if draw(st.integers(1, 100)) > percent:
+        return part
+    return _Part(f"({part.text}) FILTER {_cross_condition(draw, part)}", part.counts, part.bound, part.size)
+
+
 @st.composite
 def _single(draw: st.DrawFn) -> str:
     """A one-event formula for NOT(...) and ABSENT(...)."""
@@ -68,61 +187,93 @@ def _single(draw: st.DrawFn) -> str:
     return kind
 
 
-def _leaf(draw: st.DrawFn, names: _Names) -> str:
+def _leaf(draw: st.DrawFn, names: _Names) -> _Part:
     kind = draw(st.sampled_from(TYPES))
     names.types.add(kind)
     choice = draw(st.sampled_from(["plain", "plain", "plain", "filter", "as", "as_filter"]))
     if choice == "plain":
-        return kind
+        return _Part.event(kind, kind)
     if choice == "filter":
-        return f"{kind} FILTER {_condition(draw, kind, draw(st.sampled_from(['bracket', 'dot'])))}"
+        condition = _condition(draw, kind, draw(st.sampled_from(["bracket", "dot"])))
+        return _Part.event(f"{kind} FILTER {condition}", kind)
     var = names.fresh()
     if choice == "as":
-        return f"{kind} AS {var}"
-    return f"{kind} AS {var} FILTER {_condition(draw, var, draw(st.sampled_from(['bracket', 'dot'])))}"
+        return _Part.event(f"{kind} AS {var}", kind, var)
+    condition = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])))
+    return _Part.event(f"{kind} AS {var} FILTER {condition}", kind, var)
 
 
-def _pattern(draw: st.DrawFn, names: _Names, depth: int) -> str:
+def _pattern(draw: st.DrawFn, names: _Names, depth: int, options: _Options, cross: int = 0) -> _Part:
+    """A pattern of at most ``depth`` nested operators; compound ones get a
+    cross-event FILTER ``cross`` times in 100 (with ``options.cross``)."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return _leaf(draw, names)
-    op = draw(st.sampled_from(["seq", "seq", "or", "kleene", "bind"]))
+    inner = 25 if options.cross else 0
+    ops = ["seq", "seq", "or", "kleene", "bind"] + (["and"] if options.conjunction else [])
+    op = draw(st.sampled_from(ops))
     if op == "seq":
-        parts = [_pattern(draw, names, depth - 1) for _ in range(draw(st.integers(2, 3)))]
-        text = f"({parts[0]})"
+        parts = [_pattern(draw, names, depth - 1, options, inner) for _ in range(draw(st.integers(2, 3)))]
+        text = f"({parts[0].text})"
         for part in parts[1:]:
             link = draw(st.sampled_from([";", ";", ":"]))
             if link == ";" and draw(st.integers(0, 3)) == 0:
                 text += f" ; ABSENT({draw(_single())})"
             elif link == ";" and draw(st.integers(0, 4)) == 0:
                 text += f" ; NOT({draw(_single())})"
-            text += f" {link} ({part})"
+            text += f" {link} ({part.text})"
         if draw(st.integers(0, 4)) == 0:
             text = f"NOT({draw(_single())}) ; {text}"
-        return text
-    if op == "or":
-        return f"({_pattern(draw, names, depth - 1)}) OR ({_pattern(draw, names, depth - 1)})"
-    if op == "kleene":
-        return f"({_pattern(draw, names, depth - 1)}){draw(st.sampled_from(['+', ':+']))}"
-    var = names.fresh()
-    inner = _pattern(draw, names, depth - 1)
-    if draw(st.booleans()):
-        return f"({inner}) AS {var} FILTER {_condition(draw, var, 'bracket')}"
-    return f"({inner}) AS {var}"
+        result = _concat(text, parts)
+    elif op == "and":
+        parts = [_pattern(draw, names, depth - 1, options, inner) for _ in range(draw(st.sampled_from([2, 2, 3])))]
+        result = _concat("AND(" + ", ".join(f"({p.text})" for p in parts) + ")", parts)
+    elif op == "or":
+        left = _pattern(draw, names, depth - 1, options, 2 * inner)
+        right = _pattern(draw, names, depth - 1, options, 2 * inner)
+        result = _either(f"({left.text}) OR ({right.text})", left, right)
+    elif op == "kleene":
+        body = _pattern(draw, names, depth - 1, options, 2 * inner)
+        text = f"({body.text}){draw(st.sampled_from(['+', ':+']))}"
+        result = _Part(text, {v: 2 for v in body.counts}, body.bound, 2)
+    else:
+        var = names.fresh()
+        body = _pattern(draw, names, depth - 1, options, inner)
+        text = f"({body.text}) AS {var}"
+        if draw(st.booleans()):
+            text += f" FILTER {_condition(draw, var, 'bracket')}"
+        counts = {**body.counts, var: max(body.counts.get(var, 0), body.size)}
+        result = _Part(text, counts, body.bound | {var}, body.size)
+    return _maybe_cross(draw, result, cross)
 
 
 @st.composite
-def queries(draw: st.DrawFn, depth: int = 3) -> str:
-    """One query's text."""
+def queries(
+    draw: st.DrawFn,
+    depth: int = 3,
+    *,
+    strategies: bool = False,
+    consume: bool = False,
+    limit: bool = False,
+    conjunction: bool = False,
+    cross: bool = False,
+) -> str:
+    """One query's text; the keyword options add features (see the module
+    docstring). Keep streams short (``streams(max_size=14)`` or less): the
+    reference then takes milliseconds per query even with every option on."""
     names = _Names()
-    pattern = _pattern(draw, names, depth)
+    part = _pattern(draw, names, depth, _Options(conjunction=conjunction, cross=cross))
+    pattern = _maybe_cross(draw, part, 60).text if cross else part.text
     selection = draw(st.sampled_from(["*", "*", "NONE", "project"]))
     if selection == "project":
         candidates = sorted(names.types | {f"v{i}" for i in range(1, names.count + 1)})
         chosen = draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True))
         selection = ", ".join(chosen)
+    if strategies:
+        selection = f"{draw(st.sampled_from(STRATEGIES))} {selection}"
     source = draw(st.sampled_from(["", "", " FROM S", " FROM S, U"]))
     text = f"SELECT {selection}{source} WHERE {pattern}"
-    if draw(st.integers(0, 2)) == 0:
+    partitioned = draw(st.integers(0, 2)) == 0
+    if partitioned:
         text += " PARTITION BY [k]"
     window = draw(st.sampled_from(["events", "events", "time", "attribute", "none"]))
     if window == "events":
@@ -134,7 +285,16 @@ def queries(draw: st.DrawFn, depth: int = 3) -> str:
         attribute = draw(st.sampled_from(["t", "x"]))
         size = draw(st.sampled_from([1, SECOND, 2 * SECOND + 1])) if attribute == "t" else draw(st.integers(1, 3))
         text += f" WITHIN {size} [{attribute}]"
+    if consume and draw(st.booleans()):
+        text += f" CONSUME BY {draw(st.sampled_from(['ANY', 'NONE', *(['PARTITION'] * partitioned)]))}"
+    if limit and draw(st.booleans()):
+        text += f" LIMIT {draw(st.integers(1, 3))}"
     return text
+
+
+def full_queries(depth: int = 3) -> st.SearchStrategy[str]:
+    """Queries with every option of :func:`queries` on."""
+    return queries(depth, strategies=True, consume=True, limit=True, conjunction=True, cross=True)
 
 
 @st.composite

@@ -37,8 +37,17 @@ def test_each_config_names_its_generator(workload: Workload) -> None:
     assert workload.warnings() == []
 
 
-def test_registry_holds_exactly_the_three_generators() -> None:
-    assert sorted(GENERATORS) == ["card_fraud", "iot_sensors", "stocks"]
+def test_registry_holds_the_workload_generators_and_sharps_dataset() -> None:
+    assert sorted(GENERATORS) == ["card_fraud", "iot_sensors", "sharp_ds2", "stocks"]
+
+
+def test_sharp_ds2_follows_section_6_1() -> None:
+    # types uniform over A..F, id uniform in 1..25, x uniform in 1..100
+    df = generate("sharp_ds2", 60_000, seed=3)
+    shares = df["type"].value_counts(normalize=True)
+    assert sorted(shares.index) == list("ABCDEF") and (abs(shares - 1 / 6) < 0.01).all()
+    assert (df["id"].min(), df["id"].max(), df["x"].min(), df["x"].max()) == (1, 25, 1, 100)
+    assert abs(df["x"].mean() - 50.5) < 0.5 and bool(df["t"].is_monotonic_increasing)
 
 
 def test_deterministic_for_a_seed(workload: Workload, events: pd.DataFrame) -> None:

@@ -148,8 +148,9 @@ class Walk:
     decides), the query's cross-event filters, the order and the step
     limit. ``run`` yields (bottom node, marks) with marks as
     ((position, label), ...), earliest first; afterwards ``steps`` holds the
-    nodes visited, ``candidates`` the complete paths reached and
-    ``truncated`` whether the limit cut the walk short."""
+    nodes visited, ``candidates`` the paths built to the end or until a
+    filter rejected them, and ``truncated`` whether the limit cut the walk
+    short."""
 
     def __init__(
         self,
@@ -166,7 +167,7 @@ class Walk:
         self.value_test = value_test
         self.checks = list(checks)
         self.summaries = summaries
-        self.prune = prune and summaries is not None
+        self.prune = prune and summaries is not None and bool(self.checks)
         self.order: EnumerationOrder = order or DepthFirst()
         self.limit = limit
         self.steps = 0
@@ -254,6 +255,7 @@ class Walk:
                 continue
             if check.first_tag in names:
                 if not self._holds(check, path, changed[k]):
+                    self.candidates += 1  # a candidate built, then rejected
                     return None
                 changed[k] = None
                 if self.prune:

@@ -53,6 +53,7 @@ _SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
         "PROFILE_CHANGE": _attrs(_CARD + "field:string, t:primary_time"),
         "TRAVEL_NOTICE": _attrs(_CARD + "country:string, t:primary_time"),
     },
+    "sharp_ds2": {kind: _attrs("id:int, x:int, t:primary_time") for kind in "ABCDEF"},
     "iot_sensors": {
         "TEMP": _attrs(_SENSOR + "celsius:double, t:primary_time"),
         "SMOKE": _attrs(_SENSOR + "obscuration:double, t:primary_time"),
@@ -133,6 +134,27 @@ def stocks(n: int, seed: int = 0) -> pd.DataFrame:
         "t": _T0 + np.cumsum(rng.integers(0, 4, n)) * _SEC,
     }
     return _finish(_SCHEMAS["stocks"], [trades], n)
+
+
+def sharp_ds2(n: int, seed: int = 0) -> pd.DataFrame:
+    """Sharp's synthetic dataset DS2 (§6.1): a type uniform over A to F, an
+    ``id`` uniform in 1..25 and ``x`` uniform in 1..100; one event per
+    second.
+
+    >>> sharp_ds2(3, seed=1)[["type", "id", "x"]]
+      type  id   x
+    0    C  24  83
+    1    D   1  95
+    2    E   4  25
+    """
+    rng = np.random.default_rng(seed)
+    rows = {
+        "type": np.array(list("ABCDEF"))[rng.integers(0, 6, n)],
+        "id": rng.integers(1, 26, n),
+        "x": rng.integers(1, 101, n),
+        "t": _T0 + np.arange(n) * _SEC,
+    }
+    return _finish(_SCHEMAS["sharp_ds2"], [rows], n)
 
 
 # ---------------------------------------------------------------- card fraud
@@ -381,6 +403,7 @@ GENERATORS: dict[str, Callable[[int, int], pd.DataFrame]] = {
     "stocks": stocks,
     "card_fraud": card_fraud,
     "iot_sensors": iot_sensors,
+    "sharp_ds2": sharp_ds2,
 }
 
 
@@ -389,10 +412,10 @@ def generate(name: str, n: int, seed: int = 0) -> pd.DataFrame:
 
     >>> generate("stocks", 5).shape[0]
     5
-    >>> generate("taxis", 5)
+    >>> generate("taxis", 5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, iot_sensors, stocks
+    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, iot_sensors, ...
     """
     if name not in GENERATORS:
         raise EventsError(f"unknown generator {name!r}; known generators: {', '.join(sorted(GENERATORS))}")
