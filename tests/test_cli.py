@@ -78,6 +78,7 @@ def test_demo_checks_workloads_and_writes_data(tmp_path: Path, capsys: pytest.Ca
     assert written == ["card_fraud.csv", "iot_sensors.csv", "stock_trading.csv"]
     assert all(len((tmp_path / name).read_text().splitlines()) == 500 for name in written)
     assert "All workloads are valid" in out
+    assert out.count("detected in") == 3 and "core_benchmark_q1=" in out and "bin_attack=" in out
 
 
 def test_console_entry_point_runs(files: Path) -> None:
@@ -128,3 +129,17 @@ def test_match_runs_strategies_on_both_engines_alike(tmp_path: Path, capsys: pyt
         outputs.append(capsys.readouterr().out)
     # NEXT keeps the match whose earliest differing event is its own: BUY 0
     assert outputs[0] == outputs[1] and outputs[0].count("\n") == 1 and '"events": [0, 2]' in outputs[0]
+
+
+def test_match_count_equals_the_reference_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT A { p:int }, EVENT B { p:int } }")
+    (tmp_path / "kleene.ceql").write_text("SELECT * WHERE A ; B+ WITHIN 30 EVENTS")
+    (tmp_path / "events.csv").write_text("A,1\n" + "B,1\n" * 12)
+    args = ["match", "--schema", str(tmp_path / "s.core"), "--query", str(tmp_path / "kleene.ceql")]
+    args += ["--events", str(tmp_path / "events.csv"), "--count"]
+    outputs = []
+    for engine in ("core", "reference"):
+        assert main([*args, "--engine", engine]) == 0
+        outputs.append(capsys.readouterr().out)
+    # every non-empty subset of the 12 B events, each ending at its last B
+    assert outputs[0] == outputs[1] == '{"query": "kleene", "count": 4095}\n'
