@@ -14,6 +14,15 @@ naming no variable is pushed onto every move under the FILTER. Every marking
 move carries the label of the variables its event is bound to: the event
 type and the enclosing ``AS`` names.
 
+A conjunct across events (``a.x < b.x``, ``sum(b.x) < c.x``) cannot sit on a
+move: the engine checks it during enumeration. Its FILTER adds a tag to the
+labels of the events it covers, and a first-tag to the first event of each
+pass through it (``AutomatonBuilder.mark_first``), so enumeration knows which
+events form one instance (one per iteration inside ``+``). ``AND(p, q)`` is
+a product of the parts' automata (``_QueryCompiler._conjunction``). STRICT
+drops non-marking moves; counting plans relabel marks so that each match is
+one open complex event (``automaton.relabel``).
+
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS a ; B FILTER a.x > 1 WITHIN 3 EVENTS", s))])

@@ -6,8 +6,9 @@ of them cuts out-of-window branches of the tECS after every event, so
 freeing memory is proven to change nothing. The rest draw 2,400 cases of
 queries with every feature of part 2 (selection strategies, consumption,
 LIMIT, conjunction, cross-event conditions inside and outside Kleene and
-OR), in batches, with cuts, in another enumeration order, and count every
-query's matches without enumerating them: the counts equal the reference's."""
+OR), in batches, with cuts, in another enumeration order. Every case also
+counts each query's matches without enumerating them (``count_only`` over a
+counting plan): the counts equal the number of matches enumerated."""
 
 from __future__ import annotations
 
@@ -67,25 +68,25 @@ def check(
 @settings(max_examples=800, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(queries(), min_size=1, max_size=5), streams())
 def test_random_workloads(texts: list[str], rows: list[dict[str, Any]]) -> None:
-    check(texts, rows)
+    check(texts, rows, count=True)
 
 
 @settings(max_examples=500, **SETTINGS)  # type: ignore[arg-type]
 @given(queries(depth=4), streams(max_size=12))
 def test_deeper_queries(text: str, rows: list[dict[str, Any]]) -> None:
-    check([text], rows)
+    check([text], rows, count=True)
 
 
 @settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(queries(), min_size=1, max_size=3), streams(), st.integers(1, 4))
 def test_batches_of_any_size(texts: list[str], rows: list[dict[str, Any]], size: int) -> None:
-    check(texts, rows, batch_sizes=size)
+    check(texts, rows, batch_sizes=size, count=True)
 
 
 @settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(queries(depth=2), min_size=3, max_size=5), streams(max_size=14))
 def test_many_small_queries_cutting_old_branches_every_event(texts: list[str], rows: list[dict[str, Any]]) -> None:
-    check(texts, rows, cut_after=0)
+    check(texts, rows, cut_after=0, count=True)
 
 
 @settings(max_examples=900, **SETTINGS)  # type: ignore[arg-type]
@@ -103,17 +104,17 @@ def test_every_feature_deeper(text: str, rows: list[dict[str, Any]]) -> None:
 @settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(full_queries(), min_size=1, max_size=3), streams(), st.integers(1, 4))
 def test_every_feature_in_batches(texts: list[str], rows: list[dict[str, Any]], size: int) -> None:
-    check(texts, rows, batch_sizes=size)
+    check(texts, rows, batch_sizes=size, count=True)
 
 
 @settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(full_queries(depth=2), min_size=2, max_size=4), streams(max_size=14))
 def test_every_feature_cutting_old_branches_every_event(texts: list[str], rows: list[dict[str, Any]]) -> None:
-    check(texts, rows, cut_after=0)
+    check(texts, rows, cut_after=0, count=True)
 
 
 @settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(full_queries(), min_size=1, max_size=3), streams())
 def test_every_feature_in_best_first_order(texts: list[str], rows: list[dict[str, Any]]) -> None:
     # oldest branch first: the reverse of CORE's order, same matches
-    check(texts, rows, order=BestFirst(lambda node: -node.maxstart))
+    check(texts, rows, order=BestFirst(lambda node: -node.maxstart), count=True)
