@@ -36,9 +36,9 @@ from typing import Any
 
 from planner.plan import CrossFilter
 from sharp_cer.language import ast
-from sharp_cer.language.checker import AGGREGATES
+from sharp_cer.language.checker import AGGREGATES, expr_children
 
-from .predicates import _ARITHMETIC, _COMPARE, _MATH, OutOfDomain
+from .predicates import OutOfDomain, compile_condition
 
 _INF = math.inf
 #: The identity of each term kind: its contribution over no events.
@@ -165,7 +165,9 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
         return lambda iv: _not(a(iv))
     # Strings, sets, LIKE, x[...], division and other math: no bound, but the
     # terms inside still count (an empty one makes the conjunct false).
-    inner = [_bounds(child, terms) for child in _children(expr)]
+    # x[...] stays opaque: its bare attributes name each of x's events in turn
+    children = () if isinstance(expr, ast.VariableFilter) else expr_children(expr)
+    inner = [_bounds(child, terms) for child in children]
 
     def unknown(iv: Sequence[Interval]) -> Any:
         for child in inner:
@@ -173,18 +175,6 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
         return None
 
     return unknown
-
-
-def _children(expr: ast.Expr) -> list[ast.Expr]:
-    if isinstance(expr, ast.VariableFilter):
-        return []  # its bare attributes name each event in turn: no term
-    out: list[ast.Expr] = []
-    for name in getattr(expr, "__slots__", ()):
-        value = getattr(expr, name)
-        for v in value if isinstance(value, tuple) else (value,):
-            if type(v).__module__ == ast.__name__ and not isinstance(v, str):
-                out.append(v)
-    return out
 
 
 def _map(value: Any, f: Callable[[Interval], Interval]) -> Any:
@@ -247,7 +237,8 @@ def _not(a: Any) -> bool | None:
 
 
 Env = dict[str, list[Values]]
-_Exact = Callable[[Env, dict[str, Values]], Any]
+_Context = tuple[Env, dict[str, Values]]
+_Exact = Callable[[_Context], Any]
 
 
 class ExactCondition:
@@ -264,10 +255,10 @@ class ExactCondition:
 
     def __init__(self, expr: ast.Expr, attributes: Sequence[str]) -> None:
         self.columns = {a: i for i, a in enumerate(attributes)}
-        self.evaluate = self._compile(expr)
+        self.evaluate = compile_condition(expr, self._leaf)
 
     def __call__(self, env: Env) -> bool:
-        return bool(self.evaluate(env, {}))
+        return bool(self.evaluate((env, {})))
 
     def _read(self, values: Values, attribute: str) -> Any:
         value = values[self.columns[attribute]]
@@ -275,15 +266,15 @@ class ExactCondition:
             raise OutOfDomain()
         return value
 
-    def _compile(self, expr: ast.Expr) -> _Exact:
+    def _leaf(self, expr: ast.Expr) -> _Exact | None:
+        """What reads events: attributes, ``x[...]`` and aggregates; the
+        context is (variables to their events, the current events)."""
         read = self._read
-        if isinstance(expr, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
-            constant = expr.value
-            return lambda env, cur: constant
         if isinstance(expr, ast.AttributeRef):
             var, attribute = expr.variable, expr.attribute
 
-            def ref(env: Env, cur: dict[str, Values]) -> Any:
+            def ref(ctx: _Context) -> Any:
+                env, cur = ctx
                 if var is None:
                     return read(cur[""], attribute)
                 if var in cur:
@@ -295,60 +286,22 @@ class ExactCondition:
 
             return ref
         if isinstance(expr, ast.VariableFilter):
-            var, inner = expr.variable, self._compile(expr.condition)
-            return lambda env, cur: all(bool(inner(env, {**cur, var: e, "": e})) for e in env.get(var, []))
+            var, inner = expr.variable, compile_condition(expr.condition, self._leaf)
+            return lambda ctx: all(bool(inner((ctx[0], {**ctx[1], var: e, "": e}))) for e in ctx[0].get(var, []))
         if isinstance(expr, ast.Call) and expr.function.lower() in AGGREGATES:
             return self._aggregate(expr)
-        if isinstance(expr, ast.Call):
-            operand, function = self._compile(expr.args[0]), _MATH[expr.function.lower()]
-            return lambda env, cur: function(operand(env, cur))
-        if isinstance(expr, ast.Negate):
-            operand = self._compile(expr.operand)
-            return lambda env, cur: -operand(env, cur)
-        if isinstance(expr, ast.Not):
-            operand = self._compile(expr.operand)
-            return lambda env, cur: not operand(env, cur)
-        if isinstance(expr, ast.And):
-            a, b = self._compile(expr.left), self._compile(expr.right)
-            return lambda env, cur: bool(a(env, cur)) and bool(b(env, cur))
-        if isinstance(expr, ast.Or):
-            a, b = self._compile(expr.left), self._compile(expr.right)
-            return lambda env, cur: bool(a(env, cur)) or bool(b(env, cur))
-        if isinstance(expr, ast.Arithmetic):
-            a, b, arith = self._compile(expr.left), self._compile(expr.right), _ARITHMETIC[expr.op]
-            return lambda env, cur: arith(a(env, cur), b(env, cur))
-        if isinstance(expr, ast.Comparison):
-            a, b, compare = self._compile(expr.left), self._compile(expr.right), _COMPARE[expr.op]
-            return lambda env, cur: compare(a(env, cur), b(env, cur))
-        if isinstance(expr, ast.InSet):
-            operand, negated = self._compile(expr.operand), expr.negated
-            items = [self._compile(v) for v in expr.values]
-            return lambda env, cur: (lambda x: any(x == i(env, cur) for i in items))(operand(env, cur)) != negated
-        if isinstance(expr, ast.InInterval):
-            operand, negated = self._compile(expr.operand), expr.negated
-            low = self._compile(expr.low) if expr.low is not None else (lambda env, cur: -_INF)
-            high = self._compile(expr.high) if expr.high is not None else (lambda env, cur: _INF)
-            return lambda env, cur: (low(env, cur) <= operand(env, cur) <= high(env, cur)) != negated
-        if isinstance(expr, ast.Between):
-            operand, low, high = (self._compile(e) for e in (expr.operand, expr.low, expr.high))
-            return lambda env, cur: low(env, cur) <= operand(env, cur) <= high(env, cur)
-        if isinstance(expr, ast.Like):
-            import re
-
-            operand, pattern = self._compile(expr.operand), re.compile(expr.pattern)
-            return lambda env, cur: pattern.search(operand(env, cur)) is not None
-        raise TypeError(f"unknown expression {expr!r}")
+        return None
 
     def _aggregate(self, expr: ast.Call) -> _Exact:
         fn, arg = expr.function.lower(), expr.args[0]
         assert isinstance(arg, ast.AttributeRef)
         if fn == "count":
             var = arg.attribute if arg.variable is None else arg.variable
-            return lambda env, cur: len(env.get(var, []))
+            return lambda ctx: len(ctx[0].get(var, []))
         var, attribute, read = arg.variable or "", arg.attribute, self._read
 
-        def aggregate(env: Env, cur: dict[str, Values]) -> Any:
-            values = [read(e, attribute) for e in env.get(var, [])]
+        def aggregate(ctx: _Context) -> Any:
+            values = [read(e, attribute) for e in ctx[0].get(var, [])]
             if fn == "sum":
                 return sum(values)
             if not values:
@@ -492,8 +445,5 @@ def _attributes(expr: ast.Expr) -> set[str]:
             out.add(node.attribute)
         if isinstance(node, ast.Call) and node.function.lower() == "count":
             continue  # count reads no attribute
-        if isinstance(node, ast.VariableFilter):
-            stack.append(node.condition)
-            continue
-        stack.extend(_children(node))
+        stack.extend(expr_children(node))
     return out

@@ -31,7 +31,8 @@ from sharp_cer.language import EventSchema, ast
 
 #: Reads attribute values of the event being evaluated.
 Getter = Callable[[str], Any]
-Evaluator = Callable[[Getter], Any]
+#: Evaluates a compiled condition on its context (a Getter, for one event).
+Evaluator = Callable[[Any], Any]
 
 
 class OutOfDomain(Exception):
@@ -109,8 +110,11 @@ class PredicateBits:
         return out
 
 
-def compile_condition(expr: ast.Expr) -> Evaluator:
-    """A closure evaluating a one-event condition on an attribute getter.
+def compile_condition(expr: ast.Expr, leaf: Callable[[ast.Expr], Evaluator | None] | None = None) -> Evaluator:
+    """A closure evaluating a condition on a context: by default a one-event
+    condition on an attribute getter. ``leaf`` compiles the nodes it knows
+    (returning None for the others), for evaluators with another context,
+    such as the cross-event conditions of ``engine.conditions``.
 
     >>> from sharp_cer.language import parse_query
     >>> cond = parse_query("SELECT * WHERE A FILTER A[x % 3 = 1 AND name LIKE '^a']").pattern.condition.condition
@@ -118,49 +122,57 @@ def compile_condition(expr: ast.Expr) -> Evaluator:
     >>> f({"x": 4, "name": "ab"}.__getitem__), f({"x": -2, "name": "ab"}.__getitem__)
     (True, False)
     """
+    if leaf is not None:
+        special = leaf(expr)
+        if special is not None:
+            return special
+
+    def sub(e: ast.Expr) -> Evaluator:
+        return compile_condition(e, leaf)
+
     if isinstance(expr, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
         constant = expr.value
-        return lambda get: constant
+        return lambda ctx: constant
     if isinstance(expr, ast.AttributeRef):
         name = expr.attribute
         return lambda get: get(name)
     if isinstance(expr, ast.Negate):
-        operand = compile_condition(expr.operand)
-        return lambda get: -operand(get)
+        operand = sub(expr.operand)
+        return lambda ctx: -operand(ctx)
     if isinstance(expr, ast.Not):
-        operand = compile_condition(expr.operand)
-        return lambda get: not operand(get)
+        operand = sub(expr.operand)
+        return lambda ctx: not operand(ctx)
     if isinstance(expr, ast.And):
-        left, right = compile_condition(expr.left), compile_condition(expr.right)
-        return lambda get: bool(left(get)) and bool(right(get))
+        left, right = sub(expr.left), sub(expr.right)
+        return lambda ctx: bool(left(ctx)) and bool(right(ctx))
     if isinstance(expr, ast.Or):
-        left, right = compile_condition(expr.left), compile_condition(expr.right)
-        return lambda get: bool(left(get)) or bool(right(get))
+        left, right = sub(expr.left), sub(expr.right)
+        return lambda ctx: bool(left(ctx)) or bool(right(ctx))
     if isinstance(expr, ast.Arithmetic):
-        left, right, arith = compile_condition(expr.left), compile_condition(expr.right), _ARITHMETIC[expr.op]
-        return lambda get: arith(left(get), right(get))
+        left, right, arith = sub(expr.left), sub(expr.right), _ARITHMETIC[expr.op]
+        return lambda ctx: arith(left(ctx), right(ctx))
     if isinstance(expr, ast.Comparison):
-        left, right, compare = compile_condition(expr.left), compile_condition(expr.right), _COMPARE[expr.op]
-        return lambda get: compare(left(get), right(get))
+        left, right, compare = sub(expr.left), sub(expr.right), _COMPARE[expr.op]
+        return lambda ctx: compare(left(ctx), right(ctx))
     if isinstance(expr, ast.InSet):
-        operand, negated = compile_condition(expr.operand), expr.negated
-        items = [compile_condition(v) for v in expr.values]
-        return lambda get: (lambda x: any(x == item(get) for item in items))(operand(get)) != negated
+        operand, negated = sub(expr.operand), expr.negated
+        items = [sub(v) for v in expr.values]
+        return lambda ctx: (lambda x: any(x == item(ctx) for item in items))(operand(ctx)) != negated
     if isinstance(expr, ast.InInterval):
-        operand, negated = compile_condition(expr.operand), expr.negated
-        low = compile_condition(expr.low) if expr.low is not None else (lambda get: -math.inf)
-        high = compile_condition(expr.high) if expr.high is not None else (lambda get: math.inf)
-        return lambda get: (low(get) <= operand(get) <= high(get)) != negated
+        operand, negated = sub(expr.operand), expr.negated
+        low = sub(expr.low) if expr.low is not None else (lambda ctx: -math.inf)
+        high = sub(expr.high) if expr.high is not None else (lambda ctx: math.inf)
+        return lambda ctx: (low(ctx) <= operand(ctx) <= high(ctx)) != negated
     if isinstance(expr, ast.Between):
-        operand, low, high = compile_condition(expr.operand), compile_condition(expr.low), compile_condition(expr.high)
-        return lambda get: low(get) <= operand(get) <= high(get)
+        operand, low, high = sub(expr.operand), sub(expr.low), sub(expr.high)
+        return lambda ctx: low(ctx) <= operand(ctx) <= high(ctx)
     if isinstance(expr, ast.Like):
-        operand, pattern = compile_condition(expr.operand), re.compile(expr.pattern)
-        return lambda get: pattern.search(operand(get)) is not None
+        operand, pattern = sub(expr.operand), re.compile(expr.pattern)
+        return lambda ctx: pattern.search(operand(ctx)) is not None
     if isinstance(expr, ast.Call):
-        operand, function = compile_condition(expr.args[0]), _MATH[expr.function.lower()]
-        return lambda get: function(operand(get))
-    raise TypeError(f"not a one-event condition: {expr!r}")
+        operand, function = sub(expr.args[0]), _MATH[expr.function.lower()]
+        return lambda ctx: function(operand(ctx))
+    raise TypeError(f"not a condition this evaluator knows: {expr!r}")
 
 
 def _checked_math(function: Callable[[float], float]) -> Callable[[Any], Any]:

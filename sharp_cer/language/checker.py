@@ -103,7 +103,12 @@ def _children(node: ast.Formula) -> tuple[ast.Formula, ...]:
     return ()
 
 
-def _expr_children(node: ast.Expr) -> tuple[ast.Expr, ...]:
+def expr_children(node: ast.Expr) -> tuple[ast.Expr, ...]:
+    """The sub-expressions of an expression node.
+
+    >>> expr_children(ast.Negate(ast.NumberLiteral(1)))
+    (NumberLiteral(value=1),)
+    """
     if isinstance(node, ast.Call):
         return node.args
     if isinstance(node, (ast.Negate, ast.Not)):
@@ -144,7 +149,7 @@ def referenced_variables(node: ast.Expr) -> set[str]:
             arg = n.args[0]
             if isinstance(arg, ast.AttributeRef) and arg.variable is None:
                 found.add(arg.attribute)
-        stack.extend(_expr_children(n))
+        stack.extend(expr_children(n))
     return found
 
 
@@ -544,7 +549,7 @@ class _Checker:
                     found=expr_text(node),
                     hint=f"write e.g. last({var}.{attr}) or sum({var}.{attr})",
                 )
-        for child in _expr_children(node):
+        for child in expr_children(node):
             self._check_single_references(child, context)
 
     def _attribute_type(self, var: str, attr: str, span: Span | None, node: ast.Expr) -> str:
@@ -935,7 +940,7 @@ def has_aggregate(node: ast.Expr) -> bool:
         n = stack.pop()
         if isinstance(n, ast.Call) and n.function.lower() in AGGREGATES:
             return True
-        stack.extend(_expr_children(n))
+        stack.extend(expr_children(n))
     return False
 
 
@@ -947,7 +952,7 @@ def _span_of_var(node: ast.Expr, var: str) -> Span | None:
             return n.span
         if isinstance(n, ast.VariableFilter) and n.variable == var:
             return n.span
-        stack.extend(reversed(_expr_children(n)))
+        stack.extend(reversed(expr_children(n)))
     return None
 
 
