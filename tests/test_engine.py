@@ -13,8 +13,9 @@ import pytest
 from planner import compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.engine import Engine
+from sharp_cer.engine.enumeration import Walk, open_events
 from sharp_cer.engine.runtime import CUT_AFTER, SWEEP_EVERY
-from sharp_cer.engine.tecs import Node, bottom, check_node, enumerate_node, extend, insert, merge, union
+from sharp_cer.engine.tecs import Node, bottom, check_node, extend, insert, merge, union
 from sharp_cer.errors import EngineError, SurfaceError
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
@@ -36,7 +37,7 @@ def engine_for(*texts: str, **options: Any) -> Engine:
 
 
 def everything(node: Node) -> set[tuple[int, tuple[tuple[int, int], ...]]]:
-    return set(enumerate_node(node, lambda key: True, lambda value: True))
+    return set(open_events(node))
 
 
 # ---------------------------------------------------------------- tECS
@@ -67,10 +68,10 @@ def test_union_list_insert_and_merge() -> None:
 
 def test_enumeration_prunes_by_max_start() -> None:
     ulist = [extend(bottom(s, s, s), 9, 0) for s in (8, 5, 1)]
-    visited = [0]
-    found = list(enumerate_node(merge(ulist), lambda key: 9 - key <= 4, lambda v: 9 - v <= 4, visited))
-    assert [s for s, _ in found] == [8, 5]
-    assert visited[0] == 6  # two unions, two outputs, two bottoms; the branch at 1 is never entered
+    walk = Walk(lambda key: 9 - key <= 4, lambda v: 9 - v <= 4)
+    found = list(walk.run([merge(ulist)]))
+    assert [b.pos for b, _ in found] == [8, 5]
+    assert walk.steps == 6  # two unions, two outputs, two bottoms; the branch at 1 is never entered
 
 
 def test_debug_mode_catches_a_broken_node() -> None:

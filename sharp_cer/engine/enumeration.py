@@ -2,8 +2,8 @@
 a budget of steps, with cross-event conditions checked on the way; and
 counting them without enumerating.
 
-``enumerate_node`` (in ``tecs``) is the plain walk: depth first, left first,
-no conditions, no budget. :class:`Walk` is the general one. Its *order*
+:class:`Walk` walks from a query's final nodes down to the bottom nodes of
+the starts in its window. Its *order*
 decides, at each union node, which branch is followed now and which waits
 (``DepthFirst`` is CORE's order; ``BestFirst`` follows a score, as the
 shedder does under overload); its *limit* stops it after that many steps
@@ -186,9 +186,10 @@ class Walk:
             start_state = (None, self.summaries.identity, (None,) * len(self.checks))
         pending = order.pending()
         for root in reversed(roots):  # the first root is walked first
-            if key_test(root.maxkey) and self._possible(root, start_state):
+            if key_test(root.maxkey) and (not self.prune or self._possible(root, start_state)):
                 pending.push(root, start_state)
         limit = self.limit
+        prune = self._possible if self.prune else None  # off the hot path when unused
         visited = 0
         try:
             while pending:
@@ -209,11 +210,11 @@ class Walk:
                         n = n.left  # type: ignore[assignment]
                     elif kind == UNION:
                         first, second = order.split(n)
-                        if second is not None and key_test(second.maxkey) and self._possible(second, state):
+                        if second is not None and key_test(second.maxkey) and (prune is None or prune(second, state)):
                             pending.push(second, state)
                         if first is n.right and not key_test(first.maxkey):
                             break
-                        if not self._possible(first, state):
+                        if prune is not None and not prune(first, state):
                             break
                         n = first
                     else:
@@ -230,8 +231,6 @@ class Walk:
             self.steps += visited
 
     def _possible(self, node: Node, state: Any) -> bool:
-        if not self.prune or state is None:
-            return True
         _, seen, instances = state
         summary = node.summary
         return all(
@@ -285,6 +284,21 @@ class Walk:
         except OutOfDomain:
             self.domain_errors += 1
             return False
+
+
+def open_events(node: Node) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
+    """Every open complex event of a node, as sorted (start, marks) pairs.
+
+    >>> from sharp_cer.engine.tecs import bottom, extend
+    >>> open_events(extend(bottom(1, 1, 1), 3, 0))
+    [(1, ((3, 0),))]
+    """
+    return sorted((b.pos, marks) for b, marks in Walk(always, always).run([node]))
+
+
+def always(value: float) -> bool:
+    """A window test every start passes (no window)."""
+    return True
 
 
 def count_matches(

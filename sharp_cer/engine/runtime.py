@@ -35,7 +35,7 @@ from sharp_cer.events.match import Match
 from .conditions import Summaries
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
-from .enumeration import EnumerationBudget, EnumerationOrder, Walk, count_matches
+from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
 from .predicates import PredicateBits
 from .tecs import BOTTOM, Node, check_node, cut_old_branches, extend, insert, merge
 
@@ -256,7 +256,7 @@ class GroupRunner:
         (query,) = self.queries
         nodes = accepted.get(query.id, [])
         if self.checks[query.id]:
-            walk = Walk(_always, _always, checks=self.checks[query.id], summaries=self.summaries)
+            walk = Walk(always, always, checks=self.checks[query.id], summaries=self.summaries)
             completed = next(iter(walk.run(nodes)), None) is not None
             self.engine.clock.enumeration_steps += walk.steps
         else:
@@ -388,10 +388,6 @@ class GroupRunner:
         (see ``Engine.live_nodes``)."""
         roots = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
         return cut_old_branches(roots, -_INF)  # a horizon below every key cuts nothing
-
-
-def _always(value: float) -> bool:
-    return True
 
 
 def _numeric(group: Group) -> set[str]:

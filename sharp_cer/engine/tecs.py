@@ -18,13 +18,13 @@ I/O-deterministic, *duplicate-free*. ``union`` uses CORE's four gadgets
 >>> b0, b1 = bottom(0, 0, 0), bottom(1, 1, 1)
 >>> ul = [extend(b1, 2, 0)]
 >>> insert(ul, extend(b0, 2, 0))
->>> sorted(enumerate_node(merge(ul), lambda key: True, lambda value: True))
+>>> from sharp_cer.engine.enumeration import open_events
+>>> open_events(merge(ul))
 [(0, ((2, 0),)), (1, ((2, 0),))]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from sharp_cer.errors import EngineError
@@ -74,7 +74,8 @@ class Node:
 def bottom(position: int, key: float, value: float) -> Node:
     """A run starting at ``position``: the open complex event (position, {}).
 
-    >>> list(enumerate_node(bottom(2, 2, 2), lambda k: True, lambda v: True))
+    >>> from sharp_cer.engine.enumeration import open_events
+    >>> open_events(bottom(2, 2, 2))
     [(2, ())]
     """
     return Node(BOTTOM, position, -1, None, None, position, key, value)
@@ -84,7 +85,8 @@ def extend(node: Node, position: int, label: int) -> Node:
     """Every open complex event of ``node`` plus the marked ``position``
     (with ``label``).
 
-    >>> list(enumerate_node(extend(bottom(2, 2, 2), 4, 7), lambda k: True, lambda v: True))
+    >>> from sharp_cer.engine.enumeration import open_events
+    >>> open_events(extend(bottom(2, 2, 2), 4, 7))
     [(2, ((4, 7),))]
     """
     return Node(OUTPUT, position, label, node, None, node.maxstart, node.maxkey, 0)
@@ -103,7 +105,8 @@ def union(n1: Node, n2: Node) -> Node:
 
     >>> b = bottom(1, 1, 1)
     >>> u = union(extend(b, 3, 0), extend(b, 4, 0))
-    >>> sorted(enumerate_node(u, lambda k: True, lambda v: True))
+    >>> from sharp_cer.engine.enumeration import open_events
+    >>> open_events(u)
     [(1, ((3, 0),)), (1, ((4, 0),))]
     """
     if n1.kind == UNION and n1.right is None:  # its old branch was cut away
@@ -151,58 +154,6 @@ def merge(ulist: list[Node]) -> Node:
     for i in range(len(ulist) - 2, -1, -1):
         node = _union_node(ulist[i], node)
     return node
-
-
-#: An open complex event as enumeration yields it: the start and the marked
-#: (position, label) pairs, earliest first.
-OpenEvent = tuple[int, tuple[tuple[int, int], ...]]
-
-
-def enumerate_node(
-    node: Node,
-    key_in_window: Callable[[float], bool],
-    value_in_window: Callable[[float], bool],
-    steps: list[int] | None = None,
-) -> Iterator[OpenEvent]:
-    """Every open complex event of ``node`` whose start is in the window,
-    depth first and left first, without recursion.
-
-    ``key_in_window`` prunes a branch by its max-start key (if the key fails,
-    every start below fails too); ``value_in_window`` is the exact test of a
-    start's own value. ``steps[0]`` counts the nodes visited.
-
-    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
-    >>> steps = [0]
-    >>> list(enumerate_node(node, lambda k: 6 - k <= 3, lambda v: 6 - v <= 3, steps)), steps
-    ([(5, ((6, 0),))], [3])
-    """
-    if not key_in_window(node.maxkey):
-        return
-    visited = 0
-    stack: list[tuple[Node, tuple[int, int, object] | None]] = [(node, None)]
-    while stack:
-        n, path = stack.pop()
-        while True:
-            visited += 1
-            kind = n.kind
-            if kind == OUTPUT:
-                path = (n.pos, n.label, path)
-                n = n.left  # type: ignore[assignment]
-            elif kind == UNION:
-                right = n.right
-                if right is not None and key_in_window(right.maxkey):
-                    stack.append((right, path))
-                n = n.left  # type: ignore[assignment]
-            else:
-                if value_in_window(n.value):
-                    marks = []
-                    while path is not None:
-                        marks.append((path[0], path[1]))
-                        path = path[2]  # type: ignore[assignment]
-                    yield n.pos, tuple(marks)
-                break
-    if steps is not None:
-        steps[0] += visited
 
 
 def cut_old_branches(roots: list[Node], horizon: float) -> int:
