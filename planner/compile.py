@@ -269,9 +269,8 @@ class _QueryCompiler:
         inner = self._filtered(node, ctx)
         lo = self.builder.n_states
         start, end = self.fragment(node.formula, _Context((*inner.enclosing, tag), inner.conditions))
-        entry = self.builder.mark_first(
-            lo, start, lambda label: self._label(self.label_sets[label] | {cross.first_tag})
-        )
+        sets = self.label_sets  # the moves to relabel carry labels known now
+        entry = self.builder.mark_first(lo, start, lambda label: self._label(sets[label] | {cross.first_tag}))
         return entry, end
 
     def single_event_guard(self, node: ast.Formula, ctx: _Context) -> Guard:
