@@ -166,3 +166,16 @@ Guard = Atom | Not | AllOf | AnyOf
 TRUE: Guard = AllOf(())
 #: A guard no event satisfies.
 FALSE: Guard = AnyOf(())
+
+
+def guard_atoms(guard: Guard) -> frozenset[int]:
+    """The atoms a guard reads.
+
+    >>> sorted(guard_atoms(AllOf((Atom(2), Not(AnyOf((Atom(0), Atom(2))))))))
+    [0, 2]
+    """
+    if isinstance(guard, Atom):
+        return frozenset((guard.index,))
+    if isinstance(guard, Not):
+        return guard_atoms(guard.guard)
+    return frozenset().union(*(guard_atoms(g) for g in guard.guards))

@@ -130,11 +130,12 @@ def test_cost_clock_counts_by_hand() -> None:
     engine.process(to_batch(rows("A B")))
     clock = engine.clock
     # A: a bottom node, its marking move, an output node -> 3 units
-    # B: a bottom node; the run after A marks B (output node) and skips it -> 4 units
-    assert (clock.transitions, clock.nodes_created, clock.update_units) == (3, 4, 7)
+    # B: no bottom node (a run starting at B dies at once, so none is made);
+    # the run after A marks B (an output node) and skips it -> 3 units
+    assert (clock.transitions, clock.nodes_created, clock.update_units) == (3, 3, 6)
     # enumeration at B visits output(B), output(A), bottom(A)
     assert clock.per_query["q0"].enumeration_steps == 3 and clock.per_query["q0"].matches == 1
-    assert (clock.events, clock.max_event_units, clock.last_event_units) == (2, 7, 7)
+    assert (clock.events, clock.max_event_units, clock.last_event_units) == (2, 6, 6)
 
 
 def test_condition_checks_are_counted_per_atom_and_event() -> None:

@@ -7,10 +7,10 @@ The *update* cost of an event is shared by every query of its group; the
 *enumeration* cost is each query's own.
 
 >>> clock = CostClock()
->>> clock.record_event(update=5, enumeration={"q": 3})
->>> clock.record_event(update=2, enumeration={})
->>> clock.events, clock.update_units, clock.max_event_units, clock.per_query["q"].enumeration_steps
-(2, 7, 8, 3)
+>>> clock.per_query["q"] = QueryCost(enumeration_steps=3)
+>>> clock.record_batch(units=[8, 2], update=7)
+>>> clock.events, clock.update_units, clock.max_event_units, clock.total_units
+(2, 7, 8, 10)
 """
 
 from __future__ import annotations
@@ -50,27 +50,26 @@ class CostClock:
     wall_seconds: float = 0.0
     per_query: dict[str, QueryCost] = field(default_factory=dict)
 
-    def record_event(self, update: int, enumeration: dict[str, int]) -> None:
-        """Book one event: its shared update units and each query's
-        enumeration steps.
+    def record_batch(self, units: list[int], update: int) -> None:
+        """Book a batch: each event's units (its update and every query's
+        enumeration steps, which the engine books per query as it goes) and
+        the batch's update units.
 
-        >>> c = CostClock(); c.record_event(4, {"q": 2}); c.last_event_units
-        6
+        >>> c = CostClock(); c.record_batch([4, 6], 8); c.last_event_units, c.max_event_units
+        (6, 6)
         """
-        self.events += 1
+        if not units:
+            return
+        self.events += len(units)
         self.update_units += update
-        total = update
-        for name, steps in enumeration.items():
-            self.per_query.setdefault(name, QueryCost()).enumeration_steps += steps
-            total += steps
-        self.last_event_units = total
-        self.max_event_units = max(self.max_event_units, total)
+        self.last_event_units = units[-1]
+        self.max_event_units = max(self.max_event_units, max(units))
 
     @property
     def total_units(self) -> int:
         """Every unit counted so far.
 
-        >>> c = CostClock(); c.record_event(4, {"q": 2}); c.total_units
+        >>> c = CostClock(per_query={"q": QueryCost(enumeration_steps=2)}); c.record_batch([6], 4); c.total_units
         6
         """
         return self.update_units + sum(q.enumeration_steps for q in self.per_query.values())

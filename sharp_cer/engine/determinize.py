@@ -45,6 +45,7 @@ class Determinizer:
         self.hits = 0
         self.misses = 0
         self.evictions = 0
+        self._idle: dict[tuple[int, int], bool] = {}
         self.initial = self.intern(automaton.initial)
 
     def intern(self, states: frozenset[int]) -> int:
@@ -82,6 +83,18 @@ class Determinizer:
             cache.move_to_end(key)
             return found
         self.misses += 1
+        marked, skipped = self._moves(state, bits)
+        result: Step = (
+            tuple((label, self.intern(frozenset(targets))) for label, targets in sorted(marked.items())),
+            self.intern(frozenset(skipped)) if skipped else -1,
+        )
+        cache[key] = result
+        if len(cache) > self.capacity:
+            cache.popitem(last=False)
+            self.evictions += 1
+        return result
+
+    def _moves(self, state: int, bits: int) -> tuple[dict[int, set[int]], set[int]]:
         marked: dict[int, set[int]] = {}
         skipped: set[int] = set()
         transitions = self.automaton.transitions
@@ -92,15 +105,53 @@ class Determinizer:
                         skipped.add(t.target)
                     else:
                         marked.setdefault(t.label, set()).add(t.target)
-        result: Step = (
-            tuple((label, self.intern(frozenset(targets))) for label, targets in sorted(marked.items())),
-            self.intern(frozenset(skipped)) if skipped else -1,
-        )
-        cache[key] = result
-        if len(cache) > self.capacity:
-            cache.popitem(last=False)
-            self.evictions += 1
-        return result
+        return marked, skipped
+
+    def idle(self, state: int, bits: int) -> bool:
+        """Whether an event with ``bits`` can change nothing for the runs in
+        ``state``: the state accepts no query, no move marks, and the
+        non-marking moves lead back to exactly ``state``; or the state has no
+        move at all, so its runs die at the next event they see, whichever
+        it is (their matches were enumerated when they got there). Kept in
+        a cache of its own, which does not count as determinization work.
+
+        >>> from planner.automaton import Automaton, Transition
+        >>> from planner.predicates import TRUE, Atom
+        >>> moves = ((Transition(0, Atom(0), None, 1), Transition(0, TRUE, None, 0)), ((Transition(1, TRUE, 0, 1),)))
+        >>> det = Determinizer(Automaton(2, frozenset({0}), moves, {}))
+        >>> det.idle(det.initial, 0b1), det.idle(det.initial, 0b0), det.hits + det.misses
+        (False, True, 0)
+        """
+        return self._idle_check((state, bits))
+
+    def starts(self, bits: int) -> bool:
+        """Whether a run starting at an event with ``bits`` survives it (it
+        marks the event or moves on without marking).
+
+        >>> from planner.automaton import Automaton, Transition
+        >>> from planner.predicates import Atom
+        >>> det = Determinizer(Automaton(2, frozenset({0}), ((Transition(0, Atom(0), 0, 1),), ()), {}))
+        >>> det.starts(0b1), det.starts(0b0)
+        (True, False)
+        """
+        return not self._idle_check((-1, bits))
+
+    def _idle_check(self, key: tuple[int, int]) -> bool:
+        found = self._idle.get(key)
+        if found is None:
+            if len(self._idle) >= self.capacity:
+                self._idle.clear()
+            state, bits = key
+            if state < 0:  # a new run: idle when it dies at once
+                marked, skipped = self._moves(self.initial, bits)
+                found = not marked and not skipped
+            elif not any(self.automaton.transitions[s] for s in self.states[state]):
+                found = True
+            else:
+                marked, skipped = self._moves(state, bits)
+                found = not marked and skipped == self.states[state] and not self.finals[state]
+            self._idle[key] = found
+        return found
 
     @property
     def hit_rate(self) -> float:

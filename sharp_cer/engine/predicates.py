@@ -1,10 +1,12 @@
-"""Evaluating the plan's predicate table on events: one bit vector per event.
+"""Evaluating the plan's predicate table on a batch: one bool column per atom.
 
-Bit ``i`` of an event's vector is set when atom ``i`` of the plan's table
-holds for it. Type atoms come from the event's type code; condition atoms
-are evaluated only on events of their own type. A condition whose math is
-out of its domain (``asin(2)``, ``sqrt(-1)``, division by zero) is false and
-counted; so is one that reads an attribute the event does not have.
+Every atom of the table is evaluated once per batch, over the whole batch at
+once (``engine.vectorized``): a type atom is a comparison of type codes; a
+condition atom is evaluated with numpy on the rows of its own type only. A
+condition whose math is out of its domain (``asin(2)``, ``sqrt(-1)``,
+division by zero) is false and counted; so is one that reads an attribute the
+event does not have. Should numpy ever refuse a condition, its rows are
+evaluated one by one by the scalar evaluator below, with the same meaning.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> from sharp_cer.events.loaders import load_csv
@@ -13,8 +15,8 @@ counted; so is one that reads an attribute the event does not have.
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A FILTER A[x > 1] WITHIN 1 EVENTS", s))])
 >>> batch, _ = load_csv("A,1\\nA,5\\n", s)
 >>> bits = PredicateBits(plan.predicates, batch.event_types)
->>> bits.compute(batch)
-[1, 3]
+>>> {atom: column.tolist() for atom, column in bits.evaluate(batch).items()}
+{0: [True, True], 1: [False, True]}
 """
 
 from __future__ import annotations
@@ -24,15 +26,22 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from planner.predicates import ConditionAtom, PredicateTable, TypeAtom
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import EventSchema, ast
 
+from .vectorized import Rows, VectorEvaluator, compile_vector, holds
+
 #: Reads attribute values of the event being evaluated.
 Getter = Callable[[str], Any]
 #: Evaluates a compiled condition on its context (a Getter, for one event).
 Evaluator = Callable[[Any], Any]
+#: Per atom index, whether it holds for each event of a batch.
+AtomColumns = dict[int, npt.NDArray[np.bool_]]
 
 
 class OutOfDomain(Exception):
@@ -46,10 +55,14 @@ class OutOfDomain(Exception):
 
 
 class PredicateBits:
-    """Computes bit vectors for the events of batches loaded with one schema
-    layout (``event_types``, in code order); see the module example.
+    """Evaluates a plan's atoms on batches loaded with one schema layout
+    (``event_types``, in code order); see the module example.
 
-    >>> PredicateBits(PredicateTable(), ()).type_bits
+    ``checks`` counts condition evaluations (one per condition atom and
+    event of its type), ``domain_errors`` the ones that were out of domain,
+    ``scalar_rows`` the rows numpy refused (evaluated one by one instead).
+
+    >>> PredicateBits(PredicateTable(), ()).checks_per_type
     []
     """
 
@@ -58,56 +71,86 @@ class PredicateBits:
         self.event_types = event_types
         self.domain_errors = 0
         self.checks = 0
+        self.scalar_rows = 0
         by_type = {(e.stream, e.name): code for code, e in enumerate(event_types)}
-        self.type_bits = [0] * len(event_types)
-        self.conditions: list[list[tuple[int, Evaluator]]] = [[] for _ in event_types]
+        self.type_atoms: list[tuple[int, int]] = []  # (atom, type code)
+        self.condition_atoms: list[tuple[int, int, VectorEvaluator | None, Evaluator]] = []
+        self.checks_per_type = [0] * len(event_types)
         for index, atom in enumerate(table.atoms):
             code = by_type.get((atom.stream, atom.name))
             if code is None:
-                continue  # a type this layout never carries
+                continue  # a type this layout never carries: the atom never holds
             if isinstance(atom, TypeAtom):
-                self.type_bits[code] |= 1 << index
+                self.type_atoms.append((index, code))
             else:
                 assert isinstance(atom, ConditionAtom)
-                self.conditions[code].append((index, compile_condition(atom.condition)))
+                try:
+                    vector: VectorEvaluator | None = compile_vector(atom.condition)
+                except TypeError:
+                    vector = None
+                self.condition_atoms.append((index, code, vector, compile_condition(atom.condition)))
+                self.checks_per_type[code] += 1
+        self.absent = [i for i, a in enumerate(table.atoms) if (a.stream, a.name) not in by_type]
 
-    def compute(self, batch: EventBatch) -> list[int]:
-        """The bit vector of every event of ``batch`` (see the module example).
+    def evaluate(self, batch: EventBatch) -> AtomColumns:
+        """Every atom's column over ``batch`` (see the module example).
 
         >>> from sharp_cer.events.batch import EventBatch
-        >>> import numpy as np
         >>> empty = EventBatch((), np.array([], dtype=np.int64), np.array([], dtype=np.int32))
-        >>> PredicateBits(PredicateTable(), ()).compute(empty)
-        []
+        >>> PredicateBits(PredicateTable(), ()).evaluate(empty)
+        {}
         """
         if batch.event_types != self.event_types:
             raise EngineError(
                 "a batch was loaded with another schema than the engine's first batch\n"
                 "  hint: load every batch of one stream with the same schema"
             )
-        codes = batch.codes.tolist()
-        columns = {name: (c.values.tolist(), c.valid.tolist()) for name, c in batch.columns.items()}
-        out = []
-        for i, code in enumerate(codes):
-            bits = self.type_bits[code]
-            checks = self.conditions[code]
-            if checks:
-
-                def get(attribute: str, i: int = i) -> Any:
-                    column = columns.get(attribute)
-                    if column is None or not column[1][i]:
-                        raise OutOfDomain()
-                    return column[0][i]
-
-                for index, evaluate in checks:
-                    self.checks += 1
-                    try:
-                        if evaluate(get):
-                            bits |= 1 << index
-                    except OutOfDomain:
-                        self.domain_errors += 1
-            out.append(bits)
+        n = len(batch)
+        codes = batch.codes
+        out: AtomColumns = {index: np.zeros(n, dtype=bool) for index in self.absent}
+        of_type: dict[int, npt.NDArray[np.bool_]] = {}
+        for index, code in self.type_atoms:
+            out[index] = of_type.setdefault(code, codes == code)
+        rows_of: dict[int, tuple[npt.NDArray[np.intp], Rows]] = {}
+        for index, code, vector, scalar in self.condition_atoms:
+            if code not in rows_of:
+                where = np.flatnonzero(of_type.setdefault(code, codes == code))
+                rows_of[code] = (where, Rows(len(where), batch.columns, where))
+            where, rows = rows_of[code]
+            column = np.zeros(n, dtype=bool)
+            column[where] = self._holds(vector, scalar, rows)
+            out[index] = column
+            self.checks += rows.size
         return out
+
+    def _holds(self, vector: VectorEvaluator | None, scalar: Evaluator, rows: Rows) -> npt.NDArray[np.bool_]:
+        if vector is not None:
+            try:
+                values, errors = vector(rows)
+                errors = np.broadcast_to(np.asarray(errors, dtype=bool), (rows.size,))
+                found = holds(values, errors, rows.size)
+            except (TypeError, ValueError, ArithmeticError, LookupError, NotImplementedError):
+                pass  # numpy refused: the scalar evaluator decides, row by row
+            else:
+                self.domain_errors += int(errors.sum())
+                return found
+        self.scalar_rows += rows.size
+        taken = {name: rows.column(name) for name in rows.columns}
+        columns = {name: (c.values.tolist(), c.valid.tolist()) for name, c in taken.items() if c is not None}
+        found = np.zeros(rows.size, dtype=bool)
+        for i in range(rows.size):
+
+            def get(attribute: str, i: int = i) -> Any:
+                column = columns.get(attribute)
+                if column is None or not column[1][i]:
+                    raise OutOfDomain()
+                return column[0][i]
+
+            try:
+                found[i] = bool(scalar(get))
+            except OutOfDomain:
+                self.domain_errors += 1
+        return found
 
 
 def compile_condition(expr: ast.Expr, leaf: Callable[[ast.Expr], Evaluator | None] | None = None) -> Evaluator:
@@ -205,7 +248,10 @@ def _modulo(left: Any, right: Any) -> Any:
     # Truncates toward zero, as CORE's C++ engine does.
     if right == 0:
         raise OutOfDomain()
-    remainder = math.fmod(left, right)
+    try:
+        remainder = math.fmod(left, right)
+    except ValueError:  # an infinite dividend
+        raise OutOfDomain() from None
     return int(remainder) if isinstance(left, int) and isinstance(right, int) else remainder
 
 

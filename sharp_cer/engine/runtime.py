@@ -27,7 +27,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from planner.plan import Group, Plan, QueryPlan, window_bound
+from planner.predicates import guard_atoms
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
@@ -37,9 +41,13 @@ from .cost import CostClock, QueryCost
 from .determinize import Determinizer
 from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
 from .predicates import PredicateBits
-from .tecs import BOTTOM, Node, check_node, cut_old_branches, extend, insert, merge
+from .selection import SELECT, limit_order, project
+from .symbols import AtomColumns, SymbolTable
+from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
 
 _INF = float("inf")
+#: The step of a run that dies at once: no move at all.
+_DEAD = ((), -1)
 #: Events between sweeps for idle partitions.
 SWEEP_EVERY = 1024
 #: Nodes a partition creates before its first cut of out-of-window branches
@@ -121,14 +129,167 @@ class GroupRunner:
         self.instances: dict[Any, _Instance] = {}
         self.evicted = 0
         self.latest_time = -_INF  # the largest primary time seen, for sweeps
+        self.symbols = SymbolTable(
+            sorted({a for ts in group.automaton.transitions for t in ts for a in guard_atoms(t.guard)})
+        )
+        # STRICT checked on marks counts a partition's every event
+        self.every_event = any(q.strict_by_filter for q in self.queries)
+        # the states the busy symbols were computed for (None: no skipping)
+        self.covered: set[int] | None = None
+        self.grew = False
+        self.steps_here = 0  # enumeration steps of the event in process
+        self.processed = 0
+        self.skipped = 0
+        self.next_sweep = SWEEP_EVERY
+
+    # ------------------------------------------------------------ per batch
+    def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int]) -> int:
+        """Process the events of ``batch`` this group sees, given every
+        atom's column; append their matches to ``out``, add each event's
+        units to ``units`` and return the update units spent.
+
+        Events that can change nothing are skipped in bulk: an event is
+        processed only if its symbol starts a run or is *busy* for some
+        deterministic state active in some partition (it marks, leaves the
+        state, or the state is final; ``Determinizer.idle``). The states
+        are collected when the batch starts; when a step reaches a state not
+        among them, the busy symbols are widened and the rest of the batch
+        is searched again. A group whose STRICT check counts every event of
+        a partition processes every event.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
+        >>> [(m.start, m.end) for m in engine.process(load_csv("C,1\\nB,1\\nA,1\\nC,1\\nC,1\\nB,1\\n", s)[0])]
+        [(2, 5)]
+        >>> engine.runners[0].processed, engine.runners[0].skipped
+        (2, 4)
+        """
+        n = len(batch)
+        if n == 0:
+            return 0
+        keys, has_key = self._partition_keys(batch)
+        symbols = self.symbols.encode(atoms, self._visible(batch) & has_key)
+        window = self._window_values(batch)
+        if self.group.window[0] == "time":  # the stream's progress, skipped events included
+            times = batch.times()
+            seen = times.values[times.valid & (symbols >= 0)]
+            if len(seen):
+                self.latest_time = max(self.latest_time, seen.max().item())
+        positions = batch.positions.tolist()
+        attributes = self._attributes(batch)
+        bits = self.symbols.bits
+        listed = symbols.tolist()
+        present = np.unique(symbols[symbols >= 0]).tolist()
+        skipping = self.engine.skip and not self.every_event
+        if skipping:
+            self.covered = {s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts)}
+            busy = self._busy(present)
+            todo = np.flatnonzero(busy[symbols]).tolist()
+        else:
+            self.covered = None
+            todo = np.flatnonzero(symbols >= 0).tolist()
+        clock = self.engine.clock
+        update = done = 0
+        k = 0
+        while k < len(todo):
+            i = todo[k]
+            k += 1
+            self.steps_here = 0
+            self.grew = False
+            spent = self.step(
+                positions[i], bits[listed[i]], window[i], keys(i), out, attributes(i) if attributes else ()
+            )
+            update += spent
+            units[i] += spent + self.steps_here
+            done += 1
+            if self.grew:  # a state the busy symbols were not computed for
+                busy = self._busy(present)
+                todo = (np.flatnonzero(busy[symbols[i + 1 :]]) + (i + 1)).tolist()
+                k = 0
+            if clock.events + i + 1 >= self.next_sweep:
+                self.sweep(positions[i])
+                self.next_sweep = (clock.events + i + 1) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+        if clock.events + n >= self.next_sweep:
+            self.sweep(positions[-1])
+            self.next_sweep = (clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+        self.processed += done
+        self.skipped += int(np.count_nonzero(symbols >= 0)) - done
+        return update
+
+    def _busy(self, present: list[int]) -> npt.NDArray[np.bool_]:
+        """Per symbol id (and a last entry, False, for -1): whether an event
+        with it may change something, given the covered states."""
+        det, bits, covered = self.det, self.symbols.bits, self.covered or set()
+        busy = np.zeros(len(bits) + 1, dtype=bool)
+        for symbol in present:
+            b = bits[symbol]
+            busy[symbol] = det.starts(b) or any(not det.idle(state, b) for state in covered)
+        return busy
+
+    def _visible(self, batch: EventBatch) -> npt.NDArray[np.bool_]:
+        codes = [code for code, e in enumerate(batch.event_types) if e in self.group.event_types]
+        return np.isin(batch.codes, codes)
+
+    def _partition_keys(self, batch: EventBatch) -> tuple[Callable[[int], Any], npt.NDArray[np.bool_]]:
+        """The partition key of event ``i`` (the first PARTITION BY list
+        whose attributes it all has), and which events have one."""
+        n = len(batch)
+        if not self.group.partition_by:
+            return (lambda i: ()), np.ones(n, dtype=bool)
+        has_key = np.zeros(n, dtype=bool)
+        lists: list[tuple[list[list[Any]], list[list[bool]]]] = []
+        for attributes in self.group.partition_by:
+            columns = [batch.columns.get(a) for a in attributes]
+            if any(c is None for c in columns):
+                continue
+            valid = np.logical_and.reduce([c.valid for c in columns])  # type: ignore[union-attr]
+            has_key |= valid
+            lists.append(([c.values.tolist() for c in columns], [c.valid.tolist() for c in columns]))  # type: ignore[union-attr]
+
+        def key(i: int) -> Any:
+            for values, valid in lists:
+                if all(v[i] for v in valid):
+                    return tuple(v[i] for v in values)
+            return None
+
+        return key, has_key
+
+    def _window_values(self, batch: EventBatch) -> list[float]:
+        """Each event's window value (NaN: none)."""
+        kind, attribute = self.group.window
+        if kind == "events":
+            return [float(p) for p in batch.positions.tolist()]
+        if kind == "time":
+            return _values_or_nan(batch.times())
+        if kind == "attribute" and attribute in batch.columns:
+            return _values_or_nan(batch.columns[attribute])
+        return [float("nan")] * len(batch)
+
+    def _attributes(self, batch: EventBatch) -> Callable[[int], tuple[Any, ...]] | None:
+        """The attributes cross-event conditions read, of event ``i``."""
+        if self.summaries is None:
+            return None
+        columns: list[list[Any]] = []
+        for name in self.summaries.attributes:
+            column = batch.columns.get(name)
+            if column is None:
+                columns.append([None] * len(batch))
+            else:
+                ok = column.valid.tolist()
+                columns.append([v if k else None for v, k in zip(column.values.tolist(), ok, strict=True)])
+        return lambda i: tuple(c[i] for c in columns)
 
     # ------------------------------------------------------------ per event
     def step(
         self, position: int, bits: int, value: float, key: Any, out: list[Match], values: tuple[Any, ...] = ()
     ) -> int:
         """Process one event of this group in partition ``key``; append its
-        matches to ``out`` and return the update units spent. ``values``
-        are the event's attributes that cross-event conditions read.
+        matches to ``out`` and return the update units spent (transitions
+        and nodes created). ``values`` are the event's attributes that
+        cross-event conditions read.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -137,7 +298,7 @@ class GroupRunner:
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))]))
         >>> out = []
         >>> engine.runners[0].step(0, 0b01, 0.0, (), out), engine.runners[0].step(1, 0b10, 1.0, (), out)
-        (3, 4)
+        (3, 3)
         >>> [(m.start, m.end) for m in out]
         [(0, 1)]
         """
@@ -153,83 +314,91 @@ class GroupRunner:
             engine.late_window_values += 1
         horizon = self._horizon(position, instance.running_max)
         instance.local += 1
-        det = self.det
+        det_step = self.det.step
         summaries = self.summaries
+        consumes = self.consumes
         created: list[Node] = []
         new: dict[int, list[Node]] = {}
-        transitions = 0
-
-        def add(state: int, node: Node, ulist: list[Node] | None) -> None:
-            current = new.get(state)
-            if current is None:
-                new[state] = ulist if ulist is not None else [node]
-            else:
-                insert(current, node)
-
-        def execute(state: int, node: Node, ulist: list[Node] | None) -> None:
-            nonlocal transitions
-            marks, skip = det.step(state, bits)
-            for label, target in marks:
-                output = extend(node, position, label)
-                if summaries is not None:
-                    output.value = values
-                    output.summary = summaries.output(label, values, node.summary)
-                created.append(output)
-                add(target, output, None)
-            transitions += len(marks)
-            if skip >= 0:
-                transitions += 1
-                add(skip, node, ulist)
-
-        # a bottom node's label is the event's index in its partition (STRICT)
-        first = Node(BOTTOM, position, instance.local, None, None, position, instance.running_max, value)
-        if summaries is not None:
-            first.summary = summaries.identity
-        created.append(first)
-        execute(det.initial, first, None)
+        transitions = unions = 0
         merged = instance.merged
         ghosts = instance.ghosts
-        for state, ulist in instance.active.items():
+        initial = self.det.initial
+        start = det_step(initial, bits)
+        active: Iterable[tuple[int, list[Node]]] = instance.active.items()
+        if start != _DEAD:
+            # a bottom node's label is the event's index in its partition (STRICT)
+            first = Node(BOTTOM, position, instance.local, None, None, position, instance.running_max, value)
+            if summaries is not None:
+                first.summary = summaries.identity
+            created.append(first)
+            active = [(initial, [first]), *active]
+        for state, ulist in active:
             length = len(ulist)
             while ulist and ulist[-1].maxkey < horizon:
                 ulist.pop()  # every start below is outside every window
-                if self.consumes:
+                if consumes:
                     ghosts.add(state)
             if not ulist:
                 continue
-            if len(ulist) == 1:
-                node = ulist[0]
-            elif len(ulist) == length and state in merged:
-                node = merged[state]
-            else:
-                node = self._merge(ulist, created)
-            execute(state, node, ulist)
+            marks, skip = start if state == initial else det_step(state, bits)
+            if marks or (skip >= 0 and skip in new):
+                # one node for the whole union-list, reused from the last
+                # event's output if the list is unchanged
+                if len(ulist) == 1:
+                    node = ulist[0]
+                elif len(ulist) == length and state in merged:
+                    node = merged[state]
+                else:
+                    node = self._merge(ulist, created)
+                for label, target in marks:
+                    output = Node(OUTPUT, position, label, node, None, node.maxstart, node.maxkey, 0)
+                    if summaries is not None:
+                        output.value = values
+                        output.summary = summaries.output(label, values, node.summary)
+                    created.append(output)
+                    current = new.get(target)
+                    if current is None:
+                        new[target] = [output]
+                    else:
+                        unions += insert(current, output)
+                transitions += len(marks)
+            if skip >= 0:
+                transitions += 1
+                current = new.get(skip)
+                if current is None:
+                    new[skip] = ulist
+                else:
+                    unions += insert(current, node)
         if ghosts:
             instance.ghosts = ghosts = self._step_ghosts(ghosts, bits)
             transitions += len(ghosts)
         instance.active = new
         instance.merged = merged = {}
+        covered = self.covered
+        if covered is not None and not (covered.issuperset(new) and covered.issuperset(ghosts)):
+            covered.update(new, ghosts)
+            self.grew = True
         if not new and not ghosts:
             del self.instances[key]
             self.evicted += 1
         accepted: dict[int, list[Node]] = {}
+        finals = self.det.finals
         for state, ulist in new.items():
-            finals = det.finals[state]
-            if finals:
+            if finals[state]:
                 if len(ulist) == 1:
                     node = ulist[0]
                 else:
                     node = merged[state] = self._merge(ulist, created)
-                for qid in finals:
+                for qid in finals[state]:
                     accepted.setdefault(qid, []).append(node)
         for qid in sorted(accepted):
             self._enumerate(qid, accepted[qid], position, value, instance.local, out)
-        if self.consumes:
+        if consumes:
             self._consume(accepted, ghosts, key)
         if engine.debug:
             for n in created:
                 check_node(n)
-        nodes = len(created)
+        nodes = len(created) + unions
         if new and horizon > -_INF:
             instance.created += nodes
             if instance.created > max(engine.cut_after, instance.reachable):
@@ -352,8 +521,8 @@ class GroupRunner:
             if query.strict_by_filter and len(marks) != local - bottom_node.label + 1:
                 continue
             candidates.append((bottom_node.pos, marks))
-        if query.strategy in _SELECT:
-            candidates = _SELECT[query.strategy](candidates)
+        if query.strategy in SELECT:
+            candidates = SELECT[query.strategy](candidates)
         best: dict[tuple[int, tuple[int, ...]], Match] = {}
         for start, marks in candidates:
             held: dict[str, list[int]] = {}
@@ -361,14 +530,14 @@ class GroupRunner:
                 for var in labels[label]:
                     if var[0] != "#":
                         held.setdefault(var, []).append(pos)
-            match = _project(query, start, position, marks, held)
+            match = project(query, start, position, marks, held)
             k = (match.start, match.events)
             other = best.get(k)
             if other is None or sorted(match.vars.items()) < sorted(other.vars.items()):
                 best[k] = match
         matches = list(best.values())
         if limit is not None and len(matches) > limit:
-            matches = sorted(matches, key=_limit_order)[:limit]
+            matches = sorted(matches, key=limit_order)[:limit]
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
@@ -376,9 +545,9 @@ class GroupRunner:
             out.extend(sorted(matches))
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
-        engine = self.engine
-        engine.clock.enumeration_steps += steps
-        engine.query_steps[query.name] = engine.query_steps.get(query.name, 0) + steps
+        self.engine.clock.enumeration_steps += steps
+        cost.enumeration_steps += steps
+        self.steps_here += steps
         cost.candidates += candidates
         cost.matches += matches
 
@@ -399,59 +568,8 @@ def _numeric(group: Group) -> set[str]:
     return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
 
 
-_Candidate = tuple[int, tuple[tuple[int, int], ...]]
-
-
-def _select_max(candidates: list[_Candidate]) -> list[_Candidate]:
-    """MAX: the candidates whose output positions no other's strictly contain."""
-    data = [frozenset(pos for pos, _ in marks) for _, marks in candidates]
-    distinct = sorted(set(data), key=len, reverse=True)
-    maximal = {d for i, d in enumerate(distinct) if not any(d < o for o in distinct[:i])}
-    return [c for c, d in zip(candidates, data, strict=True) if d in maximal]
-
-
-_Selection = Callable[[list[_Candidate]], list[_Candidate]]
-
-
-def _select_first(
-    key: Callable[[tuple[int, ...]], tuple[float, ...]],
-) -> Callable[[list[_Candidate]], list[_Candidate]]:
-    def select(candidates: list[_Candidate]) -> list[_Candidate]:
-        if not candidates:
-            return candidates
-        keys = [key(tuple(pos for pos, _ in marks)) for _, marks in candidates]
-        best = min(keys)
-        return [c for c, k in zip(candidates, keys, strict=True) if k == best]
-
-    return select
-
-
-#: NEXT keeps the candidate whose smallest position differing from any
-#: other is its own: the least on ascending positions, where a longer one
-#: beats its prefix (hence the trailing infinity); LAST the same on
-#: descending positions.
-_SELECT: dict[str, _Selection] = {
-    "MAX": _select_max,
-    "NEXT": _select_first(lambda positions: (*positions, _INF)),
-    "LAST": _select_first(lambda positions: (*(-p for p in reversed(positions)), _INF)),
-}
-
-
-def _limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
-    # LIMIT keeps the latest starts, then the latest output positions.
-    return (-m.start, tuple(-p for p in reversed(m.events)))
-
-
 def _all_older(instance: _Instance, horizon: float) -> bool:
     return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
-
-
-def _project(query: QueryPlan, start: int, end: int, marks: Any, held: dict[str, list[int]]) -> Match:
-    if query.selected is None:
-        events = () if query.select_none else tuple(pos for pos, _ in marks)
-        return Match(query.name, start, end, events, {k: tuple(v) for k, v in held.items()})
-    shown = {k: tuple(held[k]) for k in query.selected if k in held}
-    return Match(query.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)
 
 
 class Engine:
@@ -470,7 +588,8 @@ class Engine:
     ``budget`` caps each event's enumeration steps per query (queries whose
     output depends on what else is output are never capped); ``order`` is
     the enumeration order (default ``DepthFirst``); ``prune`` turns the
-    summaries of cross-event conditions on or off.
+    summaries of cross-event conditions on or off; ``skip`` turns bulk
+    skipping of events that can change nothing on or off (``GroupRunner.run``).
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -493,8 +612,10 @@ class Engine:
         budget: EnumerationBudget | None = None,
         order: EnumerationOrder | None = None,
         prune: bool = True,
+        skip: bool = True,
     ) -> None:
         self.plan = plan
+        self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
         self.budget = budget
@@ -505,7 +626,6 @@ class Engine:
         self.cache_capacity = cache_capacity
         self.allowed_lateness = allowed_lateness
         self.clock = CostClock()
-        self.query_steps: dict[str, int] = {}
         self.late_window_values = 0
         self.runners = [GroupRunner(self, g) for g in plan.groups]
         self._bits: PredicateBits | None = None
@@ -525,77 +645,20 @@ class Engine:
         began = time.perf_counter()
         if self._bits is None:
             self._bits = PredicateBits(self.plan.predicates, batch.event_types)
-        bits_of = self._bits
-        checks_before = bits_of.checks
-        all_bits = bits_of.compute(batch)
-        self.clock.condition_checks += bits_of.checks - checks_before
-        per_check = [len(c) for c in bits_of.conditions]
-        positions = batch.positions.tolist()
-        codes = batch.codes.tolist()
-        feeds = [self._feed(runner, batch) for runner in self.runners]
+        checks_before = self._bits.checks
+        atoms = self._bits.evaluate(batch)
+        self.clock.condition_checks += self._bits.checks - checks_before
+        # every event costs its condition checks; the groups add their work
+        units = np.asarray(self._bits.checks_per_type, dtype=np.int64)[batch.codes].tolist() if len(batch) else []
+        update = sum(units)
         out: list[Match] = []
-        for i, position in enumerate(positions):
-            update = per_check[codes[i]]
-            self.query_steps = {}
-            for runner, (visible, keys, values, attributes) in zip(self.runners, feeds, strict=True):
-                if not visible[i] or keys[i] is None:
-                    continue
-                update += runner.step(
-                    position, all_bits[i], values[i], keys[i], out, attributes[i] if attributes else ()
-                )
-            self.clock.record_event(update, self.query_steps)
-            if self.clock.events % SWEEP_EVERY == 0:
-                for runner in self.runners:
-                    runner.sweep(position)
+        for runner in self.runners:
+            update += runner.run(batch, atoms, out, units)
+        if len(self.runners) > 1:
+            out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
+        self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         return out
-
-    def _feed(
-        self, runner: GroupRunner, batch: EventBatch
-    ) -> tuple[list[bool], list[Any], list[float], list[tuple[Any, ...]]]:
-        """Per event of the batch: whether the group sees it, its partition
-        key (None: in no partition), its window value (NaN: none) and the
-        attributes its cross-event conditions read (none without them)."""
-        group = runner.group
-        n = len(batch)
-        visible_codes = {code for code, e in enumerate(batch.event_types) if e in group.event_types}
-        codes = batch.codes.tolist()
-        visible = [c in visible_codes for c in codes]
-        keys: list[Any]
-        if group.partition_by:
-            keys = [None] * n
-            for attributes in reversed(group.partition_by):
-                cols = [batch.columns.get(a) for a in attributes]
-                if any(c is None for c in cols):
-                    continue
-                values = [c.values.tolist() for c in cols]  # type: ignore[union-attr]
-                valid = [c.valid.tolist() for c in cols]  # type: ignore[union-attr]
-                for i in range(n):
-                    if all(v[i] for v in valid):
-                        keys[i] = tuple(col[i] for col in values)
-        else:
-            keys = [()] * n
-        kind, attribute = group.window
-        if kind == "events":
-            window_values: list[float] = [float(p) for p in batch.positions.tolist()]
-        elif kind == "time":
-            window_values = _values_or_nan(batch.times())
-        elif kind == "attribute" and attribute in batch.columns:
-            window_values = _values_or_nan(batch.columns[attribute])
-        else:
-            window_values = [float("nan")] * n
-        stored: list[tuple[Any, ...]] = []
-        if runner.summaries is not None:
-            columns: list[list[Any]] = []
-            for name in runner.summaries.attributes:
-                column = batch.columns.get(name)
-                if column is None:
-                    columns.append([None] * n)
-                else:
-                    ok = column.valid.tolist()
-                    columns.append([v if k else None for v, k in zip(column.values.tolist(), ok, strict=True)])
-            stored = list(zip(*columns, strict=True)) if columns else [()] * n
-        return visible, keys, window_values, stored
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -643,6 +706,9 @@ class Engine:
             "matches": {name: cost.matches for name, cost in self.clock.per_query.items()},
             "truncated_enumerations": sum(cost.truncated for cost in self.clock.per_query.values()),
             "late_window_values": self.late_window_values,
+            "events_processed": sum(r.processed for r in self.runners),
+            "events_skipped": sum(r.skipped for r in self.runners),
+            "scalar_rows": self._bits.scalar_rows if self._bits else 0,
         }
 
 

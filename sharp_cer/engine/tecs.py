@@ -17,7 +17,7 @@ I/O-deterministic, *duplicate-free*. ``union`` uses CORE's four gadgets
 
 >>> b0, b1 = bottom(0, 0, 0), bottom(1, 1, 1)
 >>> ul = [extend(b1, 2, 0)]
->>> insert(ul, extend(b0, 2, 0))
+>>> _ = insert(ul, extend(b0, 2, 0))
 >>> from sharp_cer.engine.enumeration import open_events
 >>> open_events(merge(ul))
 [(0, ((2, 0),)), (1, ((2, 0),))]
@@ -123,25 +123,32 @@ def union(n1: Node, n2: Node) -> Node:
     return _union_node(n1.left, _union_node(n2.left, u2))
 
 
-def insert(ulist: list[Node], node: Node) -> None:
+def insert(ulist: list[Node], node: Node) -> int:
     """Insert a safe node whose max-start is at most that of ``ulist[0]``,
-    keeping the list sorted by decreasing max-start (equal ones are united).
+    keeping the list sorted by decreasing max-start (equal ones are united);
+    return the number of union nodes created.
 
     >>> ulist = [extend(bottom(5, 5, 5), 6, 0)]
-    >>> insert(ulist, extend(bottom(2, 2, 2), 6, 0)); insert(ulist, extend(bottom(4, 4, 4), 6, 0))
-    >>> [n.maxstart for n in ulist]
-    [5, 4, 2]
+    >>> insert(ulist, extend(bottom(2, 2, 2), 6, 0)), insert(ulist, extend(bottom(4, 4, 4), 6, 0))
+    (0, 0)
+    >>> [n.maxstart for n in ulist], insert(ulist, extend(bottom(4, 4, 4), 7, 0))
+    ([5, 4, 2], 1)
     """
     m = node.maxstart
     for i in range(1, len(ulist)):
-        mi = ulist[i].maxstart
-        if mi == m:
-            ulist[i] = union(ulist[i], node)
-            return
-        if mi < m:
+        old = ulist[i]
+        if old.maxstart == m:
+            ulist[i] = union(old, node)
+            return 3 if _is_union(old) and _is_union(node) else 1  # gadget (d) makes three
+        if old.maxstart < m:
             ulist.insert(i, node)
-            return
+            return 0
     ulist.append(node)
+    return 0
+
+
+def _is_union(node: Node) -> bool:
+    return node.kind == UNION and node.right is not None
 
 
 def merge(ulist: list[Node]) -> Node:

@@ -689,6 +689,16 @@ class _Checker:
                     found=repr(node.pattern),
                     hint="escape special characters with a backslash",
                 )
+            refused = _re2_refuses(node.pattern)
+            if refused:
+                self.fail(
+                    InvalidLiteralError,
+                    f"a regular expression RE2 cannot run: {refused}",
+                    node.span,
+                    expected="a regular expression in RE2 syntax (the engine matches with RE2)",
+                    found=repr(node.pattern),
+                    hint="RE2 has no lookarounds or backreferences; rewrite the pattern without them",
+                )
             return "bool"
         if isinstance(node, (ast.And, ast.Or)):
             word = "AND" if isinstance(node, ast.And) else "OR"
@@ -962,3 +972,16 @@ def _offset_span(text: str, start: int, end: int) -> Span:
     end_line = text.count("\n", 0, end) + 1
     end_column = end - (text.rfind("\n", 0, end) + 1) + 1
     return Span(line, column, end_line, end_column)
+
+
+def _re2_refuses(pattern: str) -> str | None:
+    """Why RE2 (pyarrow's regex engine, which the engine uses for LIKE)
+    refuses ``pattern``, or None if it accepts it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        pc.match_substring_regex(pa.array([""], type=pa.string()), pattern)
+    except pa.ArrowInvalid as exc:
+        return str(exc).removeprefix("Invalid regular expression: ")
+    return None

@@ -1,0 +1,310 @@
+"""One-event conditions evaluated over many rows at once, with numpy.
+
+``compile_vector`` turns a condition into a function of :class:`Rows` (the
+events of one type in a batch) that returns ``(values, errors)``: the value
+of every row, and a mask of the rows where the scalar evaluator
+(``engine.predicates.compile_condition``) would have raised ``OutOfDomain``
+(math outside its domain, a missing attribute). The semantics are the
+scalar evaluator's, row for row: AND and OR only report an error from their
+right side where Python's short circuit would have evaluated it; integer
+arithmetic that could overflow 64 bits switches to Python integers; LIKE runs
+through pyarrow's vectorized RE2 search.
+
+>>> import numpy as np
+>>> from sharp_cer.events.batch import Column
+>>> from sharp_cer.language import parse_query
+>>> cond = parse_query("SELECT * WHERE A FILTER A[10 / x > 2 AND name LIKE '^a']").pattern.condition.condition
+>>> rows = Rows(3, {"x": Column("int", np.array([4, 0, 2]), np.ones(3, bool)),
+...                 "name": Column("string", np.array(["ab", "ab", "b"], dtype=object), np.ones(3, bool))})
+>>> values, errors = compile_vector(cond)(rows)
+>>> holds(values, errors, 3).tolist(), errors.tolist()
+([True, False, False], [False, True, False])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sharp_cer.events.batch import Column
+from sharp_cer.language import ast
+
+#: A vectorized value: a numpy array (or a scalar, for constants) and an
+#: error mask (a bool array, or False for none).
+Vector = tuple[Any, Any]
+VectorEvaluator = Callable[["Rows"], Vector]
+
+# Integer results below this bound in magnitude cannot have overflowed int64.
+_SAFE_INT = 2**62
+
+
+class Rows:
+    """The attribute columns of ``size`` rows: the rows ``where`` of a
+    batch's columns (every row when ``where`` is None), taken on first read;
+    a missing column reads as an error on every row.
+
+    >>> Rows(2, {}).column("x") is None
+    True
+    """
+
+    __slots__ = ("_taken", "columns", "size", "where")
+
+    def __init__(self, size: int, columns: dict[str, Column], where: npt.NDArray[np.intp] | None = None) -> None:
+        self.size = size
+        self.columns = columns
+        self.where = where
+        self._taken: dict[str, Column] = {}
+
+    def column(self, name: str) -> Column | None:
+        """The column ``name`` on these rows, or None."""
+        column = self.columns.get(name)
+        if column is None or self.where is None:
+            return column
+        taken = self._taken.get(name)
+        if taken is None:
+            taken = self._taken[name] = Column(column.kind, column.values[self.where], column.valid[self.where])
+        return taken
+
+
+def holds(values: Any, errors: Any, size: int) -> npt.NDArray[np.bool_]:
+    """Rows where a condition is true and raised nothing.
+
+    >>> holds(np.array([1, 0, 2]), np.array([False, False, True]), 3).tolist()
+    [True, False, False]
+    """
+    return np.broadcast_to(truthy(values) & ~np.asarray(errors, dtype=bool), (size,))
+
+
+def truthy(values: Any) -> Any:
+    """Python's ``bool`` of every value (NaN is true, as in Python).
+
+    >>> truthy(np.array([0.0, np.nan, 2.0])).tolist(), truthy(np.array(["", "a"], dtype=object)).tolist()
+    ([False, True, True], [False, True])
+    """
+    if not isinstance(values, np.ndarray):
+        return bool(values)
+    if values.dtype == np.bool_:
+        return values
+    if values.dtype == object:
+        return np.fromiter(map(bool, values), dtype=bool, count=values.size)
+    return values != 0
+
+
+def compile_vector(expr: ast.Expr) -> VectorEvaluator:
+    """A function computing ``expr`` on every row of a :class:`Rows` (see the
+    module example). Raises TypeError for a node no one-event condition has.
+
+    >>> compile_vector(ast.NumberLiteral(3))(Rows(2, {}))
+    (3, False)
+    """
+    if isinstance(expr, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
+        constant = expr.value
+        return lambda rows: (constant, False)
+    if isinstance(expr, ast.AttributeRef):
+        return _attribute(expr.attribute)
+    if isinstance(expr, ast.Negate):
+        operand = compile_vector(expr.operand)
+        return lambda rows: _negate(*operand(rows))
+    if isinstance(expr, ast.Not):
+        operand = compile_vector(expr.operand)
+        return lambda rows: _not(*operand(rows))
+    if isinstance(expr, (ast.And, ast.Or)):
+        return _logic(compile_vector(expr.left), compile_vector(expr.right), isinstance(expr, ast.And))
+    if isinstance(expr, ast.Arithmetic):
+        return _arithmetic(compile_vector(expr.left), compile_vector(expr.right), expr.op)
+    if isinstance(expr, ast.Comparison):
+        return _comparison(compile_vector(expr.left), compile_vector(expr.right), _COMPARE[expr.op])
+    if isinstance(expr, ast.InSet):
+        return _in_set(compile_vector(expr.operand), [compile_vector(v) for v in expr.values], expr.negated)
+    if isinstance(expr, ast.InInterval):
+        low = compile_vector(expr.low) if expr.low is not None else (lambda rows: (-np.inf, False))
+        high = compile_vector(expr.high) if expr.high is not None else (lambda rows: (np.inf, False))
+        return _chain(low, compile_vector(expr.operand), high, expr.negated)
+    if isinstance(expr, ast.Between):
+        return _chain(compile_vector(expr.low), compile_vector(expr.operand), compile_vector(expr.high), False)
+    if isinstance(expr, ast.Like):
+        return _like(compile_vector(expr.operand), expr.pattern)
+    if isinstance(expr, ast.Call):
+        return _call(compile_vector(expr.args[0]), expr.function.lower())
+    raise TypeError(f"not a condition this evaluator knows: {expr!r}")
+
+
+def _attribute(name: str) -> VectorEvaluator:
+    def read(rows: Rows) -> Vector:
+        column = rows.column(name)
+        if column is None:
+            return np.zeros(rows.size), np.ones(rows.size, dtype=bool)
+        values = column.values
+        if values.dtype == object:  # strings: None where invalid would break comparisons
+            values = np.where(column.valid, values, "")
+        return values, ~column.valid
+
+    return read
+
+
+def _either(a: Any, b: Any) -> Any:
+    return a | b if a is not False else b
+
+
+def _negate(values: Any, errors: Any) -> Vector:
+    return -_exact(values, values, "-"), errors
+
+
+def _not(values: Any, errors: Any) -> Vector:
+    return ~np.asarray(truthy(values)), errors
+
+
+def _logic(left: VectorEvaluator, right: VectorEvaluator, conjunction: bool) -> VectorEvaluator:
+    def evaluate(rows: Rows) -> Vector:
+        lv, le = left(rows)
+        rv, re_ = right(rows)
+        lt, rt = np.asarray(truthy(lv)), np.asarray(truthy(rv))
+        # the right side runs only where Python's short circuit reaches it
+        reached = lt if conjunction else ~lt
+        errors = _either(le, reached & re_) if re_ is not False else le
+        return (lt & rt if conjunction else lt | rt), errors
+
+    return evaluate
+
+
+def _is_int(values: Any) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind in "iub" or (values.dtype == object and all(isinstance(v, int) for v in values))
+    return isinstance(values, int)
+
+
+def _magnitude(values: Any) -> float:
+    if isinstance(values, np.ndarray):
+        return float(np.abs(values.astype(float)).max()) if values.size else 0.0
+    return float(abs(values))
+
+
+def _exact(a: Any, b: Any, op: str) -> Any:
+    """``a`` as Python integers (an object array) when ``a op b`` on int64
+    could overflow; unchanged otherwise."""
+    if not (_is_int(a) and _is_int(b)) or not isinstance(a, np.ndarray) or a.dtype == object:
+        return a
+    bound = _magnitude(a) * _magnitude(b) if op == "*" else _magnitude(a) + _magnitude(b)
+    return a.astype(object) if bound >= _SAFE_INT else a
+
+
+def _arithmetic(left: VectorEvaluator, right: VectorEvaluator, op: str) -> VectorEvaluator:
+    def evaluate(rows: Rows) -> Vector:
+        lv, le = left(rows)
+        rv, re_ = right(rows)
+        errors = _either(le, re_)
+        if op in "+-*":
+            lv, rv = _exact(lv, rv, op), _exact(rv, lv, op)
+            with np.errstate(all="ignore"):  # inf - inf is NaN, as in Python
+                return (lv + rv if op == "+" else lv - rv if op == "-" else lv * rv), errors
+        zero = np.asarray(rv == 0)
+        divisor = np.where(zero, 1, rv)
+        if op == "/":
+            with np.errstate(all="ignore"):
+                return np.true_divide(lv, divisor), _either(errors, zero)
+        # % truncates toward zero through floats, as math.fmod does; fmod of
+        # an infinity is a domain error there too
+        as_float = np.asarray(lv, dtype=float)
+        bad = zero | np.isinf(as_float)
+        with np.errstate(all="ignore"):
+            remainder = np.fmod(np.where(bad, 0.0, as_float), np.asarray(divisor, dtype=float))
+        if _is_int(lv) and _is_int(rv):
+            remainder = remainder.astype(np.int64)
+        return remainder, _either(errors, bad)
+
+    return evaluate
+
+
+def _comparison(left: VectorEvaluator, right: VectorEvaluator, compare: Callable[[Any, Any], Any]) -> VectorEvaluator:
+    def evaluate(rows: Rows) -> Vector:
+        lv, le = left(rows)
+        rv, re_ = right(rows)
+        with np.errstate(all="ignore"):
+            return np.asarray(compare(lv, rv), dtype=bool), _either(le, re_)
+
+    return evaluate
+
+
+def _in_set(operand: VectorEvaluator, items: list[VectorEvaluator], negated: bool) -> VectorEvaluator:
+    def evaluate(rows: Rows) -> Vector:
+        values, errors = operand(rows)
+        found: Any = False
+        for item in items:  # literals: they raise nothing
+            found = found | np.asarray(values == item(rows)[0], dtype=bool)
+        return np.asarray(found, dtype=bool) != negated, errors
+
+    return evaluate
+
+
+def _chain(low: VectorEvaluator, operand: VectorEvaluator, high: VectorEvaluator, negated: bool) -> VectorEvaluator:
+    # low <= x <= high: Python evaluates high only where low <= x held
+    def evaluate(rows: Rows) -> Vector:
+        lv, le = low(rows)
+        ov, oe = operand(rows)
+        hv, he = high(rows)
+        with np.errstate(all="ignore"):
+            above = np.asarray(lv <= ov, dtype=bool)
+            below = np.asarray(ov <= hv, dtype=bool)
+        errors = _either(le, oe)
+        if he is not False:
+            errors = _either(errors, above & he)
+        return (above & below) != negated, errors
+
+    return evaluate
+
+
+def _like(operand: VectorEvaluator, pattern: str) -> VectorEvaluator:
+    def evaluate(rows: Rows) -> Vector:
+        values, errors = operand(rows)
+        strings = pa.array(np.broadcast_to(values, (rows.size,)).tolist(), type=pa.string())
+        found = pc.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
+        return found.astype(bool), errors
+
+    return evaluate
+
+
+def _call(operand: VectorEvaluator, function: str) -> VectorEvaluator:
+    if function not in _DOMAIN:
+        raise TypeError(f"not a function this evaluator knows: {function}")
+
+    def evaluate(rows: Rows) -> Vector:
+        values, errors = operand(rows)
+        if function == "abs":
+            return np.abs(values), errors
+        x = np.asarray(values, dtype=float)
+        outside = _DOMAIN[function](x)
+        with np.errstate(all="ignore"):
+            return _FUNCTIONS[function](np.where(outside, 0.0, x)), _either(errors, outside)
+
+    return evaluate
+
+
+# Where math's functions raise ValueError (NaN passes through them).
+_DOMAIN: dict[str, Callable[[Any], Any]] = {
+    "abs": lambda x: False,
+    "sqrt": lambda x: x < 0,
+    "sin": np.isinf,
+    "cos": np.isinf,
+    "asin": lambda x: np.abs(x) > 1,
+    "acos": lambda x: np.abs(x) > 1,
+}
+_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+}
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
