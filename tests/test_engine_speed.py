@@ -247,3 +247,13 @@ def test_symbols_pack_more_than_64_atoms() -> None:
     symbols = table.encode(columns, np.ones(n, dtype=bool)).tolist()
     assert symbols[0] == symbols[3] and len(set(symbols)) == 3
     assert table.bits[symbols[1]] == 1 << 198 and table.bits[symbols[2]] == 1 | 1 << 198
+
+
+def test_a_state_left_after_one_event_stops_skipping_for_that_event_only() -> None:
+    # after a B is marked, the run's state moves on at the next event
+    # whatever it is (into B+'s loop), so that one event is processed; the
+    # other fillers are idle for the loop and skipped
+    spec = "A0 B0 " + "A1 " * 20 + "C0"
+    found, engine = _run("SELECT * WHERE A ; B+ ; C FILTER A[x = 0] WITHIN 40 EVENTS", spec)
+    assert [(m.start, m.events) for m in found] == [(0, (0, 1, 22))]
+    assert (engine.stats()["events_processed"], engine.stats()["events_skipped"]) == (4, 19)

@@ -42,12 +42,15 @@ from .determinize import Determinizer
 from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
 from .predicates import PredicateBits
 from .selection import SELECT, limit_order, project
+from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
 
 _INF = float("inf")
 #: The step of a run that dies at once: no move at all.
 _DEAD = ((), -1)
+#: Events looked at together when searching for the next busy one.
+_STRETCH = 2048
 #: Events between sweeps for idle partitions.
 SWEEP_EVERY = 1024
 #: Nodes a partition creates before its first cut of out-of-window branches
@@ -134,9 +137,8 @@ class GroupRunner:
         )
         # STRICT checked on marks counts a partition's every event
         self.every_event = any(q.strict_by_filter for q in self.queries)
-        # the states the busy symbols were computed for (None: no skipping)
-        self.covered: set[int] | None = None
-        self.grew = False
+        # which symbols can change nothing (None: every event is processed)
+        self.index = SkipIndex(self.det, self.symbols) if engine.skip and not self.every_event else None
         self.steps_here = 0  # enumeration steps of the event in process
         self.processed = 0
         self.skipped = 0
@@ -182,52 +184,50 @@ class GroupRunner:
         attributes = self._attributes(batch)
         bits = self.symbols.bits
         listed = symbols.tolist()
-        present = np.unique(symbols[symbols >= 0]).tolist()
-        skipping = self.engine.skip and not self.every_event
-        if skipping:
-            self.covered = {s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts)}
-            busy = self._busy(present)
-            todo = np.flatnonzero(busy[symbols]).tolist()
+        index = self.index
+        if index is not None:
+            index.reset(s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts))
+            busy = index.busy()
         else:
-            self.covered = None
-            todo = np.flatnonzero(symbols >= 0).tolist()
+            busy = np.ones(len(bits) + 1, dtype=bool)
+            busy[-1] = False  # id -1: events the group does not see
+        busy_now = busy.tolist()
         clock = self.engine.clock
         update = done = 0
-        k = 0
-        while k < len(todo):
-            i = todo[k]
-            k += 1
-            self.steps_here = 0
-            self.grew = False
-            spent = self.step(
-                positions[i], bits[listed[i]], window[i], keys(i), out, attributes(i) if attributes else ()
-            )
-            update += spent
-            units[i] += spent + self.steps_here
-            done += 1
-            if self.grew:  # a state the busy symbols were not computed for
-                busy = self._busy(present)
-                todo = (np.flatnonzero(busy[symbols[i + 1 :]]) + (i + 1)).tolist()
-                k = 0
-            if clock.events + i + 1 >= self.next_sweep:
-                self.sweep(positions[i])
-                self.next_sweep = (clock.events + i + 1) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+        position = 0
+        while position < n:
+            # the events of the next stretch whose symbol was busy; the
+            # stretch ends early when a step makes more symbols busy
+            end = min(position + _STRETCH, n)
+            todo = (np.flatnonzero(busy[symbols[position:end]]) + position).tolist()
+            position = end
+            for i in todo:
+                if not busy_now[listed[i]]:
+                    continue  # its symbol became idle since the stretch began
+                self.steps_here = 0
+                spent = self.step(
+                    positions[i], bits[listed[i]], window[i], keys(i), out, attributes(i) if attributes else ()
+                )
+                update += spent
+                units[i] += spent + self.steps_here
+                done += 1
+                if clock.events + i + 1 >= self.next_sweep:
+                    self.sweep(positions[i])
+                    self.next_sweep = (clock.events + i + 1) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+                if index is not None and index.changed:
+                    busy = index.busy()
+                    busy_now = busy.tolist()
+                    index.changed = False
+                    if index.grew:
+                        index.grew = False
+                        position = i + 1
+                        break
         if clock.events + n >= self.next_sweep:
             self.sweep(positions[-1])
             self.next_sweep = (clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
         self.processed += done
         self.skipped += int(np.count_nonzero(symbols >= 0)) - done
         return update
-
-    def _busy(self, present: list[int]) -> npt.NDArray[np.bool_]:
-        """Per symbol id (and a last entry, False, for -1): whether an event
-        with it may change something, given the covered states."""
-        det, bits, covered = self.det, self.symbols.bits, self.covered or set()
-        busy = np.zeros(len(bits) + 1, dtype=bool)
-        for symbol in present:
-            b = bits[symbol]
-            busy[symbol] = det.starts(b) or any(not det.idle(state, b) for state in covered)
-        return busy
 
     def _visible(self, batch: EventBatch) -> npt.NDArray[np.bool_]:
         codes = [code for code, e in enumerate(batch.event_types) if e in self.group.event_types]
@@ -322,9 +322,12 @@ class GroupRunner:
         transitions = unions = 0
         merged = instance.merged
         ghosts = instance.ghosts
+        index = self.index
+        old_ghosts = set(ghosts) if consumes and index is not None else ghosts
+        old = instance.active
         initial = self.det.initial
         start = det_step(initial, bits)
-        active: Iterable[tuple[int, list[Node]]] = instance.active.items()
+        active: Iterable[tuple[int, list[Node]]] = old.items()
         if start != _DEAD:
             # a bottom node's label is the event's index in its partition (STRICT)
             first = Node(BOTTOM, position, instance.local, None, None, position, instance.running_max, value)
@@ -374,10 +377,11 @@ class GroupRunner:
             transitions += len(ghosts)
         instance.active = new
         instance.merged = merged = {}
-        covered = self.covered
-        if covered is not None and not (covered.issuperset(new) and covered.issuperset(ghosts)):
-            covered.update(new, ghosts)
-            self.grew = True
+        if index is not None:
+            if old.keys() != new.keys():
+                index.moved(old.keys() - new.keys(), new.keys() - old.keys())
+            if old_ghosts != ghosts:
+                index.moved(old_ghosts - ghosts, ghosts - old_ghosts)
         if not new and not ghosts:
             del self.instances[key]
             self.evicted += 1
@@ -432,12 +436,15 @@ class GroupRunner:
             completed = bool(nodes) or any(query.id in self.det.finals[g] for g in ghosts)
         if not completed:
             return
-        if query.consume == "ANY":
-            self.evicted += len(self.instances)
-            self.instances.clear()
-        elif key in self.instances:
-            del self.instances[key]
-            self.evicted += 1
+        for gone in list(self.instances) if query.consume == "ANY" else [key] if key in self.instances else []:
+            self._drop(gone)
+
+    def _drop(self, key: Any) -> None:
+        """Forget a partition's runs."""
+        instance = self.instances.pop(key)
+        self.evicted += 1
+        if self.index is not None:
+            self.index.moved((*instance.active, *instance.ghosts), ())
 
     def _merge(self, ulist: list[Node], created: list[Node]) -> Node:
         node = merge(ulist)
@@ -477,8 +484,7 @@ class GroupRunner:
             return
         horizon = self._horizon(position, self.latest_time)
         for key in [k for k, inst in self.instances.items() if _all_older(inst, horizon)]:
-            del self.instances[key]
-            self.evicted += 1
+            self._drop(key)
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
