@@ -74,21 +74,21 @@ def measure(
     queries: list[tuple[str, str]],
     path: Path,
     *,
-    checkpoints: int | None = None,
-    on_checkpoint: Any = None,
+    batch_rows: int = BATCH_ROWS,
+    on_batch: Any = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """Run named queries over the tape at ``path``; every ``checkpoints``
-    events call ``on_checkpoint(events, detector)``."""
+    """Run named queries over the tape at ``path``, ``batch_rows`` events a
+    batch; after each batch call ``on_batch(events, detector)``."""
     detector = Detector.from_queries(queries, SCHEMA, history=False, **options)
     matches = 0
     events = 0
     began = time.perf_counter()
-    for record_batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+    for record_batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
         matches += len(detector.feed(pa.Table.from_batches([record_batch])))
         events += record_batch.num_rows
-        if checkpoints and on_checkpoint and events % checkpoints == 0:
-            on_checkpoint(events, detector)
+        if on_batch is not None:
+            on_batch(events, detector)
     seconds = time.perf_counter() - began
     stats = detector.engine.stats()
     relevant = stats["events_processed"]

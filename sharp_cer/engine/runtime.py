@@ -142,6 +142,12 @@ class GroupRunner:
         self.steps_here = 0  # enumeration steps of the event in process
         self.processed = 0
         self.skipped = 0
+        self.transitions = 0  # booked on the clock after each batch
+        self.nodes_created = 0
+        # the horizon: the window measure (the position, or the running
+        # maximum of the partition) minus how far back any window reaches
+        self.by_position = group.window[0] == "events"
+        self.reach = self.largest if self.by_position else self.largest + engine.allowed_lateness
         self.next_sweep = SWEEP_EVERY
 
     # ------------------------------------------------------------ per batch
@@ -227,6 +233,9 @@ class GroupRunner:
             self.next_sweep = (clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
         self.processed += done
         self.skipped += int(np.count_nonzero(symbols >= 0)) - done
+        clock.transitions += self.transitions
+        clock.nodes_created += self.nodes_created
+        self.transitions = self.nodes_created = 0
         return update
 
     def _visible(self, batch: EventBatch) -> npt.NDArray[np.bool_]:
@@ -312,7 +321,8 @@ class GroupRunner:
             instance.running_max = value
         elif value < instance.running_max - engine.allowed_lateness:
             engine.late_window_values += 1
-        horizon = self._horizon(position, instance.running_max)
+        # keys below the horizon are outside every window for every later event
+        horizon = (position if self.by_position else instance.running_max) - self.reach
         instance.local += 1
         det_step = self.det.step
         summaries = self.summaries
@@ -395,8 +405,9 @@ class GroupRunner:
                     node = merged[state] = self._merge(ulist, created)
                 for qid in finals[state]:
                     accepted.setdefault(qid, []).append(node)
-        for qid in sorted(accepted):
-            self._enumerate(qid, accepted[qid], position, value, instance.local, out)
+        if accepted:
+            for qid in sorted(accepted):
+                self._enumerate(qid, accepted[qid], position, value, instance.local, out)
         if consumes:
             self._consume(accepted, ghosts, key)
         if engine.debug:
@@ -408,8 +419,8 @@ class GroupRunner:
             if instance.created > max(engine.cut_after, instance.reachable):
                 instance.reachable = cut_old_branches([n for ul in new.values() for n in ul], horizon)
                 instance.created = 0
-        engine.clock.transitions += transitions
-        engine.clock.nodes_created += nodes
+        self.transitions += transitions
+        self.nodes_created += nodes
         return transitions + nodes
 
     def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
@@ -457,11 +468,7 @@ class GroupRunner:
     def _horizon(self, position: int, running_max: float) -> float:
         """Keys below the horizon are outside every window of the group for
         every later event."""
-        if self.largest == _INF:
-            return -_INF
-        if self.group.window[0] == "events":
-            return position - self.largest
-        return running_max - self.engine.allowed_lateness - self.largest
+        return (position if self.by_position else running_max) - self.reach
 
     def sweep(self, position: int) -> None:
         """Evict partitions whose every run is outside every window for good,
