@@ -29,7 +29,6 @@ Writes benchmarks/results/core_memory.json and core_memory.png.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import tracemalloc
@@ -38,7 +37,7 @@ from typing import Any
 
 from bench_core_operators import QUERIES  # the script's folder is on the path
 from bench_core_sequences import WINDOW, sequence
-from core_tape import RESULTS, measure, tape
+from core_tape import RESULTS, measure, tape_from_arguments
 
 from sharp_cer.api import Detector
 
@@ -55,13 +54,8 @@ def _engine_bytes() -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--quick", action="store_true", help="1,000,000 events (stretches of 100,000)")
-    args = parser.parse_args()
-    n_events = 1_000_000 if args.quick else args.events
+    n_events, path = tape_from_arguments(__doc__.splitlines()[0], default=10_000_000, quick=1_000_000)
     stretch = n_events // 10
-    path = tape(n_events)
     runs = {}
     print(f"{n_events} stock events from {path.name}, T = {WINDOW} [t]; first and last {stretch:,} events")
     print(
@@ -76,9 +70,13 @@ def main() -> None:
         samples: list[dict[str, Any]] = []
 
         def sample(events: int, detector: Detector, samples: list[dict[str, Any]] = samples, how: str = how) -> None:
-            row: dict[str, Any] = {"events": events, "live_nodes": detector.engine.live_nodes()}
+            figures = {"live_nodes": detector.engine.live_nodes()}
             if how == "traced" or events % PROBE_EVERY == 0:
-                row["engine_bytes"] = _engine_bytes()
+                figures["engine_bytes"] = _engine_bytes()
+            # empty the free lists again: a row made from a freed match's
+            # dict would keep counting as the engine's
+            gc.collect()
+            row: dict[str, Any] = {"events": events, **figures}
             if how == "probes":
                 if events % PROBE_EVERY == 0:
                     tracemalloc.stop()

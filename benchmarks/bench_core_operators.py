@@ -16,10 +16,9 @@ Writes benchmarks/results/core_operators.json and core_operators.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 
-from core_tape import RESULTS, measure, tape  # the script's folder is on the path
+from core_tape import RESULTS, measure, tape_from_arguments  # the script's folder is on the path
 
 NAMES = "a[name = 'MSFT'] AND b[name = 'ORCL'] AND c[name = 'CSCO'] AND d[name = 'AMAT']"
 QUERIES = {
@@ -38,12 +37,7 @@ TARGETS = {"names": 250_000, "every_event_no_match": 30_000}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--quick", action="store_true", help="100,000 events")
-    args = parser.parse_args()
-    n_events = 100_000 if args.quick else args.events
-    path = tape(n_events)
+    n_events, path = tape_from_arguments(__doc__.splitlines()[0])
     rows = []
     print(f"{n_events} stock events from {path.name}")
     print(f"{'query':<22} {'matches':>8} {'events/s':>10} {'engine ev/s':>12} {'relevant':>9} {'target':>8}")

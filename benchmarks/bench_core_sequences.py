@@ -19,10 +19,9 @@ Writes benchmarks/results/core_sequences.json and core_sequences.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 
-from core_tape import RESULTS, TICKERS, measure, plot, tape  # the script's folder is on the path
+from core_tape import RESULTS, TICKERS, measure, plot, tape_from_arguments  # the script's folder is on the path
 
 LENGTHS = (3, 6, 9, 12, 24)
 WINDOW = 100
@@ -39,12 +38,7 @@ def sequence(n: int, *, output: bool, window: int = WINDOW) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--quick", action="store_true", help="100,000 events")
-    args = parser.parse_args()
-    n_events = 100_000 if args.quick else args.events
-    path = tape(n_events)
+    n_events, path = tape_from_arguments(__doc__.splitlines()[0])
     rows = []
     print(f"{n_events} stock events from {path.name}, T = {WINDOW} [t]")
     print(f"{'query':<6} {'matches':>8} {'events/s':>10} {'engine ev/s':>12} {'relevant':>9} {'units/relevant':>15}")

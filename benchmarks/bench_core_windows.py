@@ -14,20 +14,14 @@ Writes benchmarks/results/core_windows.json and core_windows.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from bench_core_sequences import WINDOW, sequence  # the script's folder is on the path
-from core_tape import RESULTS, measure, plot, tape
+from core_tape import RESULTS, measure, plot, tape_from_arguments
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--quick", action="store_true", help="100,000 events")
-    args = parser.parse_args()
-    n_events = 100_000 if args.quick else args.events
-    path = tape(n_events)
+    n_events, path = tape_from_arguments(__doc__.splitlines()[0])
     rows = []
     print(f"{n_events} stock events from {path.name}, T = {WINDOW} [t]")
     print(f"{'query':<6} {'window':>6} {'matches':>9} {'events/s':>10} {'engine ev/s':>12} {'steps/match':>12}")

@@ -15,6 +15,7 @@ and in the engine alone, with the engine's cost figures.
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,17 @@ def tape(n: int, seed: int = 7) -> Path:
     writer.close()
     partial.rename(path)
     return path
+
+
+def tape_from_arguments(description: str, default: int = 1_000_000, quick: int = 100_000) -> tuple[int, Path]:
+    """The ``--events N`` and ``--quick`` options of a benchmark script:
+    how many events to run, and the tape that holds them."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--events", type=int, default=default)
+    parser.add_argument("--quick", action="store_true", help=f"{quick:,} events")
+    args = parser.parse_args()
+    n_events = quick if args.quick else args.events
+    return n_events, tape(n_events)
 
 
 def measure(

@@ -34,14 +34,13 @@ from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import EventSchema, ast
 
+from .symbols import AtomColumns
 from .vectorized import Rows, VectorEvaluator, compile_vector, holds
 
 #: Reads attribute values of the event being evaluated.
 Getter = Callable[[str], Any]
 #: Evaluates a compiled condition on its context (a Getter, for one event).
 Evaluator = Callable[[Any], Any]
-#: Per atom index, whether it holds for each event of a batch.
-AtomColumns = dict[int, npt.NDArray[np.bool_]]
 
 
 class OutOfDomain(Exception):

@@ -49,8 +49,10 @@ from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, me
 _INF = float("inf")
 #: The step of a run that dies at once: no move at all.
 _DEAD = ((), -1)
-#: Events looked at together when searching for the next busy one.
+#: Events looked at together when searching for the next busy one: at
+#: most, and at least after a stretch was cut short.
 _STRETCH = 2048
+_MIN_STRETCH = 16
 #: Events between sweeps for idle partitions.
 SWEEP_EVERY = 1024
 #: Nodes a partition creates before its first cut of out-of-window branches
@@ -142,6 +144,8 @@ class GroupRunner:
         self.steps_here = 0  # enumeration steps of the event in process
         self.processed = 0
         self.skipped = 0
+        # per mark label, the variables a match shows for it (not filter tags)
+        self.variables = [tuple(v for v in names if v[0] != "#") for names in self.plan.labels]
         self.transitions = 0  # booked on the clock after each batch
         self.nodes_created = 0
         # the horizon: the window measure (the position, or the running
@@ -158,12 +162,12 @@ class GroupRunner:
 
         Events that can change nothing are skipped in bulk: an event is
         processed only if its symbol starts a run or is *busy* for some
-        deterministic state active in some partition (it marks, leaves the
-        state, or the state is final; ``Determinizer.idle``). The states
-        are collected when the batch starts; when a step reaches a state not
-        among them, the busy symbols are widened and the rest of the batch
-        is searched again. A group whose STRICT check counts every event of
-        a partition processes every event.
+        deterministic state live in some partition (``SkipIndex``). numpy
+        finds the busy events of a stretch of the batch; when a step makes a
+        symbol busy that was not, the stretch ends there and the next one
+        starts after the event; a symbol that became idle is passed over.
+        A group whose STRICT check counts every event of a partition
+        processes every event.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -193,20 +197,23 @@ class GroupRunner:
         index = self.index
         if index is not None:
             index.reset(s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts))
-            busy = index.busy()
+            busy, busy_now = index.flags, index.flag_list
         else:
             busy = np.ones(len(bits) + 1, dtype=bool)
             busy[-1] = False  # id -1: events the group does not see
-        busy_now = busy.tolist()
+            busy_now = busy.tolist()
         clock = self.engine.clock
         update = done = 0
         position = 0
+        stretch = _STRETCH
         while position < n:
-            # the events of the next stretch whose symbol was busy; the
-            # stretch ends early when a step makes more symbols busy
-            end = min(position + _STRETCH, n)
+            # the events of the next stretch whose symbol is busy; the
+            # stretch ends early when a step makes an idle symbol busy (and
+            # the next one is shorter, as such steps tend to come in runs)
+            end = min(position + stretch, n)
             todo = (np.flatnonzero(busy[symbols[position:end]]) + position).tolist()
-            position = end
+            begun, position = position, end
+            stretch = min(_STRETCH, 2 * stretch)
             for i in todo:
                 if not busy_now[listed[i]]:
                     continue  # its symbol became idle since the stretch began
@@ -220,14 +227,11 @@ class GroupRunner:
                 if clock.events + i + 1 >= self.next_sweep:
                     self.sweep(positions[i])
                     self.next_sweep = (clock.events + i + 1) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
-                if index is not None and index.changed:
-                    busy = index.busy()
-                    busy_now = busy.tolist()
-                    index.changed = False
-                    if index.grew:
-                        index.grew = False
-                        position = i + 1
-                        break
+                if index is not None and index.grew:
+                    index.grew = False
+                    stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
+                    position = i + 1
+                    break
         if clock.events + n >= self.next_sweep:
             self.sweep(positions[-1])
             self.next_sweep = (clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
@@ -521,7 +525,7 @@ class GroupRunner:
             order=engine.order,
             limit=budget,
         )
-        labels = self.plan.labels
+        variables = self.variables
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         for bottom_node, marks in walk.run(nodes):
@@ -540,9 +544,12 @@ class GroupRunner:
         for start, marks in candidates:
             held: dict[str, list[int]] = {}
             for pos, label in marks:
-                for var in labels[label]:
-                    if var[0] != "#":
-                        held.setdefault(var, []).append(pos)
+                for var in variables[label]:
+                    holding = held.get(var)
+                    if holding is None:
+                        held[var] = [pos]
+                    else:
+                        holding.append(pos)
             match = project(query, start, position, marks, held)
             k = (match.start, match.events)
             other = best.get(k)
@@ -555,7 +562,7 @@ class GroupRunner:
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
-            out.extend(sorted(matches))
+            out.extend(sorted(matches, key=_in_order) if len(matches) > 1 else matches)
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
         self.engine.clock.enumeration_steps += steps
@@ -579,6 +586,11 @@ def _numeric(group: Group) -> set[str]:
         for name, kind in event.attributes.items():
             kinds.setdefault(name, set()).add(kind)
     return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
+
+
+def _in_order(match: Match) -> tuple[int, tuple[int, ...]]:
+    # the matches of one query ending at one event, in Match order
+    return (match.start, match.events)
 
 
 def _all_older(instance: _Instance, horizon: float) -> bool:

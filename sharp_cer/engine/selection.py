@@ -65,7 +65,7 @@ def project(query: QueryPlan, start: int, end: int, marks: Any, held: dict[str, 
     or the events of its selected variables; ``held`` maps each variable to
     its positions."""
     if query.selected is None:
-        events = () if query.select_none else tuple(pos for pos, _ in marks)
+        events = () if query.select_none else tuple([pos for pos, _ in marks])
         return Match(query.name, start, end, events, {k: tuple(v) for k, v in held.items()})
     shown = {k: tuple(held[k]) for k in query.selected if k in held}
     return Match(query.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)

@@ -54,8 +54,11 @@ class SkipIndex:
         self._rows: dict[int, npt.NDArray[np.int64]] = {}
         self.counts: dict[int, int] = {}
         self._busy = np.zeros(0, dtype=np.int64)
-        #: set when the busy symbols changed; ``grew`` when some were added
-        self.changed = False
+        #: per symbol id, whether it is busy, and a last entry (False) for
+        #: id -1 (events the group does not see); as an array and a list
+        self.flags = np.zeros(1, dtype=bool)
+        self.flag_list = [False]
+        #: set when some symbol became busy; the caller clears it
         self.grew = False
 
     def reset(self, states: Iterable[int]) -> None:
@@ -68,7 +71,9 @@ class SkipIndex:
         for state in self.counts:
             busy += self._row(state)
         self._busy = busy
-        self.changed = self.grew = False
+        self.flags = np.append(busy > 0, False)
+        self.flag_list = self.flags.tolist()
+        self.grew = False
 
     def moved(self, old: Iterable[int], new: Iterable[int]) -> None:
         """A partition's live states went from ``old`` to ``new``."""
@@ -80,23 +85,27 @@ class SkipIndex:
             else:
                 del counts[state]
                 busy -= self._row(state)
-                self.changed = True
+                self._flip(np.flatnonzero((busy == 0) & (self._row(state) > 0)), False)
         for state in new:
             held = counts.get(state, 0)
             counts[state] = held + 1
             if not held:
                 row = self._row(state)
-                if (row > busy).any():  # a symbol not busy before is now
-                    self.grew = True
+                waking = np.flatnonzero((busy == 0) & (row > 0))
                 busy += row
-                self.changed = True
+                if len(waking):
+                    self._flip(waking, True)
+                    self.grew = True
 
     def busy(self) -> npt.NDArray[np.bool_]:
         """Per symbol id, whether an event with it may change something; a
         last entry, False, stands for id -1 (events the group does not see)."""
-        out = np.zeros(len(self._busy) + 1, dtype=bool)
-        out[:-1] = self._busy > 0
-        return out
+        return self.flags
+
+    def _flip(self, symbols: npt.NDArray[np.intp], busy: bool) -> None:
+        self.flags[symbols] = busy
+        for symbol in symbols.tolist():
+            self.flag_list[symbol] = busy
 
     def _row(self, state: int) -> npt.NDArray[np.int64]:
         row = self._rows.get(state)
