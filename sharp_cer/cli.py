@@ -219,7 +219,9 @@ def match(
             footer = (
                 f"conditions out of their math domain: {stats['domain_errors']}; "
                 f"cost units per event: {stats['units_per_event']:.1f}; "
-                f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}"
+                f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
+                f"events skipped in bulk: {stats['events_skipped']} of "
+                f"{stats['events_skipped'] + stats['events_processed']} (per group)"
             )
     except OSError as exc:
         print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)

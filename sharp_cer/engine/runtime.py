@@ -28,18 +28,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from planner.plan import Group, Plan, QueryPlan, window_bound
 from planner.predicates import guard_atoms
 from sharp_cer.errors import EngineError
-from sharp_cer.events.batch import Column, EventBatch
+from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.match import Match
 
 from .conditions import Summaries
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
 from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
+from .feed import attribute_rows, partition_keys, visible, window_values
 from .predicates import PredicateBits
 from .selection import SELECT, limit_order, project
 from .skipping import SkipIndex
@@ -182,16 +182,16 @@ class GroupRunner:
         n = len(batch)
         if n == 0:
             return 0
-        keys, has_key = self._partition_keys(batch)
-        symbols = self.symbols.encode(atoms, self._visible(batch) & has_key)
-        window = self._window_values(batch)
+        keys, has_key = partition_keys(self.group, batch)
+        symbols = self.symbols.encode(atoms, visible(self.group, batch) & has_key)
+        window = window_values(self.group, batch)
         if self.group.window[0] == "time":  # the stream's progress, skipped events included
             times = batch.times()
             seen = times.values[times.valid & (symbols >= 0)]
             if len(seen):
                 self.latest_time = max(self.latest_time, seen.max().item())
         positions = batch.positions.tolist()
-        attributes = self._attributes(batch)
+        attributes = attribute_rows(self.summaries.attributes, batch) if self.summaries else None
         bits = self.symbols.bits
         listed = symbols.tolist()
         index = self.index
@@ -241,59 +241,6 @@ class GroupRunner:
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
         return update
-
-    def _visible(self, batch: EventBatch) -> npt.NDArray[np.bool_]:
-        codes = [code for code, e in enumerate(batch.event_types) if e in self.group.event_types]
-        return np.isin(batch.codes, codes)
-
-    def _partition_keys(self, batch: EventBatch) -> tuple[Callable[[int], Any], npt.NDArray[np.bool_]]:
-        """The partition key of event ``i`` (the first PARTITION BY list
-        whose attributes it all has), and which events have one."""
-        n = len(batch)
-        if not self.group.partition_by:
-            return (lambda i: ()), np.ones(n, dtype=bool)
-        has_key = np.zeros(n, dtype=bool)
-        lists: list[tuple[list[list[Any]], list[list[bool]]]] = []
-        for attributes in self.group.partition_by:
-            columns = [batch.columns.get(a) for a in attributes]
-            if any(c is None for c in columns):
-                continue
-            valid = np.logical_and.reduce([c.valid for c in columns])  # type: ignore[union-attr]
-            has_key |= valid
-            lists.append(([c.values.tolist() for c in columns], [c.valid.tolist() for c in columns]))  # type: ignore[union-attr]
-
-        def key(i: int) -> Any:
-            for values, valid in lists:
-                if all(v[i] for v in valid):
-                    return tuple(v[i] for v in values)
-            return None
-
-        return key, has_key
-
-    def _window_values(self, batch: EventBatch) -> list[float]:
-        """Each event's window value (NaN: none)."""
-        kind, attribute = self.group.window
-        if kind == "events":
-            return [float(p) for p in batch.positions.tolist()]
-        if kind == "time":
-            return _values_or_nan(batch.times())
-        if kind == "attribute" and attribute in batch.columns:
-            return _values_or_nan(batch.columns[attribute])
-        return [float("nan")] * len(batch)
-
-    def _attributes(self, batch: EventBatch) -> Callable[[int], tuple[Any, ...]] | None:
-        """The attributes cross-event conditions read, of event ``i``."""
-        if self.summaries is None:
-            return None
-        columns: list[list[Any]] = []
-        for name in self.summaries.attributes:
-            column = batch.columns.get(name)
-            if column is None:
-                columns.append([None] * len(batch))
-            else:
-                ok = column.valid.tolist()
-                columns.append([v if k else None for v, k in zip(column.values.tolist(), ok, strict=True)])
-        return lambda i: tuple(c[i] for c in columns)
 
     # ------------------------------------------------------------ per event
     def step(
@@ -735,11 +682,6 @@ class Engine:
             "events_skipped": sum(r.skipped for r in self.runners),
             "scalar_rows": self._bits.scalar_rows if self._bits else 0,
         }
-
-
-def _values_or_nan(column: Column) -> list[float]:
-    nan = float("nan")
-    return [v if ok else nan for v, ok in zip(column.values.tolist(), column.valid.tolist(), strict=True)]
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:
