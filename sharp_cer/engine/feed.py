@@ -55,13 +55,14 @@ def partition_keys(group: Group, batch: EventBatch) -> tuple[Callable[[int], Any
     return key, has_key
 
 
-def window_values(group: Group, batch: EventBatch) -> list[float]:
-    """Each event's value of the group's window measure (NaN: none)."""
+def window_values(group: Group, batch: EventBatch, times: Column | None = None) -> list[float]:
+    """Each event's value of the group's window measure (NaN: none);
+    ``times`` is ``batch.times()`` if the caller has it already."""
     kind, attribute = group.window
     if kind == "events":
         return [float(p) for p in batch.positions.tolist()]
     if kind == "time":
-        return values_or_nan(batch.times())
+        return values_or_nan(times if times is not None else batch.times())
     if kind == "attribute" and attribute in batch.columns:
         return values_or_nan(batch.columns[attribute])
     return [float("nan")] * len(batch)

@@ -41,7 +41,7 @@ from .determinize import Determinizer
 from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
 from .feed import attribute_rows, partition_keys, visible, window_values
 from .predicates import PredicateBits
-from .selection import SELECT, limit_order, project
+from .selection import SELECT, end_order, limit_order, project
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
@@ -184,9 +184,9 @@ class GroupRunner:
             return 0
         keys, has_key = partition_keys(self.group, batch)
         symbols = self.symbols.encode(atoms, visible(self.group, batch) & has_key)
-        window = window_values(self.group, batch)
-        if self.group.window[0] == "time":  # the stream's progress, skipped events included
-            times = batch.times()
+        times = batch.times() if self.group.window[0] == "time" else None
+        window = window_values(self.group, batch, times)
+        if times is not None:  # the stream's progress, skipped events included
             seen = times.values[times.valid & (symbols >= 0)]
             if len(seen):
                 self.latest_time = max(self.latest_time, seen.max().item())
@@ -225,22 +225,25 @@ class GroupRunner:
                 units[i] += spent + self.steps_here
                 done += 1
                 if clock.events + i + 1 >= self.next_sweep:
-                    self.sweep(positions[i])
-                    self.next_sweep = (clock.events + i + 1) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+                    self._sweep_at(clock.events + i + 1, positions[i])
                 if index is not None and index.grew:
                     index.grew = False
                     stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
                     position = i + 1
                     break
         if clock.events + n >= self.next_sweep:
-            self.sweep(positions[-1])
-            self.next_sweep = (clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+            self._sweep_at(clock.events + n, positions[-1])
         self.processed += done
         self.skipped += int(np.count_nonzero(symbols >= 0)) - done
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
         return update
+
+    def _sweep_at(self, events: int, position: int) -> None:
+        """Sweep once ``events`` events have gone by, every SWEEP_EVERY."""
+        self.sweep(position)
+        self.next_sweep = events // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
 
     # ------------------------------------------------------------ per event
     def step(
@@ -509,7 +512,7 @@ class GroupRunner:
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
-            out.extend(sorted(matches, key=_in_order) if len(matches) > 1 else matches)
+            out.extend(sorted(matches, key=end_order) if len(matches) > 1 else matches)
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
         self.engine.clock.enumeration_steps += steps
@@ -533,11 +536,6 @@ def _numeric(group: Group) -> set[str]:
         for name, kind in event.attributes.items():
             kinds.setdefault(name, set()).add(kind)
     return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
-
-
-def _in_order(match: Match) -> tuple[int, tuple[int, ...]]:
-    # the matches of one query ending at one event, in Match order
-    return (match.start, match.events)
 
 
 def _all_older(instance: _Instance, horizon: float) -> bool:

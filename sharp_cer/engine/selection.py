@@ -51,6 +51,16 @@ SELECT: dict[str, Selection] = {
 }
 
 
+def end_order(m: Match) -> tuple[int, tuple[int, ...]]:
+    """The output order of one query's matches ending at one event (Match
+    order, without comparing the equal query and end).
+
+    >>> [m.start for m in sorted([Match("q", 2, 5, (2, 5), {}), Match("q", 1, 5, (1, 5), {})], key=end_order)]
+    [1, 2]
+    """
+    return (m.start, m.events)
+
+
 def limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
     """LIMIT keeps the latest starts, then the latest output positions.
 

@@ -24,10 +24,10 @@ symbol. Updating costs O(symbols) per state that appears or disappears.
 >>> symbols = SymbolTable([0, 1])
 >>> symbols.bits.extend([0b01, 0b10, 0b00])  # an A, a B, a C
 >>> index = SkipIndex(det, symbols)
->>> index.reset([]); index.busy().tolist()  # only an A can start something
+>>> index.reset([]); index.flags.tolist()  # only an A can start something
 [True, False, False, False]
 >>> waiting = det.step(det.initial, 0b01)[0][0][1]  # the state after an A
->>> index.moved((), (waiting,)); index.busy().tolist()
+>>> index.moved((), (waiting,)); index.flags.tolist()
 [True, True, False, False]
 """
 
@@ -54,8 +54,9 @@ class SkipIndex:
         self._rows: dict[int, npt.NDArray[np.int64]] = {}
         self.counts: dict[int, int] = {}
         self._busy = np.zeros(0, dtype=np.int64)
-        #: per symbol id, whether it is busy, and a last entry (False) for
-        #: id -1 (events the group does not see); as an array and a list
+        #: per symbol id, whether an event with it may change something, and
+        #: a last entry (False) for id -1 (events the group does not see);
+        #: as an array (for numpy) and a list (for the per-event loop)
         self.flags = np.zeros(1, dtype=bool)
         self.flag_list = [False]
         #: set when some symbol became busy; the caller clears it
@@ -84,8 +85,9 @@ class SkipIndex:
                 counts[state] = left
             else:
                 del counts[state]
-                busy -= self._row(state)
-                self._flip(np.flatnonzero((busy == 0) & (self._row(state) > 0)), False)
+                row = self._row(state)
+                busy -= row
+                self._flip(np.flatnonzero((busy == 0) & (row > 0)), False)
         for state in new:
             held = counts.get(state, 0)
             counts[state] = held + 1
@@ -96,11 +98,6 @@ class SkipIndex:
                 if len(waking):
                     self._flip(waking, True)
                     self.grew = True
-
-    def busy(self) -> npt.NDArray[np.bool_]:
-        """Per symbol id, whether an event with it may change something; a
-        last entry, False, stands for id -1 (events the group does not see)."""
-        return self.flags
 
     def _flip(self, symbols: npt.NDArray[np.intp], busy: bool) -> None:
         self.flags[symbols] = busy

@@ -187,7 +187,7 @@ def _magnitude(values: Any) -> float:
 def _exact(a: Any, b: Any, op: str) -> Any:
     """``a`` as Python integers (an object array) when ``a op b`` on int64
     could overflow; unchanged otherwise."""
-    if not (_is_int(a) and _is_int(b)) or not isinstance(a, np.ndarray) or a.dtype == object:
+    if not isinstance(a, np.ndarray) or a.dtype == object or not (_is_int(a) and _is_int(b)):
         return a
     bound = _magnitude(a) * _magnitude(b) if op == "*" else _magnitude(a) + _magnitude(b)
     return a.astype(object) if bound >= _SAFE_INT else a
