@@ -191,7 +191,8 @@ class AutomatonBuilder:
         return copy[entry]
 
     def build(self, initial: set[int], accepting: dict[int, int]) -> Automaton:
-        """Remove ε-moves and unreachable states, renumbering states densely.
+        """Remove ε-moves and unreachable states, renumbering states densely,
+        then merge bisimilar states (see :func:`merge_bisimilar`).
 
         ``accepting`` maps each query's end state to the query's id. A state
         is final for a query when its ε-closure reaches that end state.
@@ -202,6 +203,21 @@ class AutomatonBuilder:
         >>> b.read(s, TRUE, 0, mid); b.link(mid, e)
         >>> b.build({s}, {e: 3}).finals  # mid is final through its ε-move
         {1: frozenset({3})}
+        """
+        return merge_bisimilar(self.epsilon_free(initial, accepting))
+
+    def epsilon_free(self, initial: set[int], accepting: dict[int, int]) -> Automaton:
+        """:meth:`build` without the merge: states are numbered in breadth-first
+        order from the initial states, so a move to a smaller number closes a
+        cycle (what :func:`planner.sharing.share` relies on).
+
+        >>> from planner.predicates import TRUE
+        >>> b = AutomatonBuilder()
+        >>> s, e = b.state(), b.state()
+        >>> b.read(s, TRUE, 0, e); b.link(e, s)  # (one event):+
+        >>> cea = b.epsilon_free({s}, {e: 0})
+        >>> [(t.source, t.target) for ts in cea.transitions for t in ts], cea.finals
+        ([(0, 1), (1, 1)], {1: frozenset({0})})
         """
         out_moves: dict[int, list[Transition]] = {}
         for move in self.moves:
@@ -241,16 +257,22 @@ class AutomatonBuilder:
             queries = frozenset(accepting[r] for r in closure(s) if r in accepting)
             if queries:
                 finals[number[s]] = queries
-        return _merge_bisimilar(
-            Automaton(len(order), frozenset(number[s] for s in initial), tuple(transitions), finals)
-        )
+        return Automaton(len(order), frozenset(number[s] for s in initial), tuple(transitions), finals)
 
 
-def _merge_bisimilar(automaton: Automaton) -> Automaton:
+def merge_bisimilar(automaton: Automaton) -> Automaton:
     """One state per class of bisimilar states (same queries accepted, same
     moves into the same classes): removing ε-moves copies the skip state of
     ``p ; q`` into the state after p, and without this merge both would be
-    tracked, doubling the work per event."""
+    tracked, doubling the work per event.
+
+    >>> from planner.predicates import TRUE
+    >>> b = AutomatonBuilder()
+    >>> s, skip, e = b.state(), b.state(), b.state()
+    >>> b.read(s, TRUE, 0, skip); b.link(skip, e); b.read(e, TRUE, None, e)
+    >>> b.epsilon_free({s}, {e: 0}).n_states, merge_bisimilar(b.epsilon_free({s}, {e: 0})).n_states
+    (3, 2)
+    """
     n = automaton.n_states
     first: dict[frozenset[int], int] = {}
     classes = [first.setdefault(automaton.finals.get(s, frozenset()), len(first)) for s in range(n)]
@@ -293,7 +315,7 @@ def drop_unmarked(automaton: Automaton) -> Automaton:
     2
     """
     moves = tuple(tuple(t for t in ts if t.label is not None) for ts in automaton.transitions)
-    return _merge_bisimilar(replace(automaton, transitions=moves))
+    return merge_bisimilar(replace(automaton, transitions=moves))
 
 
 def relabel(automaton: Automaton, labels: Callable[[int], int | None]) -> Automaton:
@@ -310,4 +332,4 @@ def relabel(automaton: Automaton, labels: Callable[[int], int | None]) -> Automa
     moves = tuple(
         tuple(t if t.label is None else replace(t, label=labels(t.label)) for t in ts) for ts in automaton.transitions
     )
-    return _merge_bisimilar(replace(automaton, transitions=moves))
+    return merge_bisimilar(replace(automaton, transitions=moves))

@@ -45,9 +45,10 @@ from sharp_cer.errors import PlanError
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
 
-from .automaton import Automaton, AutomatonBuilder, drop_unmarked, relabel
+from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
 from .plan import CrossFilter, Group, Plan, QueryPlan, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
+from .sharing import share
 
 
 @dataclass(frozen=True)
@@ -128,14 +129,8 @@ def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool 
     label_list = sorted(labels, key=labels.__getitem__)
     groups = []
     for members in buckets.values():
-        builder = AutomatonBuilder()
-        initial: set[int] = set()
-        accepting: dict[int, int] = {}
-        for qid in members:
-            start, end = builder.include(*fragments[qid])
-            initial.add(start)
-            accepting[end] = qid
-        automaton = builder.build(initial, accepting)
+        parts = tuple(fragments[qid][0].epsilon_free({fragments[qid][1]}, {fragments[qid][2]: qid}) for qid in members)
+        automaton = merge_bisimilar(share(parts))
         first = plans[members[0]]
         if first.strategy == "STRICT" and not first.strict_by_filter:
             automaton = drop_unmarked(automaton)
@@ -144,7 +139,7 @@ def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool 
         q = first.query
         scope = q.streams or tuple(first.checked.schema.streams)
         visible = frozenset(first.checked.schema.event_types(scope))
-        groups.append(Group(tuple(members), visible, q.partition_by, window_kind(q.within), automaton))
+        groups.append(Group(tuple(members), visible, q.partition_by, window_kind(q.within), automaton, parts))
     return Plan(tuple(plans), tuple(groups), table, tuple(label_list))
 
 
@@ -243,10 +238,14 @@ class _QueryCompiler:
 
     def _leaf_guard(self, node: ast.EventType, ctx: _Context) -> Guard:
         event = self._event(node)
-        guards: list[Guard] = [Atom(self.table.type_atom(event.stream, event.name))]
-        for c in ctx.conditions:
-            if c.variable is None or c.variable == node.name or c.variable in ctx.enclosing[c.cut :]:
-                guards.append(Atom(self.table.condition_atom(event.stream, event.name, c.condition)))
+        kind = Atom(self.table.type_atom(event.stream, event.name))
+        conditions = {
+            self.table.condition_atom(event.stream, event.name, c.condition)
+            for c in ctx.conditions
+            if c.variable is None or c.variable == node.name or c.variable in ctx.enclosing[c.cut :]
+        }
+        # sorted, so that the same conditions in another order give the same guard (and can share states)
+        guards = [kind, *(Atom(a) for a in sorted(conditions))]
         return guards[0] if len(guards) == 1 else AllOf(tuple(guards))
 
     def _filtered(self, node: ast.Filter, ctx: _Context) -> _Context:

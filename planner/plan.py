@@ -135,7 +135,9 @@ class QueryPlan:
 @dataclass(frozen=True)
 class Group:
     """Queries that run as one automaton: same visible event types, same
-    PARTITION BY, same window kind.
+    PARTITION BY, same window kind. ``parts`` holds each query's own
+    automaton (in the order of ``queries``) before their prefixes were
+    shared (:mod:`planner.sharing`).
 
     >>> Group((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
     (0, 1)
@@ -146,6 +148,7 @@ class Group:
     partition_by: tuple[tuple[str, ...], ...]
     window: WindowKind
     automaton: Automaton
+    parts: tuple[Automaton, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,131 @@
+"""Shared prefixes: many queries' automata merged into one (Sharp §3.1).
+
+Two states are the same *prefix* when they are entered the same way: both
+initial or both not, and the same moves (guard, label) from the same shared
+states. :func:`share` hash-conses every state on that key, in an order where
+a state's sources come first, so ``A ; B ; C ; D`` and ``A ; B ; E ; F``
+keep one state for ``A`` and one for ``A ; B``. Guards compare by their
+normalized atoms (the predicate table gives one atom per normalized
+condition), labels by the variables they bind.
+
+A state on a cycle (Kleene) cannot wait for all its sources; such a strongly
+connected part is keyed as a whole: the external moves into each member plus
+its internal moves by position. The compiler numbers identical sub-patterns
+identically, so identical loops still share.
+
+Why this is exact: by induction on the length of a run, every state merged
+into a shared state is reached by exactly the same runs (sequences of guards
+and labels) as the shared state, so adding all their outgoing moves and final
+queries to it changes no query's matches.
+
+>>> from planner.predicates import TRUE, Atom
+>>> from planner.automaton import AutomatonBuilder
+>>> def chain(atoms, query):
+...     b = AutomatonBuilder(); states = [b.state() for _ in range(len(atoms) + 1)]
+...     for i, atom in enumerate(atoms):
+...         b.read(states[i], Atom(atom), atom, states[i + 1])
+...     return b.epsilon_free({states[0]}, {states[-1]: query})
+>>> shared = share([chain([0, 1, 2, 3], 0), chain([0, 1, 4, 5], 1), chain([0, 1, 4, 6], 2)])
+>>> shared.n_states, prefix_states(shared)
+(8, 7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import networkx as nx
+
+from .automaton import Automaton, Transition
+
+
+def share(automata: Sequence[Automaton]) -> Automaton:
+    """One automaton accepting, for each query, exactly what its own
+    automaton accepts, with equally entered states merged (see the module
+    docstring). Each input must come from ``AutomatonBuilder.epsilon_free``.
+
+    >>> from planner.predicates import TRUE
+    >>> from planner.automaton import AutomatonBuilder
+    >>> b = AutomatonBuilder(); s, e = b.state(), b.state(); b.read(s, TRUE, 0, e); b.read(e, TRUE, 0, e)
+    >>> one = b.epsilon_free({s}, {e: 0})
+    >>> two = Automaton(one.n_states, one.initial, one.transitions, {1: frozenset({1})})
+    >>> share([one, two]).finals  # the loop is shared too
+    {1: frozenset({0, 1})}
+    """
+    keys: dict[object, int] = {}
+    moves: list[dict[tuple[object, int | None, int], None]] = []
+    finals: dict[int, set[int]] = {}
+    initial: set[int] = set()
+    for automaton in automata:
+        incoming: list[list[Transition]] = [[] for _ in range(automaton.n_states)]
+        cyclic = False
+        for ts in automaton.transitions:
+            for t in ts:
+                incoming[t.target].append(t)
+                cyclic = cyclic or t.source > t.target
+        mapping = [-1] * automaton.n_states
+        for component in _components(automaton) if cyclic else [[s] for s in range(automaton.n_states)]:
+            key = _key(component, incoming, mapping, automaton.initial)
+            base = keys.get(key)
+            if base is None:
+                base = keys[key] = len(moves)
+                moves.extend({} for _ in component)
+            for offset, state in enumerate(component):
+                mapping[state] = base + offset
+        for ts in automaton.transitions:
+            for t in ts:
+                moves[mapping[t.source]][(t.guard, t.label, mapping[t.target])] = None
+        for state, queries in automaton.finals.items():
+            finals.setdefault(mapping[state], set()).update(queries)
+        initial.update(mapping[s] for s in automaton.initial)
+    transitions = tuple(
+        tuple(Transition(source, guard, label, target) for guard, label, target in out)  # type: ignore[arg-type]
+        for source, out in enumerate(moves)
+    )
+    return Automaton(len(moves), frozenset(initial), transitions, {s: frozenset(q) for s, q in finals.items()})
+
+
+def _components(automaton: Automaton) -> list[list[int]]:
+    """The strongly connected parts, sources first, each in state order."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(automaton.n_states))
+    graph.add_edges_from((t.source, t.target) for ts in automaton.transitions for t in ts)
+    dag = nx.condensation(graph)
+    return [sorted(dag.nodes[c]["members"]) for c in nx.lexicographical_topological_sort(dag)]
+
+
+def _key(component: list[int], incoming: list[list[Transition]], mapping: list[int], initial: frozenset[int]) -> object:
+    """How the component's states are entered: moves from outside by shared
+    state, moves inside by position in the component."""
+    if len(component) == 1:
+        (state,) = component
+        return (
+            state in initial,
+            frozenset(
+                (("self" if t.source == state else mapping[t.source]), t.guard, t.label) for t in incoming[state]
+            ),
+        )
+    position = {s: i for i, s in enumerate(component)}
+    return tuple(
+        (
+            s in initial,
+            frozenset(
+                (("in", position[t.source]) if t.source in position else mapping[t.source], t.guard, t.label)
+                for t in incoming[s]
+            ),
+        )
+        for s in component
+    )
+
+
+def prefix_states(automaton: Automaton) -> int:
+    """How many states a marking move enters: one per non-empty prefix of a
+    pattern, as Sharp counts the states of a plan (its Fig. 2). Skip states
+    and the initial state are ways of waiting, not prefixes.
+
+    >>> from planner.predicates import TRUE
+    >>> marks = Transition(0, TRUE, 0, 1)
+    >>> prefix_states(Automaton(3, frozenset({0}), ((marks,), (Transition(1, TRUE, None, 2),), ()), {}))
+    1
+    """
+    return len({t.target for ts in automaton.transitions for t in ts if t.label is not None})
