@@ -274,13 +274,18 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
     (3, 2)
     """
     n = automaton.n_states
+    # guards hash deeply: number them once, so refining compares small tuples
+    guard_ids: dict[object, int] = {}
+    moves = [
+        [(guard_ids.setdefault(t.guard, len(guard_ids)), t.label, t.target) for t in ts]
+        for ts in automaton.transitions
+    ]
     first: dict[frozenset[int], int] = {}
     classes = [first.setdefault(automaton.finals.get(s, frozenset()), len(first)) for s in range(n)]
     count = -1
     while True:
         signatures = [
-            (classes[s], frozenset((t.guard, t.label, classes[t.target]) for t in automaton.transitions[s]))
-            for s in range(n)
+            (classes[s], frozenset([(g, label, classes[target]) for g, label, target in moves[s]])) for s in range(n)
         ]
         ids: dict[object, int] = {}
         classes = [ids.setdefault(sig, len(ids)) for sig in signatures]

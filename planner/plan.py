@@ -10,12 +10,16 @@ projection, applied when its matches are enumerated.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+
+import networkx as nx
 
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 
 from .automaton import Automaton
 from .predicates import PredicateTable
+from .psd import SharingDegrees, prefix_graph, sharing_degrees
 
 #: How a group measures windows: by position, by the primary time, by an
 #: attribute (``("attribute", name)``), or not at all.
@@ -149,6 +153,28 @@ class Group:
     window: WindowKind
     automaton: Automaton
     parts: tuple[Automaton, ...] = ()
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The shared-prefix graph of the automaton (:func:`planner.psd.prefix_graph`),
+        built on first use.
+
+        >>> g = Group((0,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {}))
+        >>> g.graph.number_of_nodes()
+        1
+        """
+        return prefix_graph(self.automaton)
+
+    @functools.cached_property
+    def psd(self) -> SharingDegrees:
+        """The pattern-sharing degrees of the group's states (Sharp Alg. 2),
+        bit k for ``queries[k]``; built on first use.
+
+        >>> g = Group((5,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {0: frozenset({5})}))
+        >>> g.psd.bitmaps
+        (1,)
+        """
+        return sharing_degrees(self.automaton, self.queries, self.graph)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sharp_cer.language import ast
+from sharp_cer.language import ast, printer
 
 
 @dataclass(frozen=True)
@@ -179,3 +179,27 @@ def guard_atoms(guard: Guard) -> frozenset[int]:
     if isinstance(guard, Not):
         return guard_atoms(guard.guard)
     return frozenset().union(*(guard_atoms(g) for g in guard.guards))
+
+
+def describe(guard: Guard, table: PredicateTable) -> str:
+    """A guard in CEQL-like words, for plans shown to people.
+
+    >>> t = PredicateTable(); a = t.type_atom("S", "A")
+    >>> x = ast.Comparison(">", ast.AttributeRef(None, "x"), ast.NumberLiteral(1))
+    >>> describe(AllOf((Atom(a), Atom(t.condition_atom("S", "A", x)))), t), describe(TRUE, t), describe(Not(Atom(a)), t)
+    ('A & A[x > 1]', 'any', 'not A')
+    """
+    if isinstance(guard, Atom):
+        atom = table.atoms[guard.index]
+        if isinstance(atom, TypeAtom):
+            return atom.name
+        return f"{atom.name}[{printer.expr(atom.condition)}]"
+    if isinstance(guard, Not):
+        return f"not {describe(guard.guard, table)}"
+    if not guard.guards:
+        return "any" if isinstance(guard, AllOf) else "none"
+    parts = [
+        f"({describe(g, table)})" if isinstance(g, (AllOf, AnyOf)) and len(g.guards) > 1 else describe(g, table)
+        for g in guard.guards
+    ]
+    return (" & " if isinstance(guard, AllOf) else " | ").join(parts)

@@ -91,7 +91,7 @@ def _components(automaton: Automaton) -> list[list[int]]:
     graph.add_nodes_from(range(automaton.n_states))
     graph.add_edges_from((t.source, t.target) for ts in automaton.transitions for t in ts)
     dag = nx.condensation(graph)
-    return [sorted(dag.nodes[c]["members"]) for c in nx.lexicographical_topological_sort(dag)]
+    return [sorted(dag.nodes[c]["members"]) for c in nx.topological_sort(dag)]
 
 
 def _key(component: list[int], incoming: list[list[Transition]], mapping: list[int], initial: frozenset[int]) -> object:

@@ -241,6 +241,97 @@ def match(
     return EXIT_OK
 
 
+def explain_plan(
+    files: Sequence[str],
+    schema_file: str | None,
+    *,
+    as_json: bool,
+    dot_file: str | None,
+    png_file: str | None,
+    events_file: str | None,
+    generate: int,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Compile a workload (or .ceql queries over a schema), run it once over
+    events when there are any (an events file, or the workload's generator),
+    and print what the plan shares (``planner.explain``); optionally write
+    its graphs as DOT and PNG."""
+    import numpy as np
+
+    from planner import compile_plan
+    from planner.explain import draw, explain, render, to_dot
+
+    from .events.loaders import load_csv, load_jsonl, load_pandas, load_parquet
+
+    try:
+        generator: str | None = None
+        if len(files) == 1 and files[0].endswith(".toml") and schema_file is None:
+            workload = load_workload(files[0])
+            schema, generator = workload.schema, workload.generator
+            queries = [(q.name, q.checked) for q in workload.queries]
+        else:
+            if schema_file is None or not all(f.endswith(".ceql") for f in files):
+                print(
+                    "error: explain takes one WORKLOAD.toml, or --schema FILE.core with QUERY.ceql files\n"
+                    f"  got: {' '.join(files)}" + ("" if schema_file else " (and no --schema)"),
+                    file=err,
+                )
+                return EXIT_INVALID
+            schema = Schema.parse(Path(schema_file).read_text(), schema_file)
+            queries = []
+            for f in files:
+                text = Path(f).read_text()
+                queries.append((Path(f).stem, parse_and_check(text, schema, source=Source(text, f))))
+        began = time.perf_counter()
+        plan = compile_plan(queries)
+        planned = time.perf_counter() - began
+        batch = None
+        if events_file:
+            loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
+            loader = loaders.get(Path(events_file).suffix)
+            if loader is None:
+                print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
+                return EXIT_INVALID
+            batch, _ = loader(events_file, schema)
+        elif generator and generate > 0:
+            from .events.generators import generate as generate_events
+
+            batch, _ = load_pandas(generate_events(generator, generate, seed=0), schema)
+        run = None
+        if batch is not None:
+            from .api import Detector
+
+            detector = Detector(plan, schema, history=False)
+            detector.feed(batch)
+            stats = detector.stats()
+            counts = np.bincount(batch.codes, minlength=len(batch.event_types))
+            run = {
+                "events": len(batch),
+                "matches": sum(stats["matches"].values()),
+                "deterministic_states": stats["deterministic_states"],
+                "cache_hit_rate": stats["cache_hit_rate"],
+                "prefix_states": stats["prefix_states"],
+                "events_per_type": {
+                    f"{e.stream}.{e.name}": int(n) for e, n in zip(batch.event_types, counts, strict=True)
+                },
+            }
+        figures = explain(plan, run)
+        figures["planning_seconds"] = planned
+        if dot_file:
+            Path(dot_file).write_text(to_dot(plan))
+        if png_file:
+            draw(plan, png_file)
+    except OSError as exc:
+        print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
+        return EXIT_INVALID
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    print(json.dumps(figures) if as_json else render(figures), file=out)
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -255,6 +346,20 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N matches")
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
+    )
+    run_explain = sub.add_parser("explain", help="show what a plan shares: groups, prefix graph, PSD, figures")
+    run_explain.add_argument("files", nargs="+", metavar="FILE", help="one WORKLOAD.toml, or QUERY.ceql files")
+    run_explain.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
+    run_explain.add_argument("--json", action="store_true", help="print one JSON object")
+    run_explain.add_argument("--dot", metavar="FILE", help="write the shared-prefix graphs as Graphviz DOT")
+    run_explain.add_argument("--png", metavar="FILE", help="draw the shared-prefix graphs into a PNG")
+    run_explain.add_argument("--events", metavar="FILE", help="run once over these events (.csv, .jsonl, .parquet)")
+    run_explain.add_argument(
+        "--generate",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="without --events, run over N events of the workload's generator (0: no run)",
     )
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
@@ -271,6 +376,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "match":
         return match(
             args.schema, args.query, args.events, args.engine, args.limit, sys.stdout, sys.stderr, count=args.count
+        )
+    if args.command == "explain":
+        return explain_plan(
+            args.files,
+            args.schema,
+            as_json=args.json,
+            dot_file=args.dot,
+            png_file=args.png,
+            events_file=args.events,
+            generate=args.generate,
+            out=sys.stdout,
+            err=sys.stderr,
         )
     if args.command == "demo":
         return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr)

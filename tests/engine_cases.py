@@ -319,3 +319,35 @@ def to_batch(rows: list[dict[str, Any]]) -> EventBatch:
     batch, report = load_pandas(frame, SCHEMA)
     assert report.accepted == len(rows), report.summary()
     return batch
+
+
+@st.composite
+def shared_workloads(draw: st.DrawFn, min_size: int = 2, max_size: int = 20) -> list[str]:
+    """Workloads whose queries start alike, as tenants' copies of a few
+    templates do: one to three prefixes (each a sequence of one to three
+    drawn sub-patterns), each query one of them followed by its own
+    sub-pattern, sometimes with a cross-event FILTER, mostly over the same
+    window kind and partitioning so that they land in one group, sometimes a
+    strategy that must keep a query alone."""
+    prefixes = []
+    for _ in range(draw(st.integers(1, 3))):
+        names = _Names()
+        parts = [_pattern(draw, names, 2, _Options()) for _ in range(draw(st.integers(1, 3)))]
+        prefixes.append((" ; ".join(f"({p.text})" for p in parts), names.count, _concat("", parts)))
+    texts = []
+    for _ in range(draw(st.integers(min_size, max_size))):
+        prefix, used, bound = draw(st.sampled_from(prefixes))
+        names = _Names(count=used)
+        tail = _pattern(draw, names, 2, _Options(cross=True), cross=20)
+        link = draw(st.sampled_from([";", ";", ":"]))
+        whole = _maybe_cross(draw, _concat(f"{prefix} {link} ({tail.text})", [bound, tail]), 15)
+        strategy = draw(st.sampled_from(["", "", "", "", "ALL ", "ANY ", "NEXT ", "STRICT "]))
+        text = f"SELECT {strategy}* WHERE {whole.text}"
+        if draw(st.integers(0, 4)) == 0:
+            text += " PARTITION BY [k]"
+        if draw(st.integers(0, 4)) == 0:
+            text += f" WITHIN {draw(st.integers(0, 6))} SECONDS"
+        else:
+            text += f" WITHIN {draw(st.integers(0, 10))} EVENTS"
+        texts.append(text)
+    return texts

@@ -31,6 +31,7 @@ import numpy as np
 
 from planner.plan import Group, Plan, QueryPlan, window_bound
 from planner.predicates import guard_atoms
+from planner.sharing import prefix_states
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.match import Match
@@ -664,6 +665,8 @@ class Engine:
         misses = sum(r.det.misses for r in self.runners)
         return {
             **self.clock.summary(),
+            # states a marking move enters, over the automata this engine runs (Sharp's count of a plan)
+            "prefix_states": sum(prefix_states(r.group.automaton) for r in self.runners),
             "deterministic_states": sum(len(r.det.states) for r in self.runners),
             "cache_hits": hits,
             "cache_misses": misses,
