@@ -1,8 +1,9 @@
 """The plan layer (DESIGN.md §1, §4): compiling checked queries into automata
-and query groups over one shared predicate table.
+and query groups over one shared predicate table; within a group, queries
+share their prefixes (``sharing``), every state has its pattern-sharing
+degree (``psd``), and ``explain`` says what the plan shares.
 
-It imports from the language and events layers only. The shared-prefix DAG,
-PSD bitmaps and explain arrive with the planner issue.
+It imports from the language and events layers only.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")

@@ -277,8 +277,7 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
     # guards hash deeply: number them once, so refining compares small tuples
     guard_ids: dict[object, int] = {}
     moves = [
-        [(guard_ids.setdefault(t.guard, len(guard_ids)), t.label, t.target) for t in ts]
-        for ts in automaton.transitions
+        [(guard_ids.setdefault(t.guard, len(guard_ids)), t.label, t.target) for t in ts] for ts in automaton.transitions
     ]
     first: dict[frozenset[int], int] = {}
     classes = [first.setdefault(automaton.finals.get(s, frozenset()), len(first)) for s in range(n)]

@@ -4,6 +4,10 @@
 (``.core``) and workloads (``.toml``): exit 0 when all are valid (warnings on
 stderr), exit 2 with located errors otherwise.
 
+``sharp-cer explain`` compiles a workload (or queries) and prints what the
+plan shares: groups, PSD clusters, states, transitions and predicates with
+and without sharing (``--json``, ``--dot``, ``--png``).
+
 ``sharp-cer demo`` is the main job: it checks the example workloads of
 ``configs/``, prints what they contain, and generates their data.
 """
@@ -150,8 +154,9 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
             print(f"   generated {len(frame)} events -> {target} ({summary})", file=out)
             _detect(workload, frame, out)
     print(
-        "\nAll workloads are valid and ran in-process on the CORE engine; the shared plan, load shedding"
-        "\nand the Spark job (`sharp-cer run`) arrive with the next issues.",
+        "\nAll workloads are valid and ran in-process on the CORE engine, one shared plan each"
+        "\n(`sharp-cer explain WORKLOAD.toml` shows it); load shedding and the Spark job"
+        "\n(`sharp-cer run`) arrive with the next issues.",
         file=out,
     )
     return EXIT_OK

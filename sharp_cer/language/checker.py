@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import ast
 from .errors import (
@@ -93,14 +94,75 @@ def parse_and_check(text: str, schema: Schema, name: str = "<query>", *, source:
     return check_query(parse_query(src.text, source=src), schema, src)
 
 
+# Children by the node's exact class: the tree walks below visit every node
+# of every query, and one dict look-up beats a chain of isinstance tests (the
+# AST classes are never subclassed). Classes not listed are leaves.
+def _formula(node: Any) -> tuple[ast.Formula]:
+    return (node.formula,)
+
+
+def _parts(node: Any) -> tuple[ast.Formula, ...]:
+    return node.parts  # type: ignore[no-any-return]
+
+
+def _operand(node: Any) -> tuple[ast.Expr]:
+    return (node.operand,)
+
+
+def _left_right(node: Any) -> tuple[Any, Any]:
+    return (node.left, node.right)
+
+
+def _args(node: Any) -> tuple[ast.Expr, ...]:
+    return node.args  # type: ignore[no-any-return]
+
+
+def _in_set(node: Any) -> tuple[ast.Expr, ...]:
+    return (node.operand, *node.values)
+
+
+def _in_interval(node: Any) -> tuple[ast.Expr, ...]:
+    return tuple(x for x in (node.operand, node.low, node.high) if x is not None)
+
+
+def _between(node: Any) -> tuple[ast.Expr, ...]:
+    return (node.operand, node.low, node.high)
+
+
+def _condition(node: Any) -> tuple[ast.Expr]:
+    return (node.condition,)
+
+
+_FORMULA_CHILDREN: dict[type, Callable[[Any], tuple[ast.Formula, ...]]] = {
+    ast.Bind: _formula,
+    ast.Iteration: _formula,
+    ast.Negation: _formula,
+    ast.Absence: _formula,
+    ast.Filter: _formula,
+    ast.Sequence: _parts,
+    ast.Conjunction: _parts,
+    ast.Disjunction: _left_right,
+}
+
+_EXPR_CHILDREN: dict[type, Callable[[Any], tuple[ast.Expr, ...]]] = {
+    ast.Call: _args,
+    ast.Negate: _operand,
+    ast.Not: _operand,
+    ast.Arithmetic: _left_right,
+    ast.Comparison: _left_right,
+    ast.And: _left_right,
+    ast.Or: _left_right,
+    ast.InSet: _in_set,
+    ast.InInterval: _in_interval,
+    ast.Between: _between,
+    ast.Like: _operand,
+    ast.VariableFilter: _condition,
+}
+
+
 def _children(node: ast.Formula) -> tuple[ast.Formula, ...]:
-    if isinstance(node, (ast.Bind, ast.Iteration, ast.Negation, ast.Absence, ast.Filter)):
-        return (node.formula,)
-    if isinstance(node, (ast.Sequence, ast.Conjunction)):
-        return node.parts
-    if isinstance(node, ast.Disjunction):
-        return (node.left, node.right)
-    return ()
+    children = _FORMULA_CHILDREN.get(type(node))
+    return () if children is None else children(node)
 
 
 def expr_children(node: ast.Expr) -> tuple[ast.Expr, ...]:
@@ -109,23 +171,8 @@ def expr_children(node: ast.Expr) -> tuple[ast.Expr, ...]:
     >>> expr_children(ast.Negate(ast.NumberLiteral(1)))
     (NumberLiteral(value=1),)
     """
-    if isinstance(node, ast.Call):
-        return node.args
-    if isinstance(node, (ast.Negate, ast.Not)):
-        return (node.operand,)
-    if isinstance(node, (ast.Arithmetic, ast.Comparison, ast.And, ast.Or)):
-        return (node.left, node.right)
-    if isinstance(node, ast.InSet):
-        return (node.operand, *node.values)
-    if isinstance(node, ast.InInterval):
-        return tuple(x for x in (node.operand, node.low, node.high) if x is not None)
-    if isinstance(node, ast.Between):
-        return (node.operand, node.low, node.high)
-    if isinstance(node, ast.Like):
-        return (node.operand,)
-    if isinstance(node, ast.VariableFilter):
-        return (node.condition,)
-    return ()
+    children = _EXPR_CHILDREN.get(type(node))
+    return () if children is None else children(node)
 
 
 def conjuncts(node: ast.Expr) -> Iterator[ast.Expr]:
@@ -212,6 +259,7 @@ class _Checker:
         self.types_of: dict[str, set[EventSchema]] = {}
         self.count_of: dict[str, int] = {}  # 0, 1 or 2 (= many) events per match
         self.implicit: set[str] = set()
+        self._bindings_of: dict[int, _Bindings] = {}  # id(node) -> self._bindings(node)
         self.used_types: set[EventSchema] = set()
         self.warnings: list[QueryWarning] = []
 
@@ -322,7 +370,19 @@ class _Checker:
 
     def _bindings(self, node: ast.Formula) -> _Bindings:
         """Variables -> event types, variables -> events per match (capped at
-        2), the event types of the node's output events, and their number."""
+        2), the event types of the node's output events, and their number.
+
+        Remembered per node (the query keeps every node alive, so ids stay
+        unique): each FILTER asks again for the pattern it filters, which
+        _collect_variables went through already. The results are shared
+        between callers, so nobody changes them in place.
+        """
+        found = self._bindings_of.get(id(node))
+        if found is None:
+            found = self._bindings_of[id(node)] = self._compute_bindings(node)
+        return found
+
+    def _compute_bindings(self, node: ast.Formula) -> _Bindings:
         if isinstance(node, ast.EventType):
             event = self._lookup(node.name, node.stream, node.span)
             self.implicit.add(node.name)
@@ -472,7 +532,10 @@ class _Checker:
         chain = (*ancestors, node)
         if isinstance(node, ast.Filter):
             own = bound_variables(node.formula)
-            for var in sorted(referenced_variables(node.condition)):
+            # The variables of each conjunct (_check_condition needs them too);
+            # together they are those of the whole condition.
+            parts = [(part, referenced_variables(part)) for part in conjuncts(node.condition)]
+            for var in sorted(set().union(*(variables for _, variables in parts))):
                 if var not in self.types_of:
                     self._unknown_variable(var, node.condition)
                 if var in own:
@@ -499,7 +562,7 @@ class _Checker:
             saved_counts = self.count_of
             self.count_of = {**saved_counts, **self._bindings(node.formula)[1]}
             try:
-                self._check_condition(node.condition)
+                self._check_condition(node.condition, parts)
             finally:
                 self.count_of = saved_counts
         for child in _children(node):
@@ -515,7 +578,8 @@ class _Checker:
             hint=did_you_mean(var, self.types_of) or f"bind it with AS {var}",
         )
 
-    def _check_condition(self, condition: ast.Expr) -> None:
+    def _check_condition(self, condition: ast.Expr, parts: list[tuple[ast.Expr, set[str]]]) -> None:
+        """``parts``: the conjuncts of ``condition`` and the variables of each."""
         kind = self._type(condition, context=None)
         if kind != "bool":
             self.fail(
@@ -526,8 +590,7 @@ class _Checker:
                 found=f"{_TYPE_WORDS.get(kind, kind)} expression: {expr_text(condition)}",
                 hint="compare the value with something",
             )
-        for part in conjuncts(condition):
-            variables = referenced_variables(part)
+        for part, variables in parts:
             if len(variables) > 1 or has_aggregate(part):
                 self._check_single_references(part, context=None)
 
