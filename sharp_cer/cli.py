@@ -175,6 +175,28 @@ def _detect(workload: Workload, frame: Any, out: TextIO) -> None:
     print(f"   detected in {seconds:.2f} s ({len(frame) / seconds:,.0f} events/s): {found}", file=out)
 
 
+def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Schema, list[tuple[str, Any]]]:
+    """A .core schema and the .ceql queries checked against it, each named by its file's stem."""
+    schema = Schema.parse(Path(schema_file).read_text(), schema_file)
+    queries = []
+    for q in query_files:
+        text = Path(q).read_text()
+        queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
+    return schema, queries
+
+
+def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, Any] | None:
+    """The batch and load report of an events file, or None (said on ``err``) for an unknown format."""
+    from .events.loaders import load_csv, load_jsonl, load_parquet
+
+    loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
+    loader = loaders.get(Path(events_file).suffix)
+    if loader is None:
+        print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
+        return None
+    return loader(events_file, schema)
+
+
 def match(
     schema_file: str,
     query_files: Sequence[str],
@@ -191,21 +213,12 @@ def match(
     ``engine`` is ``core`` (the engine) or ``reference`` (the brute-force
     oracle, for small inputs); summaries go to ``err``.
     """
-    from .events.loaders import load_csv, load_jsonl, load_parquet
-
     try:
-        schema_path = Path(schema_file)
-        schema = Schema.parse(schema_path.read_text(), str(schema_path))
-        queries = []
-        for q in query_files:
-            text = Path(q).read_text()
-            queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
-        loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
-        loader = loaders.get(Path(events_file).suffix)
-        if loader is None:
-            print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
+        schema, queries = _schema_and_queries(schema_file, query_files)
+        loaded = _load_events(events_file, schema, err)
+        if loaded is None:
             return EXIT_INVALID
-        batch, report = loader(events_file, schema)
+        batch, report = loaded
         if engine == "reference":
             from .reference import evaluate
 
@@ -267,7 +280,7 @@ def explain_plan(
     from planner import compile_plan
     from planner.explain import draw, explain, render, to_dot
 
-    from .events.loaders import load_csv, load_jsonl, load_pandas, load_parquet
+    from .events.loaders import load_pandas
 
     try:
         generator: str | None = None
@@ -283,22 +296,16 @@ def explain_plan(
                     file=err,
                 )
                 return EXIT_INVALID
-            schema = Schema.parse(Path(schema_file).read_text(), schema_file)
-            queries = []
-            for f in files:
-                text = Path(f).read_text()
-                queries.append((Path(f).stem, parse_and_check(text, schema, source=Source(text, f))))
+            schema, queries = _schema_and_queries(schema_file, files)
         began = time.perf_counter()
         plan = compile_plan(queries)
         planned = time.perf_counter() - began
         batch = None
         if events_file:
-            loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
-            loader = loaders.get(Path(events_file).suffix)
-            if loader is None:
-                print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
+            loaded = _load_events(events_file, schema, err)
+            if loaded is None:
                 return EXIT_INVALID
-            batch, _ = loader(events_file, schema)
+            batch = loaded[0]
         elif generator and generate > 0:
             from .events.generators import generate as generate_events
 
@@ -327,8 +334,8 @@ def explain_plan(
             Path(dot_file).write_text(to_dot(plan))
         if png_file:
             draw(plan, png_file)
-    except OSError as exc:
-        print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
+    except OSError as exc:  # reading the inputs or writing --dot / --png
+        print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
     except SharpCerError as exc:
         print(exc, file=err)
