@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from sharp_cer.errors import EventsError
-from sharp_cer.events.generators import GENERATORS, generate, write_core_csv
+from sharp_cer.events.generators import GENERATORS, generate, sharp_ds1, write_core_csv
 from sharp_cer.language.workload import Workload, load_workload
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -38,7 +38,26 @@ def test_each_config_names_its_generator(workload: Workload) -> None:
 
 
 def test_registry_holds_the_workload_generators_and_sharps_dataset() -> None:
-    assert sorted(GENERATORS) == ["card_fraud", "iot_sensors", "sharp_ds2", "stocks"]
+    assert sorted(GENERATORS) == ["card_fraud", "iot_sensors", "sharp_ds1", "sharp_ds2", "stocks"]
+
+
+def test_sharp_ds1_follows_section_6_1_and_drifts_as_fig_15() -> None:
+    # types uniform over A..J, id in 1..10, x in [-90, 90), y in [-180, 180), v in 1..3e6
+    df = generate("sharp_ds1", 60_000, seed=3)
+    shares = df["type"].value_counts(normalize=True)
+    assert sorted(shares.index) == list("ABCDEFGHIJ") and (abs(shares - 0.1) < 0.01).all()
+    assert (df["id"].min(), df["id"].max()) == (1, 10)
+    assert df["x"].min() >= -90 and df["x"].max() < 90 and df["y"].min() >= -180 and df["y"].max() < 180
+    assert df["v"].min() >= 1 and df["v"].max() <= 3_000_000 and abs(df["v"].mean() - 1.5e6) < 3e4
+    wide = sharp_ds1(20_000, seed=3, v_high=1_000_000_000)
+    assert wide["v"].max() > 3_000_000  # the selectivity experiment's wider V
+    drifted = sharp_ds1(20_000, seed=3, drift_at=9_000)
+    d_before = drifted[(drifted["type"] == "D") & (drifted.index < 9_000)]["v"]
+    d_after = drifted[(drifted["type"] == "D") & (drifted.index >= 9_000)]["v"]
+    assert d_before.min() >= 1_000_000 and d_before.max() < 3_500_000
+    assert d_after.max() < 2_000_000 and d_after.mean() < d_before.mean() / 2
+    others = drifted[drifted["type"] != "D"]["v"]
+    assert others.max() > 2_500_000  # only D drifts
 
 
 def test_sharp_ds2_follows_section_6_1() -> None:

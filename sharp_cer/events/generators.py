@@ -53,6 +53,7 @@ _SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
         "PROFILE_CHANGE": _attrs(_CARD + "field:string, t:primary_time"),
         "TRAVEL_NOTICE": _attrs(_CARD + "country:string, t:primary_time"),
     },
+    "sharp_ds1": {kind: _attrs("id:int, x:double, y:double, v:int, t:primary_time") for kind in "ABCDEFGHIJ"},
     "sharp_ds2": {kind: _attrs("id:int, x:int, t:primary_time") for kind in "ABCDEF"},
     "iot_sensors": {
         "TEMP": _attrs(_SENSOR + "celsius:double, t:primary_time"),
@@ -134,6 +135,48 @@ def stocks(n: int, seed: int = 0) -> pd.DataFrame:
         "t": _T0 + np.cumsum(rng.integers(0, 4, n)) * _SEC,
     }
     return _finish(_SCHEMAS["stocks"], [trades], n)
+
+
+def sharp_ds1(
+    n: int,
+    seed: int = 0,
+    *,
+    v_high: int = 3_000_000,
+    drift_at: int | None = None,
+) -> pd.DataFrame:
+    """Sharp's synthetic dataset DS1 (§6.1): a type uniform over A to J, an
+    ``id`` uniform in 1..10, ``x`` uniform in [-90, 90), ``y`` in
+    [-180, 180) and ``v`` uniform in 1..``v_high`` (the paper's selectivity
+    experiment widens it); one event per second. With ``drift_at``, D
+    events' ``v`` is drawn from [1e6, 3.5e6) before that offset and from
+    [1, 2e6) from it on (the concept drift of the paper's Fig. 15).
+
+    >>> df = sharp_ds1(4, seed=1)
+    >>> list(df.columns), set(df["type"]) <= set("ABCDEFGHIJ")
+    (['type', 'id', 'x', 'y', 'v', 't'], True)
+    >>> drifted = sharp_ds1(4000, seed=1, drift_at=2000)
+    >>> d = drifted[drifted["type"] == "D"]
+    >>> bool((d["v"][d.index < 2000] >= 1_000_000).all()), bool((d["v"][d.index >= 2000] < 2_000_000).all())
+    (True, True)
+    """
+    rng = np.random.default_rng(seed)
+    types = np.array(list("ABCDEFGHIJ"))[rng.integers(0, 10, n)]
+    v = rng.integers(1, v_high + 1, n)
+    if drift_at is not None:
+        is_d = types == "D"
+        before = is_d & (np.arange(n) < drift_at)
+        after = is_d & (np.arange(n) >= drift_at)
+        v[before] = rng.integers(1_000_000, 3_500_000, int(before.sum()))
+        v[after] = rng.integers(1, 2_000_000, int(after.sum()))
+    rows = {
+        "type": types,
+        "id": rng.integers(1, 11, n),
+        "x": rng.uniform(-90.0, 90.0, n),
+        "y": rng.uniform(-180.0, 180.0, n),
+        "v": v,
+        "t": _T0 + np.arange(n) * _SEC,
+    }
+    return _finish(_SCHEMAS["sharp_ds1"], [rows], n)
 
 
 def sharp_ds2(n: int, seed: int = 0) -> pd.DataFrame:
@@ -403,6 +446,7 @@ GENERATORS: dict[str, Callable[[int, int], pd.DataFrame]] = {
     "stocks": stocks,
     "card_fraud": card_fraud,
     "iot_sensors": iot_sensors,
+    "sharp_ds1": sharp_ds1,
     "sharp_ds2": sharp_ds2,
 }
 
