@@ -245,6 +245,28 @@ def erase_variables(expr: ast.Expr) -> ast.Expr:
     return dataclasses.replace(expr, **changes) if changes else expr  # type: ignore[arg-type]
 
 
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+
+
+def normalized(condition: ast.Expr) -> ast.Expr:
+    """A unary condition in the form its atom is tabled under: a comparison
+    with the constant on the left is turned around (``5 < x`` is ``x > 5``),
+    so tenants who write either share the atom and the states behind it.
+    Only a whole condition is turned, never the middle of a chain.
+
+    >>> c = ast.Comparison("<", ast.NumberLiteral(5), ast.AttributeRef(None, "x"))
+    >>> normalized(c) == ast.Comparison(">", ast.AttributeRef(None, "x"), ast.NumberLiteral(5))
+    True
+    """
+    if (
+        isinstance(condition, ast.Comparison)
+        and isinstance(condition.left, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral))
+        and isinstance(condition.right, ast.AttributeRef)
+    ):
+        return ast.Comparison(_MIRRORED[condition.op], condition.right, condition.left)
+    return condition
+
+
 @functools.cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
@@ -309,7 +331,7 @@ class _QueryCompiler:
                     cross.append(part)
                 else:
                     variables = referenced_variables(part)
-                    unary.append((next(iter(variables)) if variables else None, erase_variables(part)))
+                    unary.append((next(iter(variables)) if variables else None, normalized(erase_variables(part))))
             found = self._splits[id(node)] = (tuple(unary), tuple(cross))
         return found
 

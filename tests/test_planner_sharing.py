@@ -136,6 +136,24 @@ def test_conditions_in_another_order_share_the_state_and_one_atom() -> None:
     assert predicates["per_type_separate"]["S.A"] == 8
 
 
+def test_a_constant_on_the_left_shares_the_atom_and_keeps_its_meaning() -> None:
+    texts = {
+        "q1": "SELECT * WHERE A AS a ; B FILTER a[x > 1] WITHIN 5 EVENTS",
+        "q2": "SELECT * WHERE A AS a ; C FILTER a[1 < x] WITHIN 5 EVENTS",
+    }
+    figures = explain(_plan(texts, SCHEMA))
+    assert (figures["states_shared"], figures["states_separate"], figures["predicates"]["condition_atoms"]) == (3, 4, 1)
+    rows = [{"type": t, "x": i % 4, "k": 0, "t": i} for i, t in enumerate("ABACABBAACCB")]
+    for op in ("<", "<=", ">", ">=", "=", "!="):
+        _assert_exact(
+            [
+                f"SELECT * WHERE A AS a ; B FILTER a[2 {op} x] WITHIN 6 EVENTS",
+                f"SELECT * WHERE A ; B AS b FILTER 1 {op} b.x WITHIN 6 EVENTS",
+            ],
+            rows,
+        )
+
+
 def test_grouping_by_partition_window_kind_and_strategy() -> None:
     texts = {
         "events": "SELECT * WHERE A ; B WITHIN 5 EVENTS",
