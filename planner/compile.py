@@ -122,7 +122,7 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
     for i, (name, checked) in enumerate(queries):
         q = checked.query
         compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
-        start, end = compiler.fragment(q.pattern, _Context())
+        start, end = compiler.whole(q.pattern)
         fragments.append((compiler.builder, start, end))
         if isinstance(q.selection, tuple):
             selected: tuple[str, ...] | None = tuple(p.variable for p in q.selection)
@@ -354,6 +354,21 @@ class _QueryCompiler:
         sets = self.label_sets  # the moves to relabel carry labels known now
         entry = self.builder.mark_first(lo, start, lambda label: self._label(sets[label] | {cross.first_tag}))
         return entry, end
+
+    def whole(self, pattern: ast.Formula) -> tuple[int, int]:
+        """Entry and exit states of the query's pattern. Cross-event
+        conditions of FILTERs around the whole pattern tag no event (see
+        ``CrossFilter.whole``); their unary conjuncts are pushed down as
+        usual."""
+        ctx = _Context()
+        while isinstance(pattern, ast.Filter):
+            cross = self._split(pattern)[1]
+            if cross:
+                tag = f"#{self.qid}.{len(self.filters)}"
+                self.filters.append(CrossFilter(tag, tag + "^", cross, whole=True))
+            ctx = self._filtered(pattern, ctx)
+            pattern = pattern.formula
+        return self.fragment(pattern, ctx)
 
     def single_event_guard(self, node: ast.Formula, ctx: _Context) -> Guard:
         """The guard of the events that satisfy the formula inside NOT(...) or

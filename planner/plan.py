@@ -70,6 +70,11 @@ class CrossFilter:
     enumeration (which walks from the last event back) knows where an
     instance is complete.
 
+    A FILTER over the query's whole pattern (``whole``) tags nothing: its one
+    instance is the match, complete at the match's first event, and every
+    event of a path enumerated from the query's final state is the query's.
+    Untagged labels are what lets queries with such conditions share states.
+
     >>> CrossFilter("#0.0", "#0.0^", ()).first_tag
     '#0.0^'
     """
@@ -77,6 +82,7 @@ class CrossFilter:
     tag: str
     first_tag: str
     conjuncts: tuple[ast.Expr, ...]
+    whole: bool = False
 
 
 @dataclass(frozen=True)

@@ -327,6 +327,7 @@ class FilterCheck:
     def __init__(self, cross: CrossFilter, summaries: Summaries) -> None:
         self.tag = cross.tag
         self.first_tag = cross.first_tag
+        self.whole = cross.whole  # over the whole match: no tags, checked at its first event
         self.exact = [ExactCondition(c, summaries.attributes) for c in cross.conjuncts]
         local = Terms()
         self.bounds = [compile_bounds(c, local) for c in cross.conjuncts]
@@ -364,6 +365,8 @@ class Summaries:
                 attributes |= _attributes(c)
         self.attributes = tuple(sorted(attributes))
         self.numeric = numeric
+        # filters over a whole match tag no label: every event of the query's paths counts
+        self.whole = {cross.tag for cross in filters if cross.whole}
         self.keys: list[tuple[str, str, str, str]] = []  # (tag, kind, variable, attribute)
         self.checks = {cross.tag: FilterCheck(cross, self) for cross in filters}
         self.identity = (
@@ -387,7 +390,7 @@ class Summaries:
             names = self.labels[label]
             plan = []
             for i, (tag, kind, var, attribute) in enumerate(self.keys):
-                if tag not in names:
+                if tag not in names and tag not in self.whole:
                     continue
                 if var not in names:
                     own = "none"

@@ -183,7 +183,8 @@ class Walk:
         start_state: Any = None
         if checked:
             assert self.summaries is not None
-            start_state = (None, self.summaries.identity, (None,) * len(self.checks))
+            # a filter over the whole match has its instance open from the last event on
+            start_state = (None, self.summaries.identity, tuple(True if c.whole else None for c in self.checks))
         pending = order.pending()
         for root in reversed(roots):  # the first root is walked first
             if key_test(root.maxkey) and (not self.prune or self._possible(root, start_state)):
@@ -221,6 +222,8 @@ class Walk:
                         if value_test(n.value):
                             self.candidates += 1
                             path = state[0] if checked else state
+                            if checked and not self._whole_holds(path):
+                                break
                             marks = []
                             while path is not None:
                                 marks.append((path[0], path[1]))
@@ -250,7 +253,7 @@ class Walk:
             seen = summaries.output(n.label, n.value, seen, reset=False)
         changed = list(instances)
         for k, check in enumerate(self.checks):
-            if check.tag not in names:
+            if check.whole or check.tag not in names:
                 continue
             if check.first_tag in names:
                 if not self._holds(check, path, changed[k]):
@@ -263,20 +266,25 @@ class Walk:
                 changed[k] = path if changed[k] is None else changed[k]
         return path, seen, tuple(changed)
 
+    def _whole_holds(self, path: Any) -> bool:
+        """Every filter over the whole match holds on the complete path."""
+        return all(self._holds(check, path, None) for check in self.checks if check.whole)
+
     def _holds(self, check: FilterCheck, path: Any, last: Any) -> bool:
         """The filter on the instance from the first event (the head of
-        ``path``) to the event that opened it (``last``, or the head)."""
+        ``path``) to the event that opened it (``last``, or the head); a
+        filter over the whole match reads the whole path."""
         assert self.summaries is not None
         labels = self.summaries.labels
         env: Env = {}
         node = path
         while node is not None:
             names = labels[node[1]]
-            if check.tag in names:
+            if check.whole or check.tag in names:
                 for var in names:
                     if var[0] != "#":
                         env.setdefault(var, []).append(node[2])
-            if node is last or (last is None and node is path):
+            if not check.whole and (node is last or (last is None and node is path)):
                 break
             node = node[3]
         try:
