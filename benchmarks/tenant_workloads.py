@@ -86,7 +86,8 @@ def workload(n: int, seed: int = 0) -> list[tuple[str, str]]:
     weights = [t.weight for t in TEMPLATES]
     queries = []
     for i in range(n):
-        template = rng.choices(TEMPLATES, weights)[0] if i >= len(TEMPLATES) else TEMPLATES[i % len(TEMPLATES)]
+        # every template once first, so even a small workload spans them all
+        template = rng.choices(TEMPLATES, weights)[0] if i >= len(TEMPLATES) else TEMPLATES[i]
         ticker, other = rng.sample(TICKERS, 2)
         constants = {
             "low_price": round(rng.uniform(5.0, 5.6), 2),

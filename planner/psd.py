@@ -66,16 +66,19 @@ class SharingDegrees:
     clusters: tuple[Cluster, ...]
     _index: dict[int, Cluster] = field(default_factory=dict, compare=False, repr=False)
 
+    _bits: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+
     def __post_init__(self) -> None:
         self._index.update((c.bitmap, c) for c in self.clusters)
+        self._bits.update((q, 1 << k) for k, q in enumerate(self.queries))
 
     def bit(self, query: int) -> int:
-        """The bit of a query (by its id in the plan).
+        """The bit of a query (by its id in the plan), in constant time.
 
         >>> SharingDegrees((4, 9), (), ()).bit(9)
         2
         """
-        return 1 << self.queries.index(query)
+        return self._bits[query]
 
     def cluster(self, bitmap: int) -> Cluster | None:
         """The cluster of a bitmap, in constant time (see the module example)."""

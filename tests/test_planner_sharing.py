@@ -17,7 +17,6 @@ from typing import Any
 import pydot
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from planner import compile_plan
 from planner.explain import explain
@@ -314,9 +313,6 @@ def test_random_stream_smoke() -> None:
     texts = ["SELECT * WHERE (A) ; (B) ; (C) WITHIN 5 EVENTS", "SELECT * WHERE (A) ; (B) : (A) WITHIN 4 EVENTS"]
     rows = [{"type": t, "x": 1, "k": 0, "t": i} for i, t in enumerate("ABACBAC")]
     _assert_exact(texts, rows)
-
-
-_ = st  # hypothesis strategies are drawn in tests.engine_cases
 
 
 # ---------------------------------------------------------------- Sharp's Table 2

@@ -166,6 +166,7 @@ class Walk:
         self.key_test = key_test
         self.value_test = value_test
         self.checks = list(checks)
+        self.whole = [check for check in self.checks if check.whole]  # checked once a path is complete
         self.summaries = summaries
         self.prune = prune and summaries is not None and bool(self.checks)
         self.order: EnumerationOrder = order or DepthFirst()
@@ -222,7 +223,7 @@ class Walk:
                         if value_test(n.value):
                             self.candidates += 1
                             path = state[0] if checked else state
-                            if checked and not self._whole_holds(path):
+                            if self.whole and not self._whole_holds(path):
                                 break
                             marks = []
                             while path is not None:
@@ -268,7 +269,7 @@ class Walk:
 
     def _whole_holds(self, path: Any) -> bool:
         """Every filter over the whole match holds on the complete path."""
-        return all(self._holds(check, path, None) for check in self.checks if check.whole)
+        return all(self._holds(check, path, None) for check in self.whole)
 
     def _holds(self, check: FilterCheck, path: Any, last: Any) -> bool:
         """The filter on the instance from the first event (the head of

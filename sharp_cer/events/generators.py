@@ -163,9 +163,8 @@ def sharp_ds1(
     types = np.array(list("ABCDEFGHIJ"))[rng.integers(0, 10, n)]
     v = rng.integers(1, v_high + 1, n)
     if drift_at is not None:
-        is_d = types == "D"
-        before = is_d & (np.arange(n) < drift_at)
-        after = is_d & (np.arange(n) >= drift_at)
+        is_d, early = types == "D", np.arange(n) < drift_at
+        before, after = is_d & early, is_d & ~early
         v[before] = rng.integers(1_000_000, 3_500_000, int(before.sum()))
         v[after] = rng.integers(1, 2_000_000, int(after.sum()))
     rows = {
