@@ -142,6 +142,23 @@ class BestFirst:
         return _Heap(self.score)
 
 
+class BetterChildFirst(BestFirst):
+    """Depth first, but at each union the child with the higher ``score``
+    first: the walk keeps DFS's locality (a branch's prefix is paid once)
+    and spends a budget on the better-scored side of each choice.
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge
+    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    >>> oldest = BetterChildFirst(lambda n: -n.maxstart)
+    >>> [b.pos for b, _ in Walk(lambda k: True, lambda v: True, order=oldest).run([node])]
+    [2, 5]
+    """
+
+    def pending(self) -> Pending:
+        """A stack."""
+        return _Stack()
+
+
 class Walk:
     """One enumeration: which starts are in the window (``key_test`` on a
     branch's max-start key prunes, ``value_test`` on a start's own value
@@ -149,8 +166,10 @@ class Walk:
     limit. ``run`` yields (bottom node, marks) with marks as
     ((position, label), ...), earliest first; afterwards ``steps`` holds the
     nodes visited, ``candidates`` the paths built to the end or until a
-    filter rejected them, and ``truncated`` whether the limit cut the walk
-    short."""
+    filter rejected them, ``truncated`` whether the limit cut the walk
+    short and ``left`` how many branches were still waiting then. With
+    ``bit``, the walk never enters a node whose keep-mask lacks the bit (the
+    query's partial matches shed by view)."""
 
     def __init__(
         self,
@@ -162,6 +181,7 @@ class Walk:
         prune: bool = True,
         order: EnumerationOrder | None = None,
         limit: int | None = None,
+        bit: int | None = None,
     ) -> None:
         self.key_test = key_test
         self.value_test = value_test
@@ -171,9 +191,12 @@ class Walk:
         self.prune = prune and summaries is not None and bool(self.checks)
         self.order: EnumerationOrder = order or DepthFirst()
         self.limit = limit
+        self.bit = bit
         self.steps = 0
         self.candidates = 0
         self.truncated = False
+        #: branches still waiting when the limit cut the walk short
+        self.left = 0
         self.domain_errors = 0
 
     def run(self, roots: Sequence[Node]) -> Iterator[tuple[Node, tuple[tuple[int, int], ...]]]:
@@ -190,15 +213,18 @@ class Walk:
         for root in reversed(roots):  # the first root is walked first
             if key_test(root.maxkey) and (not self.prune or self._possible(root, start_state)):
                 pending.push(root, start_state)
-        limit = self.limit
+        limit, bit = self.limit, self.bit
         prune = self._possible if self.prune else None  # off the hot path when unused
         visited = 0
         try:
             while pending:
                 n, state = pending.pop()
                 while True:
+                    if bit is not None and not n.mask & bit:
+                        break  # shed for this query (by view)
                     if limit is not None and visited >= limit:
                         self.truncated = True
+                        self.left = len(pending) + 1
                         return
                     visited += 1
                     kind = n.kind

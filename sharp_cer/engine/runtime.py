@@ -41,8 +41,10 @@ from .cost import CostClock, QueryCost
 from .determinize import Determinizer
 from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
 from .feed import attribute_rows, partition_keys, visible, window_values
+from .latency import LatencyLog
 from .predicates import PredicateBits
 from .selection import SELECT, end_order, limit_order, project
+from .shedding import Shedder
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
@@ -114,9 +116,10 @@ class GroupRunner:
     (5, 0)
     """
 
-    def __init__(self, engine: Engine, group: Group) -> None:
+    def __init__(self, engine: Engine, group: Group, number: int = 0) -> None:
         self.engine = engine
         self.group = group
+        self.number = number  # the group's index in the plan
         self.plan = engine.plan
         self.det = Determinizer(group.automaton, engine.cache_capacity)
         self.queries = [engine.plan.queries[q] for q in group.queries]
@@ -154,12 +157,19 @@ class GroupRunner:
         self.by_position = group.window[0] == "events"
         self.reach = self.largest if self.by_position else self.largest + engine.allowed_lateness
         self.next_sweep = SWEEP_EVERY
+        self.input_shed = 0  # events the shedder kept from the group
+        # the update units of the event in process before this group's step
+        self.floor = 0
+        self.row = 0  # the event's row in its batch
+        self.began = 0.0  # when its step began (recording latency)
+        self.shedder = engine.shedder.for_group(self) if engine.shedder is not None else None
 
     # ------------------------------------------------------------ per batch
-    def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int]) -> int:
+    def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
         """Process the events of ``batch`` this group sees, given every
         atom's column; append their matches to ``out``, add each event's
-        units to ``units`` and return the update units spent.
+        units to ``units`` (update and enumeration) and ``floors`` (update
+        only) and return the update units spent.
 
         Events that can change nothing are skipped in bulk: an event is
         processed only if its symbol starts a run or is *busy* for some
@@ -204,6 +214,10 @@ class GroupRunner:
             busy[-1] = False  # id -1: events the group does not see
             busy_now = busy.tolist()
         clock = self.engine.clock
+        shedder, log = self.shedder, self.engine.latency
+        shed_before = self.input_shed
+        if shedder is not None:
+            shedder.begin_batch(batch)
         update = done = 0
         position = 0
         stretch = _STRETCH
@@ -218,12 +232,21 @@ class GroupRunner:
             for i in todo:
                 if not busy_now[listed[i]]:
                     continue  # its symbol became idle since the stretch began
+                if shedder is not None and not shedder.admit(i):
+                    self.input_shed += 1
+                    if log is not None:
+                        log.floor(self.number, floors[i], 0.0)
+                    continue
                 self.steps_here = 0
+                self.floor, self.row = floors[i], i
+                if log is not None:
+                    self.began = time.perf_counter()
                 spent = self.step(
                     positions[i], bits[listed[i]], window[i], keys(i), out, attributes(i) if attributes else ()
                 )
                 update += spent
                 units[i] += spent + self.steps_here
+                floors[i] += spent
                 done += 1
                 if clock.events + i + 1 >= self.next_sweep:
                     self._sweep_at(clock.events + i + 1, positions[i])
@@ -235,7 +258,7 @@ class GroupRunner:
         if clock.events + n >= self.next_sweep:
             self._sweep_at(clock.events + n, positions[-1])
         self.processed += done
-        self.skipped += int(np.count_nonzero(symbols >= 0)) - done
+        self.skipped += int(np.count_nonzero(symbols >= 0)) - done - self.input_shed + shed_before
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
@@ -283,6 +306,9 @@ class GroupRunner:
         summaries = self.summaries
         consumes = self.consumes
         created: list[Node] = []
+        shedder = self.shedder
+        # the new partial matches and their states, for the shedder
+        outputs: list[tuple[Node, int]] | None = [] if shedder is not None else None
         new: dict[int, list[Node]] = {}
         transitions = unions = 0
         merged = instance.merged
@@ -324,6 +350,8 @@ class GroupRunner:
                         output.value = values
                         output.summary = summaries.output(label, values, node.summary)
                     created.append(output)
+                    if outputs is not None:
+                        outputs.append((output, target))
                     current = new.get(target)
                     if current is None:
                         new[target] = [output]
@@ -360,9 +388,14 @@ class GroupRunner:
                     node = merged[state] = self._merge(ulist, created)
                 for qid in finals[state]:
                     accepted.setdefault(qid, []).append(node)
-        if accepted:
+        log = engine.latency
+        if log is not None or accepted:
+            # the event's update units so far: before this group, and this group's step
+            floor = self.floor + transitions + len(created) + unions
+            if log is not None:
+                log.floor(self.number, floor, time.perf_counter() - self.began)
             for qid in sorted(accepted):
-                self._enumerate(qid, accepted[qid], position, value, instance.local, out)
+                self._enumerate(qid, accepted[qid], position, value, instance.local, out, floor)
         if consumes:
             self._consume(accepted, ghosts, key)
         if engine.debug:
@@ -376,6 +409,8 @@ class GroupRunner:
                 instance.created = 0
         self.transitions += transitions
         self.nodes_created += nodes
+        if outputs is not None:
+            shedder.stepped(instance, outputs, self.row, self.floor + transitions + nodes)  # type: ignore[union-attr]
         return transitions + nodes
 
     def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
@@ -450,7 +485,7 @@ class GroupRunner:
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
-        self, qid: int, nodes: list[Node], position: int, value: float, local: int, out: list[Match]
+        self, qid: int, nodes: list[Node], position: int, value: float, local: int, out: list[Match], floor: int = 0
     ) -> None:
         """Enumerate a query's matches ending here, from every final state
         that accepts it: one match per interval and output events, with the
@@ -466,15 +501,23 @@ class GroupRunner:
             found = count_matches(nodes, test, test, steps)
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
+        began = time.perf_counter() if engine.latency is not None else 0.0
         budget = engine.budget.units(position, query) if engine.budget is not None and query.sheddable else None
+        order, bit = engine.order, None
+        shedder = self.shedder if query.sheddable else None
+        if shedder is not None:
+            limit, shed_order, bit = shedder.enumeration(query, floor)
+            budget = limit if budget is None else budget if limit is None else min(budget, limit)
+            order = shed_order or order
         walk = Walk(
             test,
             test,
             checks=self.checks[qid],
             summaries=self.summaries,
             prune=engine.prune,
-            order=engine.order,
+            order=order,
             limit=budget,
+            bit=bit,
         )
         variables = self.variables
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
@@ -489,6 +532,8 @@ class GroupRunner:
             if query.strict_by_filter and len(marks) != local - bottom_node.label + 1:
                 continue
             candidates.append((bottom_node.pos, marks))
+        if shedder is not None:
+            shedder.enumerated(query, floor, walk, candidates)
         if query.strategy in SELECT:
             candidates = SELECT[query.strategy](candidates)
         best: dict[tuple[int, tuple[int, ...]], Match] = {}
@@ -514,6 +559,8 @@ class GroupRunner:
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
             out.extend(sorted(matches, key=end_order) if len(matches) > 1 else matches)
+        if engine.latency is not None:
+            engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
         self.engine.clock.enumeration_steps += steps
@@ -561,6 +608,8 @@ class Engine:
     the enumeration order (default ``DepthFirst``); ``prune`` turns the
     summaries of cross-event conditions on or off; ``skip`` turns bulk
     skipping of events that can change nothing on or off (``GroupRunner.run``).
+    ``shedder`` sheds load (``engine.shedding``); ``record_latency`` (on
+    with a shedder) keeps each query's latency per event in ``latency``.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -584,8 +633,17 @@ class Engine:
         order: EnumerationOrder | None = None,
         prune: bool = True,
         skip: bool = True,
+        shedder: Shedder | None = None,
+        record_latency: bool = False,
     ) -> None:
+        if shedder is not None and count_only:
+            raise EngineError(
+                "load shedding needs matches enumerated, and this engine only counts them (count_only=True)\n"
+                "  hint: pass count_only=False, or no shedder"
+            )
         self.plan = plan
+        self.shedder = shedder
+        self.latency = LatencyLog() if record_latency or shedder is not None else None
         self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
@@ -598,7 +656,7 @@ class Engine:
         self.allowed_lateness = allowed_lateness
         self.clock = CostClock()
         self.late_window_values = 0
-        self.runners = [GroupRunner(self, g) for g in plan.groups]
+        self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
         self._bits: PredicateBits | None = None
 
     def process(self, batch: EventBatch) -> list[Match]:
@@ -622,9 +680,10 @@ class Engine:
         # every event costs its condition checks; the groups add their work
         units = np.asarray(self._bits.checks_per_type, dtype=np.int64)[batch.codes].tolist() if len(batch) else []
         update = sum(units)
+        floors = list(units)
         out: list[Match] = []
         for runner in self.runners:
-            update += runner.run(batch, atoms, out, units)
+            update += runner.run(batch, atoms, out, units, floors)
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
         self.clock.record_batch(units, update)
@@ -682,6 +741,7 @@ class Engine:
             "events_processed": sum(r.processed for r in self.runners),
             "events_skipped": sum(r.skipped for r in self.runners),
             "scalar_rows": self._bits.scalar_rows if self._bits else 0,
+            "events_shed": sum(r.input_shed for r in self.runners),
         }
 
 

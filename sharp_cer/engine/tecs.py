@@ -41,7 +41,7 @@ class Node:
     <Output pos=5 max-start=3>
     """
 
-    __slots__ = ("kind", "label", "left", "maxkey", "maxstart", "pos", "right", "summary", "value")
+    __slots__ = ("kind", "label", "left", "mask", "maxkey", "maxstart", "pos", "right", "summary", "value")
 
     def __init__(
         self,
@@ -65,6 +65,10 @@ class Node:
         # per term of the group's cross-event conditions: (lows, highs) over
         # the node's paths (see engine.conditions); None without such terms
         self.summary: Any = None
+        # the queries (bits of the group's PSD) this node is still kept for:
+        # load shedding by view clears bits, and a walk for a query never
+        # enters a node without its bit (-1: every query)
+        self.mask = -1
 
     def __repr__(self) -> str:
         name = ("Bottom", "Output", "Union")[self.kind]

@@ -1,0 +1,299 @@
+"""What every shedder shares: the configuration, the per-query bounds and
+the enumeration budget they give, the overload detector, input shedding
+when the update floor is above a bound, and the report.
+
+The plain :class:`LoadShedder` is the *truncation* baseline: nothing is
+shed but the end of an enumeration that would pass the bound (the walk stops
+when the event's budget is spent, in tECS order). Every other shedder adds a
+policy on top (``shedding.sharp``, ``shedding.baselines``), so each keeps
+the same guarantee: a query's latency for an event is at most its bound
+unless the event's update alone passes it.
+
+The budget of query q for an event is ``L_q - floor``, where the floor is
+the update work the event has cost so far. The overload detector flags q
+when the demand of its last enumeration (the floor plus the steps it took,
+plus, if the walk was cut short, the waiting branches times the steps per
+match) or its smoothed demand (an exponentially weighted mean) is above L_q.
+If the smoothed floor itself is above the smallest bound of a group, the
+group sheds its input: it processes one event in ``probe`` (to keep
+measuring) and reports the events shed.
+
+>>> config = ShedConfig(bounds={"q": 50})
+>>> config.bound("q"), config.bound("other"), config.weight("q")
+(50.0, None, 1.0)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from planner.plan import QueryPlan
+from sharp_cer.engine.enumeration import EnumerationOrder, Walk
+from sharp_cer.engine.shedding import Candidate
+from sharp_cer.engine.tecs import Node
+from sharp_cer.errors import SheddingError
+from sharp_cer.events.batch import EventBatch
+
+if TYPE_CHECKING:
+    from sharp_cer.engine.runtime import GroupRunner
+
+
+@dataclass(frozen=True)
+class ShedConfig:
+    """How to shed: per query name its bound in cost units (queries without
+    one are never shed), weight and sketch attributes; the seed of the
+    random choices; the sketch's buckets per attribute, decay per epoch and
+    epoch (in events; None: the group's largest window in events, else
+    1,000); the smoothing of the detector; the events between two
+    selections; and one event processed in ``probe`` while the floor is
+    above the bound."""
+
+    bounds: Mapping[str, float]
+    weights: Mapping[str, float] = field(default_factory=dict)
+    sketch_attributes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    seed: int = 0
+    buckets: int = 8
+    decay: float = 0.5
+    epoch: int | None = None
+    smoothing: float = 0.2
+    cooldown: int = 64
+    probe: int = 16
+
+    def __post_init__(self) -> None:
+        for name, bound in self.bounds.items():
+            if not bound > 0:
+                raise SheddingError(
+                    f"query {name}: a latency bound must be a positive number of cost units, not {bound!r}\n"
+                    "  hint: give units (e.g. 500) or a fraction of the unshedded latency (e.g. 0.5)"
+                )
+        for name, weight in self.weights.items():
+            if not weight > 0:
+                raise SheddingError(f"query {name}: a weight must be positive, not {weight!r}")
+        if not 0 < self.decay <= 1:
+            raise SheddingError(f"the sketch's decay must be in (0, 1], not {self.decay!r}")
+
+    def bound(self, query: str) -> float | None:
+        """The query's bound in cost units (None: never shed)."""
+        found = self.bounds.get(query)
+        return None if found is None else float(found)
+
+    def weight(self, query: str) -> float:
+        """The query's weight (1 by default)."""
+        return float(self.weights.get(query, 1.0))
+
+
+class LoadShedder:
+    """The truncation baseline, and the base of every shedder: it makes one
+    group shedder per group with at least one sheddable query that has a
+    bound (the engine's ``Shedder`` protocol).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from planner import compile_plan
+    >>> from sharp_cer.engine import Engine
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 20 EVENTS", s))])
+    >>> events = load_csv("A,1\\n" + "B,1\\n" * 12, s)[0]
+    >>> full = Engine(plan).process(events)
+    >>> engine = Engine(plan, shedder=LoadShedder(ShedConfig(bounds={"q": 40})))
+    >>> cut = engine.process(events)
+    >>> len(full), 0 < len(cut) < len(full), {m.key() for m in cut} <= {m.key() for m in full}
+    (4095, True, True)
+    >>> int(engine.latency.units(0, "q").max()) <= 40
+    True
+    """
+
+    name = "truncate"
+
+    def __init__(self, config: ShedConfig) -> None:
+        self.config = config
+        self.groups: list[GroupState] = []
+
+    def for_group(self, runner: GroupRunner) -> GroupState | None:
+        """The group's shedder, or None if none of its queries is shed."""
+        tracked = [q for q in runner.queries if q.sheddable and self.config.bound(q.name) is not None]
+        if not tracked:
+            return None
+        group = self.make_group(runner, tracked)
+        self.groups.append(group)
+        return group
+
+    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+        """The policy's group shedder (overridden by every other shedder)."""
+        return GroupState(self, runner, tracked)
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        """Per tracked query: its bound, what was shed and how often the
+        detector and the selector ran."""
+        out: dict[str, dict[str, Any]] = {}
+        for group in self.groups:
+            for k, query in enumerate(group.tracked):
+                out[query.name] = {
+                    "bound_units": group.bound[k],
+                    "weight": group.weight[k],
+                    "overloaded_events": group.overloads[k],
+                    "floor_above_bound_events": group.floor_over[k],
+                    "partial_matches_shed": group.pms_shed[k],
+                    "events_shed_by_group": group.events_shed,
+                    "events_shed_for_floor": group.floor_shed,
+                    "partial_matches_removed_by_group": group.pms_removed,
+                    "selections": group.selections,
+                    "partial_matches_considered": group.considered,
+                }
+        return out
+
+
+class GroupState:
+    """One group's shedder state and the common behaviour (see the module
+    docstring); subclasses override ``admit_input``, ``order_for``,
+    ``learn``, ``observe`` and ``select``."""
+
+    #: whether walks check keep-mask bits (shedding by view)
+    uses_masks = False
+
+    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan]) -> None:
+        config = owner.config
+        self.config = config
+        self.runner = runner
+        self.tracked = tracked
+        self.index = {q.id: k for k, q in enumerate(tracked)}
+        self.bound = [float(config.bound(q.name) or 0) for q in tracked]
+        self.weight = [config.weight(q.name) for q in tracked]
+        self.min_bound = min(self.bound)
+        n = len(tracked)
+        self.demand = [0.0] * n  # the smoothed demand of each query's enumerations
+        self.last_demand = [0.0] * n
+        self.per_match = [1.0] * n  # steps per match found, smoothed (Θ)
+        self.length = [1.0] * n  # marks per match, smoothed
+        self.overloaded = 0  # bit k: tracked query k is overloaded now
+        self.overloads = [0] * n
+        self.floor_over = [0] * n
+        self.pms_shed = [0] * n
+        self.pms_removed = 0
+        self.floor = 0.0  # the smoothed update floor of processed events
+        self.events = 0  # events processed by the group
+        self.events_shed = 0  # by the policy
+        self.floor_shed = 0  # while the floor was above the smallest bound
+        self.floor_seen = 0
+        self.selections = 0
+        self.considered = 0  # partial matches looked at by selections
+        self.last_selection = -config.cooldown
+        self.random = random.Random(config.seed * 7919 + runner.number)
+        self.batch: EventBatch | None = None
+        window = runner.largest if runner.by_position and runner.largest != float("inf") else 1000
+        self.epoch = config.epoch or int(window)
+        psd = runner.group.psd
+        self.bits = [psd.bit(q.id) for q in tracked]  # each tracked query's PSD bit
+        self.tracked_bits = sum(self.bits)  # the others are never shed
+        self._bitmaps: dict[int, int] = {}
+
+    # ------------------------------------------------------------ engine hooks
+    def begin_batch(self, batch: EventBatch) -> None:
+        """A batch is about to be processed."""
+        self.batch = batch
+
+    def admit(self, row: int) -> bool:
+        """Input shedding: for the floor, then the policy's own."""
+        if self.floor > self.min_bound:
+            self.floor_seen += 1
+            if self.floor_seen % self.config.probe:
+                self.floor_shed += 1
+                return False
+        if not self.admit_input(row):
+            self.events_shed += 1
+            return False
+        return True
+
+    def enumeration(self, query: QueryPlan, floor: int) -> tuple[int | None, EnumerationOrder | None, int | None]:
+        """The budget ``L_q - floor``; the policy's order while overloaded."""
+        k = self.index.get(query.id)
+        if k is None:
+            return None, None, None
+        if floor > self.bound[k]:
+            self.floor_over[k] += 1
+        order = self.order_for(k) if self.overloaded >> k & 1 else None
+        bit = self.runner.group.psd.bit(query.id) if self.uses_masks else None
+        return max(0, int(self.bound[k] - floor)), order, bit
+
+    def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """The detector: this enumeration's demand against the bound."""
+        k = self.index.get(query.id)
+        if k is None:
+            return
+        if candidates:
+            a = self.config.smoothing
+            self.per_match[k] += a * (walk.steps / len(candidates) - self.per_match[k])
+            self.length[k] += a * (len(candidates[0][1]) - self.length[k])
+        demand = floor + walk.steps + (walk.left * self.per_match[k] if walk.truncated else 0)
+        self.last_demand[k] = demand
+        self.demand[k] += self.config.smoothing * (demand - self.demand[k])
+        if demand > self.bound[k] or self.demand[k] > self.bound[k]:
+            self.overloaded |= 1 << k
+            self.overloads[k] += 1
+        else:
+            self.overloaded &= ~(1 << k)
+        self.learn(k, candidates)
+
+    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, floor: int) -> None:
+        """After an event: learn, and select partial matches while overloaded."""
+        self.events += 1
+        self.floor += self.config.smoothing * (floor - self.floor)
+        self.observe(outputs, row)
+        if self.overloaded and self.events - self.last_selection >= self.config.cooldown:
+            self.last_selection = self.events
+            self.selections += 1
+            self.select()
+
+    # ------------------------------------------------------------ policy
+    def admit_input(self, row: int) -> bool:
+        """The policy's input shedding (none here)."""
+        return True
+
+    def order_for(self, k: int) -> EnumerationOrder | None:
+        """The enumeration order while tracked query k is overloaded (None: tECS order)."""
+        return None
+
+    def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
+        """Learn from tracked query k's complete paths (nothing here)."""
+
+    def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
+        """Learn from an event's new partial matches (nothing here)."""
+
+    def select(self) -> None:
+        """Shed partial matches of the overloaded queries (nothing here)."""
+
+    # ------------------------------------------------------------ helpers
+    def bitmap(self, state: int) -> int:
+        """The PSD bitmap of a deterministic state: the OR of its members'."""
+        found = self._bitmaps.get(state)
+        if found is None:
+            bitmaps = self.runner.group.psd.bitmaps
+            found = 0
+            for member in self.runner.det.states[state]:
+                found |= bitmaps[member]
+            self._bitmaps[state] = found
+        return found
+
+    def sheddable_state(self, state: int) -> bool:
+        """Whether PMs in ``state`` may be taken out: some tracked query can
+        still complete them and no query that is never shed can."""
+        bitmap = self.bitmap(state)
+        return bool(bitmap & self.tracked_bits) and not bitmap & ~self.tracked_bits
+
+    def keep_ratio(self, k: int) -> float:
+        """Sharp's Eq. 3 ratio L / l for tracked query k (1: not overloaded),
+        taken per level: in a tECS an event's enumeration grows with the
+        product of the PMs a match passes through (one per mark), not with
+        their sum, so keeping (L / l) ** (1 / marks) of each level's
+        overhead brings the product down by L / l."""
+        demand = max(self.last_demand[k], self.demand[k])
+        if demand <= self.bound[k]:
+            return 1.0
+        return float((self.bound[k] / demand) ** (1.0 / max(1.0, self.length[k])))
+
+    def live_partial_matches(self) -> list[tuple[Any, int, list[Node]]]:
+        """(instance, state, union-list) of every live state of every partition."""
+        return [(inst, state, ulist) for inst in self.runner.instances.values() for state, ulist in inst.active.items()]
