@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from planner import Plan, compile_plan
 from sharp_cer.engine import Engine
+from sharp_cer.engine.shedding import Shedder
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import load_arrow, load_pandas
@@ -45,7 +46,9 @@ class Detector:
     ``matches`` and every batch for ``events_of``; on long streams pass
     ``history=False`` and use what ``feed`` returns, so memory stays bounded.
     With ``count_only=True`` it only counts matches (``counts``), without
-    enumerating them where the query allows (see ``Engine``).
+    enumerating them where the query allows (see ``Engine``). A ``shedder``
+    (see the ``shedding`` package) keeps queries within their latency bounds;
+    ``record_latency`` keeps each query's latency per event (``engine.latency``).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -68,6 +71,8 @@ class Detector:
         cache_capacity: int = 65536,
         history: bool = True,
         count_only: bool = False,
+        shedder: Shedder | None = None,
+        record_latency: bool = False,
     ) -> None:
         self.plan = plan
         self.schema = schema
@@ -79,6 +84,8 @@ class Detector:
             cache_capacity=cache_capacity,
             allowed_lateness=allowed_lateness,
             count_only=count_only,
+            shedder=shedder,
+            record_latency=record_latency,
         )
         self.history = history and not count_only
         self.matches: list[Match] = []

@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,6 +29,18 @@ from .language.printer import window as window_text
 from .language.source import Source
 
 EXIT_OK = 0
+#: the shedders of ``shedding.SHEDDERS``, named here so that the CLI starts
+#: without importing the engine (a test keeps the two lists equal)
+_SHEDDER_NAMES = (
+    "sharp",
+    "sharp-instance",
+    "random-input",
+    "random-state",
+    "selectivity",
+    "darling",
+    "hybrid",
+    "truncate",
+)
 EXIT_INVALID = 2
 
 
@@ -197,6 +210,81 @@ def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, An
     return loader(events_file, schema)
 
 
+@dataclass(frozen=True)
+class ShedOptions:
+    """The load shedding asked for on the command line: a bound for every
+    query (cost units, or a fraction of the latency measured by an unshedded
+    run over the same events), the shedder, its seed and sketch attributes,
+    and where the JSON statistics go."""
+
+    bound_units: float | None = None
+    bound_fraction: float | None = None
+    shedder: str = "sharp"
+    seed: int = 0
+    sketch_attributes: tuple[str, ...] = ()
+    stats: str | None = None
+
+    def problem(self, count: bool, engine: str) -> str | None:
+        """What is inconsistent, if anything."""
+        if self.bound_units is not None and self.bound_fraction is not None:
+            return "give --latency-bound or --latency-bound-fraction, not both"
+        if self.bound_units is not None and not self.bound_units > 0:
+            return f"--latency-bound must be a positive number of cost units, not {self.bound_units}"
+        if self.bound_fraction is not None and not 0 < self.bound_fraction <= 1:
+            return f"--latency-bound-fraction must be in (0, 1], not {self.bound_fraction}"
+        if self.bounded and (count or engine == "reference"):
+            return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
+        return None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a bound was given."""
+        return self.bound_units is not None or self.bound_fraction is not None
+
+
+def _shedder(options: ShedOptions, plan: Any, batch: Any) -> Any:
+    """The shedder the options ask for, with every query bounded."""
+    from shedding import ShedConfig, make_shedder
+    from shedding.bounds import reference_latency
+
+    names = [q.name for q in plan.queries]
+    if options.bound_fraction is not None:
+        reference = reference_latency(plan, [batch])
+        bounds = {name: max(1.0, options.bound_fraction * reference[name]) for name in names}
+    else:
+        bounds = dict.fromkeys(names, float(options.bound_units or 0))
+    attributes = dict.fromkeys(names, options.sketch_attributes)
+    return make_shedder(options.shedder, ShedConfig(bounds=bounds, sketch_attributes=attributes, seed=options.seed))
+
+
+def _shed_stats(detector: Any, shedder: Any, options: ShedOptions) -> dict[str, Any]:
+    """Per query: matches, what was shed, and latency in cost units and seconds."""
+    engine, plan = detector.engine, detector.plan
+    report = shedder.report() if shedder is not None else {}
+    stats = engine.stats()
+    queries: dict[str, Any] = {}
+    per_query = engine.clock.per_query
+    for g, group in enumerate(plan.groups):
+        for qid in group.queries:
+            name = plan.queries[qid].name
+            shed = report.get(name, {})
+            queries[name] = {
+                "matches": detector.counts[name],
+                "shed": bool(shed),
+                **shed,
+                "truncated_enumerations": per_query[name].truncated if name in per_query else 0,
+                "latency": engine.latency.summary(g, name, shed.get("bound_units")),
+            }
+    return {
+        "shedder": options.shedder if shedder is not None else None,
+        "seed": options.seed,
+        "events": stats["events"],
+        "events_shed": stats["events_shed"],
+        "wall_seconds": stats["wall_seconds"],
+        "queries": queries,
+    }
+
+
 def match(
     schema_file: str,
     query_files: Sequence[str],
@@ -206,13 +294,20 @@ def match(
     out: TextIO,
     err: TextIO,
     count: bool = False,
+    shedding: ShedOptions | None = None,
 ) -> int:
     """Run queries over an events file; print one JSON match per line on
     ``out``, or with ``count`` one line per query with its number of matches.
 
     ``engine`` is ``core`` (the engine) or ``reference`` (the brute-force
-    oracle, for small inputs); summaries go to ``err``.
+    oracle, for small inputs); summaries go to ``err``. ``shedding`` bounds
+    every query's latency and writes statistics (see ``ShedOptions``).
     """
+    shedding = shedding or ShedOptions()
+    problem = shedding.problem(count, engine)
+    if problem is not None:
+        print(f"error: {problem}", file=err)
+        return EXIT_INVALID
     try:
         schema, queries = _schema_and_queries(schema_file, query_files)
         loaded = _load_events(events_file, schema, err)
@@ -226,9 +321,15 @@ def match(
             matches, footer = result.matches, f"conditions out of their math domain: {result.domain_errors}"
             per_query = {name: len(result.per_query[name]) for name, _ in queries}
         else:
+            from planner import compile_plan
+
             from .api import Detector
 
-            detector = Detector.from_queries(queries, schema, count_only=count)
+            plan = compile_plan(queries, counting=count)
+            shedder = _shedder(shedding, plan, batch) if shedding.bounded else None
+            detector = Detector(
+                plan, schema, count_only=count, shedder=shedder, record_latency=shedding.stats is not None
+            )
             order = {name: i for i, (name, _) in enumerate(queries)}
             # the reference's order: by query as given, then by end, start and events
             matches = sorted(detector.feed(batch), key=lambda m: (order[m.query], m.end, m.start, m.events))
@@ -241,6 +342,10 @@ def match(
                 f"events skipped in bulk: {stats['events_skipped']} of "
                 f"{stats['events_skipped'] + stats['events_processed']} (per group)"
             )
+            if shedder is not None:
+                footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+            if shedding.stats is not None:
+                Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
     except OSError as exc:
         print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
@@ -359,6 +464,21 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
+    run_match.add_argument("--latency-bound", type=float, metavar="UNITS", help="every query's bound, in cost units")
+    run_match.add_argument(
+        "--latency-bound-fraction",
+        type=float,
+        metavar="F",
+        help="every query's bound, as a fraction of its largest latency in an unshedded run over the events",
+    )
+    run_match.add_argument(
+        "--shedder", choices=sorted(_SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
+    )
+    run_match.add_argument("--seed", type=int, default=0, help="seed of the shedder's random choices")
+    run_match.add_argument(
+        "--sketch-attribute", action="append", default=[], metavar="NAME", help="attribute the sketch buckets"
+    )
+    run_match.add_argument("--stats", metavar="FILE", help="write per-query matches, shedding and latency as JSON")
     run_explain = sub.add_parser("explain", help="show what a plan shares: groups, prefix graph, PSD, figures")
     run_explain.add_argument("files", nargs="+", metavar="FILE", help="one WORKLOAD.toml, or QUERY.ceql files")
     run_explain.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
@@ -386,8 +506,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
     if args.command == "match":
+        shedding = ShedOptions(
+            bound_units=args.latency_bound,
+            bound_fraction=args.latency_bound_fraction,
+            shedder=args.shedder,
+            seed=args.seed,
+            sketch_attributes=tuple(args.sketch_attribute),
+            stats=args.stats,
+        )
         return match(
-            args.schema, args.query, args.events, args.engine, args.limit, sys.stdout, sys.stderr, count=args.count
+            args.schema,
+            args.query,
+            args.events,
+            args.engine,
+            args.limit,
+            sys.stdout,
+            sys.stderr,
+            count=args.count,
+            shedding=shedding,
         )
     if args.command == "explain":
         return explain_plan(

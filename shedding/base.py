@@ -16,7 +16,8 @@ plus, if the walk was cut short, the waiting branches times the steps per
 match) or its smoothed demand (an exponentially weighted mean) is above L_q.
 If the smoothed floor itself is above the smallest bound of a group, the
 group sheds its input: it processes one event in ``probe`` (to keep
-measuring) and reports the events shed.
+measuring) and reports the events shed. Input is shed only in groups whose
+every query may be shed (it would change every query's matches).
 
 >>> config = ShedConfig(bounds={"q": 50})
 >>> config.bound("q"), config.bound("other"), config.weight("q")
@@ -60,7 +61,7 @@ class ShedConfig:
     epoch: int | None = None
     smoothing: float = 0.2
     cooldown: int = 64
-    probe: int = 16
+    probe: int = 128
 
     def __post_init__(self) -> None:
         for name, bound in self.bounds.items():
@@ -163,6 +164,8 @@ class GroupState:
         self.bound = [float(config.bound(q.name) or 0) for q in tracked]
         self.weight = [config.weight(q.name) for q in tracked]
         self.min_bound = min(self.bound)
+        # a group sheds input only if every query of it may lose matches
+        self.input_sheddable = len(tracked) == len(runner.queries)
         n = len(tracked)
         self.demand = [0.0] * n  # the smoothed demand of each query's enumerations
         self.last_demand = [0.0] * n
@@ -184,7 +187,7 @@ class GroupState:
         self.random = random.Random(config.seed * 7919 + runner.number)
         self.batch: EventBatch | None = None
         window = runner.largest if runner.by_position and runner.largest != float("inf") else 1000
-        self.epoch = config.epoch or int(window)
+        self.epoch = max(1, config.epoch or int(window))
         psd = runner.group.psd
         self.bits = [psd.bit(q.id) for q in tracked]  # each tracked query's PSD bit
         self.tracked_bits = sum(self.bits)  # the others are never shed
@@ -196,7 +199,10 @@ class GroupState:
         self.batch = batch
 
     def admit(self, row: int) -> bool:
-        """Input shedding: for the floor, then the policy's own."""
+        """Input shedding: for the floor, then the policy's own (only in a
+        group whose every query may be shed)."""
+        if not self.input_sheddable:
+            return True
         if self.floor > self.min_bound:
             self.floor_seen += 1
             if self.floor_seen % self.config.probe:
