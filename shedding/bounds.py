@@ -26,7 +26,9 @@ from planner.plan import Plan
 from sharp_cer.engine import Engine
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
-from sharp_cer.language.workload import LatencyBound
+from sharp_cer.language.workload import LatencyBound, Workload
+
+from .base import ShedConfig
 
 
 def reference_latency(plan: Plan, batches: Iterable[EventBatch], **options: object) -> dict[str, float]:
@@ -60,3 +62,32 @@ def resolve_bounds(
                 )
             out[name] = max(1.0, bound.fraction * reference[name])
     return out
+
+
+def workload_config(workload: Workload, reference: Mapping[str, float] | None = None, seed: int = 0) -> ShedConfig:
+    """A workload's shedding configuration: the bounds of its queries that
+    may be shed (``shed``) in cost units, their weights and sketch attributes.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+    ... [[query]]
+    ... name = "q"
+    ... weight = 3
+    ... latency_bound = "50%"
+    ... sketch_attributes = ["x"]
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... ''')
+    >>> c = workload_config(w, {"q": 80.0})
+    >>> c.bounds, c.weights, c.sketch_attributes
+    ({'q': 40.0}, {'q': 3.0}, {'q': ('x',)})
+    """
+    bounds = {q.name: q.latency_bound for q in workload.queries if q.shed and q.latency_bound is not None}
+    return ShedConfig(
+        bounds=resolve_bounds(bounds, reference),
+        weights={q.name: q.weight for q in workload.queries},
+        sketch_attributes={q.name: q.sketch_attributes for q in workload.queries},
+        seed=seed,
+    )
