@@ -10,10 +10,15 @@ the same guarantee: a query's latency for an event is at most its bound
 unless the event's update alone passes it.
 
 The budget of query q for an event is ``L_q - floor``, where the floor is
-the update work the event has cost so far. The overload detector flags q
-when the demand of its last enumeration (the floor plus the steps it took,
-plus, if the walk was cut short, the waiting branches times the steps per
-match) or its smoothed demand (an exponentially weighted mean) is above L_q.
+the update work the event has cost so far. The overload detector looks at
+the demand of q's enumerations (the floor plus the steps taken, plus, if the
+walk was cut short, the waiting branches times the steps per match): on the
+current event (``overloaded``: the policy's enumeration order applies) and
+smoothed, an exponentially weighted mean (``sustained``: the selector sheds
+partial matches, at most once per ``cooldown`` events). Selecting on the
+smoothed figure only is deliberate: a single heavy event is already held to
+its bound by the budget, and shedding partial matches for it would cost the
+matches they make at the many light events around it.
 If the smoothed floor itself is above the smallest bound of a group, the
 group sheds its input: it processes one event in ``probe`` (to keep
 measuring) and reports the events shed. Input is shed only in groups whose
@@ -172,6 +177,7 @@ class GroupState:
         self.per_match = [1.0] * n  # steps per match found, smoothed (Θ)
         self.length = [1.0] * n  # marks per match, smoothed
         self.overloaded = 0  # bit k: tracked query k is overloaded now
+        self.sustained = 0  # bit k: and its smoothed demand is over its bound
         self.overloads = [0] * n
         self.floor_over = [0] * n
         self.pms_shed = [0] * n
@@ -241,6 +247,10 @@ class GroupState:
             self.overloads[k] += 1
         else:
             self.overloaded &= ~(1 << k)
+        if self.demand[k] > self.bound[k]:
+            self.sustained |= 1 << k
+        else:
+            self.sustained &= ~(1 << k)
         self.learn(k, candidates)
 
     def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, floor: int) -> None:
@@ -248,7 +258,7 @@ class GroupState:
         self.events += 1
         self.floor += self.config.smoothing * (floor - self.floor)
         self.observe(outputs, row)
-        if self.overloaded and self.events - self.last_selection >= self.config.cooldown:
+        if self.sustained and self.events - self.last_selection >= self.config.cooldown:
             self.last_selection = self.events
             self.selections += 1
             self.select()

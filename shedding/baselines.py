@@ -87,7 +87,7 @@ class _StateShedding(GroupState):
     def select(self) -> None:
         """Keep the best PMs of overloaded states until the smallest Eq. 3
         ratio of the overloaded queries is reached (counted in PMs)."""
-        ratio = min(self.keep_ratio(k) for k in range(len(self.tracked)) if self.overloaded >> k & 1)
+        ratio = min(self.keep_ratio(k) for k in range(len(self.tracked)) if self.sustained >> k & 1)
         live = [
             (inst, state, ulist) for inst, state, ulist in self.live_partial_matches() if self.sheddable_state(state)
         ]

@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 
 #: Quality levels of the bucket order.
 LEVELS = 256
+#: PMs whose key was seen less often than this (in recent PMs created) have
+#: no estimate yet: they are kept first, never shed on no evidence.
+_EVIDENCE = 3.0
+_UNKNOWN = float("inf")
 #: How many past events' buckets are remembered (positions of marks).
 _REMEMBER = 1 << 17
 
@@ -176,7 +180,7 @@ class SharpGroup(SketchedGroup):
 
     def select(self) -> None:
         """Sharp's Alg. 4 with Eq. 3 over the group's live PMs."""
-        overloaded = [k for k in range(len(self.tracked)) if self.overloaded >> k & 1]
+        overloaded = [k for k in range(len(self.tracked)) if self.sustained >> k & 1]
         ol_bits = sum(self.bits[k] for k in overloaded)
         sketch, node_key, bits = self.sketch, self.node_key, self.bits
         weight, per_match = self.weight, self.per_match
@@ -192,7 +196,8 @@ class SharpGroup(SketchedGroup):
                 if not live:
                     continue
                 key = node_key(node)
-                gains = sketch.contributions(key) if key >= 0 else [0.0] * len(bits)
+                known = key >= 0 and sketch.evidence(key) >= _EVIDENCE
+                gains = sketch.contributions(key) if known else [0.0] * len(bits)
                 parts = []
                 quality = 0.0
                 for k in overloaded:
@@ -202,23 +207,23 @@ class SharpGroup(SketchedGroup):
                         parts.append((k, gain, cost))
                         quality += gain
                         total[k] += cost
-                pms.append((inst, state, j, node, parts, quality))
+                pms.append((inst, state, j, node, parts, quality if known else _UNKNOWN))
         self.considered += len(pms)
         if not pms:
             return
         budget = {k: total[k] * self.keep_ratio(k) for k in overloaded}
         spent = dict.fromkeys(overloaded, 0.0)
-        best = max(pm[5] for pm in pms) or 1.0
+        best = max((pm[5] for pm in pms if pm[5] != _UNKNOWN), default=0.0) or 1.0
         levels: list[list[int]] = [[] for _ in range(LEVELS)]
         for i, pm in enumerate(pms):
-            levels[min(LEVELS - 1, int(pm[5] / best * (LEVELS - 1)))].append(i)
+            levels[LEVELS - 1 if pm[5] >= best else int(pm[5] / best * (LEVELS - 1))].append(i)
         removals: dict[tuple[int, int], tuple[Any, int, list[bool]]] = {}
         for level in reversed(levels):
             for i in level:
-                inst, state, j, node, parts, _ = pms[i]
+                inst, state, j, node, parts, quality = pms[i]
                 dropped = 0
                 for k, _, cost in parts:
-                    if spent[k] + cost <= budget[k]:
+                    if spent[k] + cost <= budget[k] or quality == _UNKNOWN:
                         spent[k] += cost
                     else:
                         dropped |= bits[k]

@@ -87,6 +87,10 @@ class HistoricalSketch:
                 row = cn[key] = [0.0] * n
             row[query] += w
 
+    def evidence(self, key: int) -> float:
+        """PMs created with ``key``, in units of the current epoch's counts."""
+        return self.pn.get(key, 0.0) / self.weight
+
     def contribution(self, key: int, query: int) -> float:
         """Matches of ``query`` a PM with ``key`` is expected to end in
         (cn / pn, unweighted)."""
