@@ -22,7 +22,8 @@ matches they make at the many light events around it.
 If the smoothed floor itself is above the smallest bound of a group, the
 group sheds its input: it processes one event in ``probe`` (to keep
 measuring) and reports the events shed. Input is shed only in groups whose
-every query may be shed (it would change every query's matches).
+every query may be shed (it would change every query's matches) and reads
+no absence (NOT, ABSENT, ``:``): there a dropped event would invent matches.
 
 >>> config = ShedConfig(bounds={"q": 50})
 >>> config.bound("q"), config.bound("other"), config.weight("q")
@@ -31,6 +32,7 @@ every query may be shed (it would change every query's matches).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +44,7 @@ from sharp_cer.engine.shedding import Candidate
 from sharp_cer.engine.tecs import Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.language import ast
 
 if TYPE_CHECKING:
     from sharp_cer.engine.runtime import GroupRunner
@@ -89,6 +92,30 @@ class ShedConfig:
     def weight(self, query: str) -> float:
         """The query's weight (1 by default)."""
         return float(self.weights.get(query, 1.0))
+
+
+def input_safe(query: QueryPlan) -> bool:
+    """Whether dropping input events can only lose the query's matches: its
+    pattern reads no absence (NOT, ABSENT, a contiguous ``:`` link).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+    >>> [input_safe(QueryPlan(0, "q", parse_and_check(t, s), None, None, False))
+    ...  for t in ("SELECT * WHERE A ; B", "SELECT * WHERE A : B", "SELECT * WHERE A ; ABSENT(B) ; A")]
+    [True, False, False]
+    """
+    stack: list[Any] = [query.query.pattern]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Negation, ast.Absence)):
+            return False
+        if isinstance(node, ast.Sequence) and ":" in node.links:
+            return False
+        if dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+        elif isinstance(node, tuple):
+            stack.extend(node)
+    return query.query.effective_strategy != "STRICT"
 
 
 class LoadShedder:
@@ -169,8 +196,9 @@ class GroupState:
         self.bound = [float(config.bound(q.name) or 0) for q in tracked]
         self.weight = [config.weight(q.name) for q in tracked]
         self.min_bound = min(self.bound)
-        # a group sheds input only if every query of it may lose matches
-        self.input_sheddable = len(tracked) == len(runner.queries)
+        # a group sheds input only if every query of it may lose matches, and
+        # none reads the absence of events (a dropped event would invent one)
+        self.input_sheddable = len(tracked) == len(runner.queries) and all(map(input_safe, tracked))
         n = len(tracked)
         self.demand = [0.0] * n  # the smoothed demand of each query's enumerations
         self.last_demand = [0.0] * n

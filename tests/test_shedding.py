@@ -258,3 +258,16 @@ def test_cli_match_sheds_and_writes_stats(tmp_path: Path, capsys: pytest.Capture
 
 def test_cli_knows_every_shedder() -> None:
     assert sorted(_SHEDDER_NAMES) == NAMES
+
+
+@pytest.mark.parametrize("name", ["random-input", "darling", "hybrid", "sharp"])
+def test_input_is_never_shed_where_a_dropped_event_would_invent_a_match(name: str) -> None:
+    rng = np.random.default_rng(5)
+    rows = [{"type": str(rng.choice(list("AABC"))), "x": 0, "k": 0, "t": i} for i in range(400)]
+    named = [("gap", parse_and_check("SELECT * WHERE A ; ABSENT(C) ; B WITHIN 6 EVENTS", SCHEMA))]
+    plan, batch = compile_plan(named), to_batch(rows)
+    truth = _keys(Engine(plan).process(batch), "gap")
+    shedder = make_shedder(name, ShedConfig(bounds={"gap": 2}, seed=1))
+    engine = Engine(plan, shedder=shedder)
+    assert set(_keys(engine.process(batch), "gap")) <= set(truth)
+    assert engine.stats()["events_shed"] == 0 and shedder.report()["gap"]["floor_above_bound_events"] > 0
