@@ -27,9 +27,11 @@ serves is also taken out of its union-list. By instance, a PM not kept for
 every overloaded query it serves is taken out of its union-list (for all
 queries at once), unless a query that is never shed needs it.
 
-Under overload, enumeration goes best-first: at a union the branch whose
-next PM promises more matches of the query is followed first, and the
-budget is spent on the most promising paths.
+Under overload, enumeration goes better-child-first: depth first, but at a
+union the branch whose next PM promises more matches of the query (times
+the room its starts leave in the window) is followed first. A global
+best-first heap measured worse than tECS order on DS1 (it gives up depth
+first's locality, paying branch prefixes again), so the choice stays local.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ class SharpGroup(SketchedGroup):
         self._orders: dict[int, EnumerationOrder] = {}
 
     def order_for(self, k: int) -> EnumerationOrder | None:
-        """Best-first: a branch's score is the expected matches of the query
+        """Better child first: a branch's score is the expected matches of the query
         through its next PM times the room its starts leave (how far its
         latest start is from the oldest start the window allows), since a
         younger branch has more paths below it; tECS order breaks ties."""
