@@ -168,8 +168,8 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
             _detect(workload, frame, out)
     print(
         "\nAll workloads are valid and ran in-process on the CORE engine, one shared plan each"
-        "\n(`sharp-cer explain WORKLOAD.toml` shows it); load shedding and the Spark job"
-        "\n(`sharp-cer run`) arrive with the next issues.",
+        "\n(`sharp-cer explain WORKLOAD.toml` shows it); `sharp-cer match --latency-bound-fraction F`"
+        "\nsheds load to a bound; the Spark job (`sharp-cer run`) arrives with the next issues.",
         file=out,
     )
     return EXIT_OK
