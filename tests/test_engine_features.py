@@ -161,13 +161,31 @@ def test_summaries_prune_without_changing_the_matches() -> None:
 
 
 class FixedBudget:
+    """The smallest shedder: every sheddable query gets ``units`` steps per
+    event, nothing else is shed (the engine's ``Shedder`` protocol)."""
+
     def __init__(self, units: int) -> None:
         self.asked: list[str] = []
         self.units_each = units
 
-    def units(self, position: int, query: Any) -> int:
+    def for_group(self, runner: Any) -> FixedBudget:
+        return self
+
+    def begin_batch(self, batch: Any) -> None:
+        pass
+
+    def admit(self, row: int) -> bool:
+        return True
+
+    def enumeration(self, query: Any, floor: int) -> tuple[int, None, None]:
         self.asked.append(query.name)
-        return self.units_each
+        return self.units_each, None, None
+
+    def enumerated(self, query: Any, floor: int, walk: Any, candidates: Any) -> None:
+        pass
+
+    def stepped(self, instance: Any, outputs: Any, row: int, floor: int) -> None:
+        pass
 
 
 def test_budget_truncates_enumeration_of_sheddable_queries_only() -> None:
@@ -175,13 +193,15 @@ def test_budget_truncates_enumeration_of_sheddable_queries_only() -> None:
     full, _ = run("SELECT * WHERE A ; B+ WITHIN 9 EVENTS", stream)
     budget = FixedBudget(6)
     checked = parse_and_check("SELECT * WHERE A ; B+ WITHIN 9 EVENTS", SCHEMA)
-    engine = Engine(compile_plan([("q", checked)]), budget=budget, debug=True)
+    engine = Engine(compile_plan([("q", checked)]), shedder=budget, debug=True)
     cut = engine.process(to_batch(rows(stream)))
     assert {m.key() for m in cut} < {m.key() for m in full}
     assert engine.clock.per_query["q"].truncated > 0 and budget.asked
-    limited = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 9 EVENTS LIMIT 99", SCHEMA))]))
-    limited.budget = FixedBudget(1)
+    capped = FixedBudget(1)
+    limited_query = parse_and_check("SELECT * WHERE A ; B+ WITHIN 9 EVENTS LIMIT 99", SCHEMA)
+    limited = Engine(compile_plan([("q", limited_query)]), shedder=capped)
     assert len(limited.process(to_batch(rows(stream)))) == len(full)  # LIMIT queries are never cut
+    assert not capped.asked
 
 
 def test_best_first_order_finds_the_same_matches() -> None:

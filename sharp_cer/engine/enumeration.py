@@ -31,8 +31,6 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from planner.plan import QueryPlan
-
 from .conditions import Env, FilterCheck, Summaries
 from .predicates import OutOfDomain
 from .tecs import OUTPUT, UNION, Node
@@ -61,17 +59,6 @@ class EnumerationOrder(Protocol):
 
     def pending(self) -> Pending:
         """An empty container of waiting branches."""
-        ...
-
-
-class EnumerationBudget(Protocol):
-    """The per-event enumeration budget hook: how many steps a query may
-    spend enumerating the matches one event completes (None: no cap). The
-    engine asks only for queries whose output does not depend on what else
-    is output (``QueryPlan.sheddable``)."""
-
-    def units(self, position: int, query: QueryPlan) -> int | None:
-        """The steps ``query`` may spend on the event at ``position``."""
         ...
 
 

@@ -39,7 +39,7 @@ from sharp_cer.events.match import Match
 from .conditions import Summaries
 from .cost import CostClock, QueryCost
 from .determinize import Determinizer
-from .enumeration import EnumerationBudget, EnumerationOrder, Walk, always, count_matches
+from .enumeration import EnumerationOrder, Walk, always, count_matches
 from .feed import attribute_rows, partition_keys, visible, window_values
 from .latency import LatencyLog
 from .predicates import PredicateBits
@@ -502,12 +502,10 @@ class GroupRunner:
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
         began = time.perf_counter() if engine.latency is not None else 0.0
-        budget = engine.budget.units(position, query) if engine.budget is not None and query.sheddable else None
-        order, bit = engine.order, None
+        budget, order, bit = None, engine.order, None
         shedder = self.shedder if query.sheddable else None
         if shedder is not None:
-            limit, shed_order, bit = shedder.enumeration(query, floor)
-            budget = limit if budget is None else budget if limit is None else min(budget, limit)
+            budget, shed_order, bit = shedder.enumeration(query, floor)
             order = shed_order or order
         walk = Walk(
             test,
@@ -603,13 +601,13 @@ class Engine:
     nodes reachable). ``count_only`` counts matches (in ``stats()`` and
     ``clock.per_query``) instead of returning them, by dynamic programming
     over the tECS where the plan allows it (``compile_plan(counting=True)``).
-    ``budget`` caps each event's enumeration steps per query (queries whose
-    output depends on what else is output are never capped); ``order`` is
-    the enumeration order (default ``DepthFirst``); ``prune`` turns the
+    ``order`` is the enumeration order (default ``DepthFirst``); ``prune`` turns the
     summaries of cross-event conditions on or off; ``skip`` turns bulk
     skipping of events that can change nothing on or off (``GroupRunner.run``).
-    ``shedder`` sheds load (``engine.shedding``); ``record_latency`` (on
-    with a shedder) keeps each query's latency per event in ``latency``.
+    ``shedder`` sheds load (``engine.shedding``: it also caps each event's
+    enumeration steps per query, for queries whose output does not depend on
+    what else is output); ``record_latency`` keeps each query's latency per
+    event in ``latency``.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -629,7 +627,6 @@ class Engine:
         allowed_lateness: float = 0,
         cut_after: int = CUT_AFTER,
         count_only: bool = False,
-        budget: EnumerationBudget | None = None,
         order: EnumerationOrder | None = None,
         prune: bool = True,
         skip: bool = True,
@@ -647,7 +644,6 @@ class Engine:
         self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
-        self.budget = budget
         self.order = order
         self.prune = prune
         self.domain_errors = 0
