@@ -253,7 +253,7 @@ def shed_run(truth: Truth, shedder_name: str, fraction: float) -> dict[str, Any]
     """One shedded run of the truth's plan and events."""
     config = config_for(truth, fraction)
     shedder = make_shedder(shedder_name, config)
-    engine = Engine(truth.plan, shedder=shedder)
+    engine = Engine(truth.plan, shedder=shedder, record_latency=True)
     found = engine.process(truth.batch)
     got: dict[str, set[Any]] = {}
     for m in found:
@@ -453,7 +453,7 @@ def separate_run(truth: Truth, fraction: float) -> dict[str, Any]:
     for name, checked in truth.queries:
         plan = compile_plan([(name, checked)])
         config = config_for(truth, fraction, [name])
-        engine = Engine(plan, shedder=make_shedder("sharp", config))
+        engine = Engine(plan, shedder=make_shedder("sharp", config), record_latency=True)
         got[name] = {m.key() for m in engine.process(truth.batch)}
         seconds += engine.clock.wall_seconds
         latency = latency_figures(engine, plan, dict(config.bounds))[name]

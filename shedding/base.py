@@ -131,7 +131,7 @@ class LoadShedder:
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 20 EVENTS", s))])
     >>> events = load_csv("A,1\\n" + "B,1\\n" * 12, s)[0]
     >>> full = Engine(plan).process(events)
-    >>> engine = Engine(plan, shedder=LoadShedder(ShedConfig(bounds={"q": 40})))
+    >>> engine = Engine(plan, shedder=LoadShedder(ShedConfig(bounds={"q": 40})), record_latency=True)
     >>> cut = engine.process(events)
     >>> len(full), 0 < len(cut) < len(full), {m.key() for m in cut} <= {m.key() for m in full}
     (4095, True, True)

@@ -74,7 +74,7 @@ class SharpShedder(LoadShedder):
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 30 EVENTS", s))])
     >>> events = load_csv("A,1\\n" + "B,1\\n" * 14, s)[0]
-    >>> engine = Engine(plan, shedder=SharpShedder(ShedConfig(bounds={"q": 60})))
+    >>> engine = Engine(plan, shedder=SharpShedder(ShedConfig(bounds={"q": 60})), record_latency=True)
     >>> found = engine.process(events)
     >>> 0 < len(found) < 2 ** 14 - 1, int(engine.latency.units(0, "q").max()) <= 60
     (True, True)

@@ -73,7 +73,7 @@ def test_any_bound_outputs_true_matches_within_the_bound(
     bounded = data.draw(st.sets(st.sampled_from([n for n, _ in named]), min_size=1))
     plan, batch = compile_plan(named), to_batch(rows)
     shedder = make_shedder(name, ShedConfig(bounds=dict.fromkeys(bounded, bound), seed=2))
-    engine = Engine(plan, allowed_lateness=4, shedder=shedder, debug=True)
+    engine = Engine(plan, allowed_lateness=4, shedder=shedder, debug=True, record_latency=True)
     found = engine.process(batch)
     expected = evaluate(named, batch)
     for q in plan.queries:
@@ -119,7 +119,8 @@ def test_latency_within_the_bound_for_99_percent_of_events(name: str) -> None:
     truth = plain.process(batch)
     assert plain.latency is not None
     bounds = {n: 0.1 * float(plain.latency.units(0, n).max()) for n, _ in named}
-    engine = Engine(plan, shedder=make_shedder(name, ShedConfig(bounds=bounds, sketch_attributes={"q3": ["v"]})))
+    config = ShedConfig(bounds=bounds, sketch_attributes={"q3": ["v"]})
+    engine = Engine(plan, shedder=make_shedder(name, config), record_latency=True)
     found = engine.process(batch)
     assert engine.latency is not None
     for n, _ in named:
@@ -191,10 +192,10 @@ def test_a_bound_below_the_update_floor_sheds_input_and_says_so() -> None:
     named = _q3_pair(100)
     plan, batch = compile_plan(named), _ds1(1500)
     shedder = make_shedder("sharp", ShedConfig(bounds={"q3": 2, "q4": 2}))
-    engine = Engine(plan, shedder=shedder)
+    engine = Engine(plan, shedder=shedder, record_latency=True)
     engine.process(batch)
     report = shedder.report()
-    assert report["q3"]["events_shed_for_floor"] > 0 and report["q3"]["floor_above_bound_events"] >= 0
+    assert report["q3"]["events_shed_for_floor"] > 0
     assert engine.stats()["events_shed"] == report["q3"]["events_shed_for_floor"]
     assert engine.latency is not None
     assert np.mean(engine.latency.units(0, "q3") <= np.maximum(2, engine.latency.floor_units(0))) == 1.0

@@ -607,7 +607,8 @@ class Engine:
     ``shedder`` sheds load (``engine.shedding``: it also caps each event's
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per
-    event in ``latency``.
+    event in ``latency`` (memory grows with the stream: for measuring, not
+    for long-running jobs).
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -640,7 +641,7 @@ class Engine:
             )
         self.plan = plan
         self.shedder = shedder
-        self.latency = LatencyLog() if record_latency or shedder is not None else None
+        self.latency = LatencyLog() if record_latency else None
         self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
