@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import EnumerationOrder, Walk
 from sharp_cer.engine.shedding import Candidate
-from sharp_cer.engine.tecs import Node
+from sharp_cer.engine.tecs import UNION, Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import ast
@@ -92,6 +92,26 @@ class ShedConfig:
     def weight(self, query: str) -> float:
         """The query's weight (1 by default)."""
         return float(self.weights.get(query, 1.0))
+
+
+#: How many recent events a shedder remembers something of (by position).
+REMEMBER = 1 << 17
+
+
+def remember(recent: dict[int, int], position: int, value: int) -> None:
+    """Note ``value`` for the event at ``position``; positions come in
+    order, so past ``REMEMBER`` events the oldest is forgotten (O(1))."""
+    recent[position] = value
+    if len(recent) > REMEMBER:
+        del recent[next(iter(recent))]
+
+
+def first_mark(entry: Node) -> Node:
+    """The node that stands for a union-list entry: the first non-union one
+    down its left spine (at most three unions: the tECS is 3-bounded)."""
+    while entry.kind == UNION:
+        entry = entry.left  # type: ignore[assignment]
+    return entry
 
 
 def input_safe(query: QueryPlan) -> bool:

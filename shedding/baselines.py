@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
 from sharp_cer.engine.shedding import Candidate, remove_partial_matches
-from sharp_cer.engine.tecs import UNION, Node
+from sharp_cer.engine.tecs import Node
 from sharp_cer.events.batch import EventBatch
 
-from .base import GroupState, LoadShedder
+from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import HistoricalSketch
 
 if TYPE_CHECKING:
@@ -146,15 +146,9 @@ class _StateSketch(_StateShedding):
 
     def drop(self, pms: list[tuple[Any, int, int, Node]], ratio: float) -> list[tuple[Any, int, int]]:
         """Keep the PMs of the most selective states first."""
-        ranked = sorted(pms, key=lambda pm: -self.sketch.contribution(_label(pm[3]), 0))
+        ranked = sorted(pms, key=lambda pm: -self.sketch.contribution(first_mark(pm[3]).label, 0))
         kept = int(len(ranked) * ratio)
         return [(inst, state, j) for inst, state, j, _ in ranked[kept:]]
-
-
-def _label(node: Node) -> int:
-    while node.kind == UNION:
-        node = node.left  # type: ignore[assignment]
-    return node.label
 
 
 class SelectivityShedder(LoadShedder):
@@ -192,9 +186,7 @@ class DarlingGroup(_InputRate):
         super().observe(outputs, row)
         code = self.codes[row]
         self.seen[code] = self.seen.get(code, 0.0) + 1.0
-        self.type_at[self.positions[row]] = code
-        if len(self.type_at) > 1 << 17:
-            del self.type_at[next(iter(self.type_at))]
+        remember(self.type_at, self.positions[row], code)
 
     def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
         """Credit each match's events' types."""

@@ -44,10 +44,10 @@ import numpy as np
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import BetterChildFirst, EnumerationOrder
 from sharp_cer.engine.shedding import Candidate, remove_partial_matches
-from sharp_cer.engine.tecs import BOTTOM, UNION, Node
+from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
 
-from .base import GroupState, LoadShedder
+from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import Bucketer, HistoricalSketch
 
 if TYPE_CHECKING:
@@ -59,8 +59,6 @@ LEVELS = 256
 #: no estimate yet: they are kept first, never shed on no evidence.
 _EVIDENCE = 3.0
 _UNKNOWN = float("inf")
-#: How many past events' buckets are remembered (positions of marks).
-_REMEMBER = 1 << 17
 
 
 class SharpShedder(LoadShedder):
@@ -123,10 +121,7 @@ class SketchedGroup(GroupState):
     def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
         """Count the event's new PMs by key."""
         bucket = self.rows[row]
-        at = self.bucket_at
-        at[self.positions[row]] = bucket
-        if len(at) > _REMEMBER:
-            del at[next(iter(at))]  # positions come in order: the oldest goes
+        remember(self.bucket_at, self.positions[row], bucket)
         sketch = self.sketch
         for node, _ in outputs:
             sketch.created(sketch.key(node.label, bucket))
@@ -141,8 +136,7 @@ class SketchedGroup(GroupState):
 
     def node_key(self, node: Node) -> int:
         """The attribute key of a PM entry (its first output node's)."""
-        while node.kind == UNION:
-            node = node.left  # type: ignore[assignment]
+        node = first_mark(node)
         if node.kind == BOTTOM:
             return -1
         return node.label * self.sketch.buckets + self.bucket_at.get(node.pos, 0)

@@ -258,7 +258,8 @@ class GroupRunner:
         if clock.events + n >= self.next_sweep:
             self._sweep_at(clock.events + n, positions[-1])
         self.processed += done
-        self.skipped += int(np.count_nonzero(symbols >= 0)) - done - self.input_shed + shed_before
+        shed = self.input_shed - shed_before
+        self.skipped += int(np.count_nonzero(symbols >= 0)) - done - shed
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
@@ -409,8 +410,8 @@ class GroupRunner:
                 instance.created = 0
         self.transitions += transitions
         self.nodes_created += nodes
-        if outputs is not None:
-            shedder.stepped(instance, outputs, self.row, self.floor + transitions + nodes)  # type: ignore[union-attr]
+        if shedder is not None and outputs is not None:
+            shedder.stepped(instance, outputs, self.row, self.floor + transitions + nodes)
         return transitions + nodes
 
     def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
