@@ -116,6 +116,24 @@ def test_idle_partitions_are_evicted() -> None:
     assert stats["partitions_evicted"] >= n - SWEEP_EVERY
 
 
+def test_a_sweep_inside_a_batch_judges_by_the_time_so_far() -> None:
+    # key 1 opens a run at t=0 and closes it at row SWEEP_EVERY + 10 (t in
+    # the window); key 2's fillers run the clock far past the window only
+    # after that. A sweep at row SWEEP_EVERY once judged by the batch's
+    # largest time and evicted key 1 (found by the Spark differential test).
+    n = SWEEP_EVERY + 200
+    second = 1_000_000_000
+    times = [i * second for i in range(SWEEP_EVERY + 11)] + [10**6 * second] * (n - SWEEP_EVERY - 11)
+    spec = "A " * (SWEEP_EVERY + 10) + "B " + "A " * (n - SWEEP_EVERY - 11)
+    keys = [1] + [2] * (SWEEP_EVERY + 9) + [1] + [2] * (n - SWEEP_EVERY - 11)
+    data = rows(spec, k=keys, t=times)
+    text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 2000 SECONDS"
+    engine = engine_for(text)
+    found = [(m.start, m.end) for m in engine.process(to_batch(data))]
+    assert found == [(0, SWEEP_EVERY + 10)]
+    assert found == [(m.start, m.end) for m in evaluate([("q", parse_and_check(text, SCHEMA))], to_batch(data)).matches]
+
+
 def test_a_partition_without_live_runs_is_dropped_at_once() -> None:
     engine = engine_for("SELECT * WHERE A : B PARTITION BY [k] WITHIN 5 EVENTS")
     engine.process(to_batch(rows("B B C", k=[1, 2, 3])))

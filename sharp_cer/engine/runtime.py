@@ -197,10 +197,12 @@ class GroupRunner:
         symbols = self.symbols.encode(atoms, visible(self.group, batch) & has_key)
         times = batch.times() if self.group.window[0] == "time" else None
         window = window_values(self.group, batch, times)
-        if times is not None:  # the stream's progress, skipped events included
-            seen = times.values[times.valid & (symbols >= 0)]
-            if len(seen):
-                self.latest_time = max(self.latest_time, seen.max().item())
+        # the stream's progress up to each event, skipped events included: a
+        # sweep in the middle of the batch must not judge by later events
+        progress: list[float] | None = None
+        if times is not None:
+            seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
+            progress = np.maximum.accumulate(seen).tolist() if n else []
         positions = batch.positions.tolist()
         attributes = attribute_rows(self.summaries.attributes, batch) if self.summaries else None
         bits = self.symbols.bits
@@ -235,7 +237,7 @@ class GroupRunner:
                 if shedder is not None and not shedder.admit(i):
                     self.input_shed += 1
                     if log is not None:
-                        log.floor(self.number, floors[i], 0.0)
+                        log.floor(self.number, floors[i], 0.0, positions[i])
                     continue
                 self.steps_here = 0
                 self.floor, self.row = floors[i], i
@@ -249,12 +251,16 @@ class GroupRunner:
                 floors[i] += spent
                 done += 1
                 if clock.events + i + 1 >= self.next_sweep:
+                    if progress is not None:
+                        self.latest_time = max(self.latest_time, progress[i])
                     self._sweep_at(clock.events + i + 1, positions[i])
                 if index is not None and index.grew:
                     index.grew = False
                     stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
                     position = i + 1
                     break
+        if progress is not None:
+            self.latest_time = max(self.latest_time, progress[-1])
         if clock.events + n >= self.next_sweep:
             self._sweep_at(clock.events + n, positions[-1])
         self.processed += done
@@ -394,7 +400,7 @@ class GroupRunner:
             # the event's update units so far: before this group, and this group's step
             floor = self.floor + transitions + len(created) + unions
             if log is not None:
-                log.floor(self.number, floor, time.perf_counter() - self.began)
+                log.floor(self.number, floor, time.perf_counter() - self.began, position)
             for qid in sorted(accepted):
                 self._enumerate(qid, accepted[qid], position, value, instance.local, out, floor)
         if consumes:
