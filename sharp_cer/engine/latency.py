@@ -9,10 +9,10 @@ recorded). Floors are kept per group and event, enumeration per query and
 event, so recording costs O(1) per event plus O(1) per enumeration.
 
 >>> log = LatencyLog()
->>> log.floor(0, 10, 0.001); log.floor(0, 12, 0.001)
+>>> log.floor(0, 10, 0.001, 5); log.floor(0, 12, 0.001, 9)
 >>> log.enumerated(0, "q", 30, 0.002)
->>> log.units(0, "q").tolist(), log.floor_units(0).tolist()
-([10, 42], [10, 12])
+>>> log.units(0, "q").tolist(), log.floor_units(0).tolist(), log.positions(0).tolist()
+([10, 42], [10, 12], [5, 9])
 """
 
 from __future__ import annotations
@@ -29,13 +29,20 @@ class LatencyLog:
     def __init__(self) -> None:
         self._floor_units: dict[int, list[int]] = {}
         self._floor_seconds: dict[int, list[float]] = {}
+        self._positions: dict[int, list[int]] = {}
         # query name -> {index of the group's recorded event: (steps, seconds)}
         self._steps: dict[str, dict[int, tuple[int, float]]] = {}
 
-    def floor(self, group: int, units: int, seconds: float) -> None:
-        """A recorded event of ``group``, with its update units and time."""
+    def floor(self, group: int, units: int, seconds: float, position: int = -1) -> None:
+        """A recorded event of ``group`` (at stream ``position``), with its
+        update units and time."""
         self._floor_units.setdefault(group, []).append(units)
         self._floor_seconds.setdefault(group, []).append(seconds)
+        self._positions.setdefault(group, []).append(position)
+
+    def positions(self, group: int) -> npt.NDArray[np.int64]:
+        """The stream position of each recorded event of ``group``."""
+        return np.asarray(self._positions.get(group, []), dtype=np.int64)
 
     def enumerated(self, group: int, query: str, steps: int, seconds: float) -> None:
         """``query`` enumerated at the group's latest recorded event."""
@@ -65,7 +72,7 @@ class LatencyLog:
         """Events recorded, p50, p99 and max in units and seconds, and (with
         a bound in units) how many events were over it.
 
-        >>> log = LatencyLog(); log.floor(0, 5, 0.5); log.summary(0, "q", bound=4)["over_bound"]
+        >>> log = LatencyLog(); log.floor(0, 5, 0.5, 0); log.summary(0, "q", bound=4)["over_bound"]
         1
         """
         units, seconds = self.units(group, query), self.seconds(group, query)

@@ -890,8 +890,27 @@ def _late_problem(event: EventSchema, t: int, latest: int, lateness: int) -> _Pr
 
 
 def _letter(raw: _Raw, i: int, p: _Problem) -> DeadLetter:
+    return _dead_letter(i, int(raw.lines[i]), p, raw.raw(i))
+
+
+def _dead_letter(position: int, line: int, p: _Problem, raw: str | dict[str, Any]) -> DeadLetter:
     reason = f"{p.headline}: expected {p.expected}, found {p.found}"
-    return DeadLetter(i, int(raw.lines[i]), p.kind, reason, p.column, p.expected, p.found, p.hint, raw.raw(i))
+    return DeadLetter(position, line, p.kind, reason, p.column, p.expected, p.found, p.hint, raw)
+
+
+def late_letter(
+    event: EventSchema, position: int, line: int, time: int, latest: int, lateness: int, raw: str | dict[str, Any]
+) -> DeadLetter:
+    """The dead letter of an accepted event that turns out late against
+    events loaded elsewhere (by a caller that loads a stream in pieces, such
+    as the Spark pipeline): ``latest`` is the largest time before it.
+
+    >>> from sharp_cer.language import Schema
+    >>> a = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }").event("A")
+    >>> late_letter(a, 7, 8, 90, 100, 5, {"type": "A", "t": 90}).reason
+    'late event A: expected t >= 95 (the latest time so far, 100, minus allowed_lateness 5), found t = 90, 10 ns behind'
+    """
+    return _dead_letter(position, line, _late_problem(event, time, latest, lateness), raw)
 
 
 def _error(where: str, headline: str, expected: str, found: str, hint: str | None) -> EventsError:

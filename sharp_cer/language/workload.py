@@ -31,6 +31,7 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -110,6 +111,36 @@ class Workload:
     def warnings(self) -> list[str]:
         """Every query's warnings, rendered."""
         return [str(w) for q in self.queries for w in q.checked.warnings]
+
+    def fingerprint(self) -> str:
+        """A digest of what decides the workload's matches and shedding: the
+        schema, each query's text (printed canonically, so comments and
+        layout do not count) and options, and the allowed lateness. Saved
+        state is only valid for the workload it was made with.
+
+        >>> text = '''
+        ... [workload]
+        ... name = "w"
+        ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+        ... [[query]]
+        ... name = "q"
+        ... text = "SELECT * WHERE A WITHIN 2 EVENTS"
+        ... '''
+        >>> same = text.replace("SELECT *", "select  /* all */ *")
+        >>> other = text.replace("2 EVENTS", "3 EVENTS")
+        >>> f = parse_workload(text).fingerprint()
+        >>> len(f), f == parse_workload(same).fingerprint(), f == parse_workload(other).fingerprint()
+        (16, True, False)
+        """
+        from .printer import stream_declarations, to_ceql
+
+        parts = [stream_declarations(self.schema.declarations), f"lateness={self.allowed_lateness}"]
+        for q in self.queries:
+            parts.append(
+                f"{q.name}|{q.tenant}|{q.weight!r}|{q.latency_bound}|{q.shed}|{q.sketch_attributes}|"
+                + to_ceql(q.checked.query)
+            )
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def sheddable(checked: CheckedQuery) -> bool:
