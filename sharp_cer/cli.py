@@ -8,8 +8,12 @@ stderr), exit 2 with located errors otherwise.
 plan shares: groups, PSD clusters, states, transitions and predicates with
 and without sharing (``--json``, ``--dot``, ``--png``).
 
+``sharp-cer run WORKLOAD --events PATH`` runs a workload on Spark (batch):
+matches to files, a summary per query and tenant, a plot over time.
+
 ``sharp-cer demo`` is the main job: it checks the example workloads of
-``configs/``, prints what they contain, and generates their data.
+``configs/``, prints what they contain, generates their data and runs them
+on local Spark.
 """
 
 from __future__ import annotations
@@ -118,8 +122,11 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
     return EXIT_INVALID if failed else EXIT_OK
 
 
-def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) -> int:
-    """Check every workload in ``configs`` and generate its data into ``out_dir``."""
+def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, master: str | None = None) -> int:
+    """Check every workload in ``configs``, generate its data into
+    ``out_dir``, and run it on local Spark: print each summary (and the
+    in-process engine's figures beside it) and draw matches and latency
+    over the stream into ``out_dir/NAME.png``."""
     from .events.generators import generate, write_core_csv
 
     files = sorted(configs.glob("*.toml"))
@@ -131,6 +138,7 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
         )
         return EXIT_INVALID
     out_dir.mkdir(parents=True, exist_ok=True)
+    generated: list[tuple[Path, Workload, Path, dict[str, int], float]] = []
     for path in files:
         start = time.perf_counter()
         try:
@@ -165,27 +173,62 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO) ->
             counts = frame["type"].value_counts().sort_index()
             summary = ", ".join(f"{k}={v}" for k, v in counts.items())
             print(f"   generated {len(frame)} events -> {target} ({summary})", file=out)
-            _detect(workload, frame, out)
+            found, rate = _detect(workload, frame)
+            generated.append((path, workload, target, found, rate))
+    if generated:
+        _demo_on_spark(generated, out_dir, master, out)
     print(
-        "\nAll workloads are valid and ran in-process on the CORE engine, one shared plan each"
-        "\n(`sharp-cer explain WORKLOAD.toml` shows it); `sharp-cer match --latency-bound-fraction F`"
-        "\nsheds load to a bound; the Spark job (`sharp-cer run`) arrives with the next issues.",
+        "\nEvery workload is valid and ran on Spark, one engine per lane and key group, with the"
+        "\nin-process engine as the yardstick. `sharp-cer run WORKLOAD --events FILE` runs your own;"
+        "\n`sharp-cer explain WORKLOAD` shows the shared plan; `--shedder NAME` sheds to the bounds.",
         file=out,
     )
     return EXIT_OK
 
 
-def _detect(workload: Workload, frame: Any, out: TextIO) -> None:
-    """Run a workload's queries over its generated events and print the
-    matches per query."""
+def _detect(workload: Workload, frame: Any) -> tuple[dict[str, int], float]:
+    """The matches per query of a workload over its generated events,
+    in-process, and the events per second."""
     from .api import Detector
 
     detector = Detector.from_workload(workload, history=False)
     began = time.perf_counter()
     detector.feed(frame)
-    seconds = time.perf_counter() - began
-    found = ", ".join(f"{name}={n}" for name, n in detector.counts.items())
-    print(f"   detected in {seconds:.2f} s ({len(frame) / seconds:,.0f} events/s): {found}", file=out)
+    return detector.counts, len(frame) / (time.perf_counter() - began)
+
+
+def _demo_on_spark(
+    generated: list[tuple[Path, Workload, Path, dict[str, int], float]], out_dir: Path, master: str | None, out: TextIO
+) -> None:
+    """The demo's Spark part: each generated file through ``run_detection``."""
+    from .spark.pipeline import run_detection
+    from .spark.session import spark_session
+
+    began = time.perf_counter()
+    spark = spark_session(master)
+    print(
+        f"\n== Spark {spark.version} on {spark.sparkContext.master} (up in {time.perf_counter() - began:.1f} s)",
+        file=out,
+    )
+    for path, workload, events, in_process, rate in generated:
+        started = time.perf_counter()
+        detection = run_detection(str(events), workload, spark=spark).persist()
+        try:
+            detection.matches.write.mode("overwrite").parquet(str(out_dir / f"{path.stem}_matches"))
+            summary = detection.summary()
+        finally:
+            detection.close()
+        seconds = time.perf_counter() - started
+        plot = out_dir / f"{path.stem}.png"
+        summary.plot(str(plot))
+        same = {q.name: q.matches for q in summary.queries} == in_process
+        print("\n" + summary.render(), file=out)
+        print(
+            f"  Spark: {summary.rows / seconds:,.0f} events/s ({seconds:.1f} s); "
+            f"in-process engine: {rate:,.0f} events/s; same matches per query: {'yes' if same else 'NO'}"
+            f"\n  plot -> {plot}",
+            file=out,
+        )
 
 
 def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Schema, list[tuple[str, Any]]]:
@@ -449,6 +492,94 @@ def explain_plan(
     return EXIT_OK
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``sharp-cer run`` was asked for."""
+
+    workload: str
+    events: str | None
+    generate: int = 0
+    master: str | None = None
+    out: str = "out/run"
+    format: str = "parquet"
+    shedder: str | None = None
+    seed: int = 0
+    method: str = "udtf"
+    plot: str | None = None
+
+
+def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
+    """Run a workload over events on Spark: write the matches (and the dead
+    letters) to ``options.out`` as Parquet or JSON lines, or show them on
+    the console; print the summary (matches per query and tenant, shedding,
+    latency against the bounds) and write it as JSON, with a PNG of matches
+    and latency over the stream."""
+    try:
+        workload = load_workload(options.workload)
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    if (options.events is None) == (options.generate <= 0):
+        print("error: give --events PATH, or --generate N to run over the workload's generated events", file=err)
+        return EXIT_INVALID
+    if options.generate and not workload.generator:
+        print(f"error: workload {workload.name} names no generator\n  hint: give --events PATH", file=err)
+        return EXIT_INVALID
+    from .spark.pipeline import run_detection
+    from .spark.progress import Progress
+    from .spark.session import spark_session
+
+    target = Path(options.out)
+    target.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    spark = spark_session(options.master)
+    started = time.perf_counter()
+    detection = None
+    try:
+        if options.events is not None:
+            events: Any = options.events
+        else:
+            from .events.generators import generate
+
+            events = spark.createDataFrame(generate(workload.generator or "", options.generate, seed=options.seed))
+        detection = run_detection(
+            events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
+        ).persist()
+        with Progress(spark, detection.prepared.rows, err):
+            matches = detection.matches
+            if options.format == "console":
+                matches.orderBy("end", "query", "start").show(20, truncate=False)
+            else:
+                writer = matches.write.mode("overwrite")
+                (writer.parquet if options.format == "parquet" else writer.json)(str(target / "matches"))
+            letters = detection.dead_letters
+            if options.format != "console" and letters.limit(1).count():
+                letters.write.mode("overwrite").json(str(target / "dead_letters"))
+            summary = detection.summary()
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    except OSError as exc:
+        print(f"error: {exc.filename}: {exc.strerror}", file=err)
+        return EXIT_INVALID
+    finally:
+        if detection is not None:
+            detection.close()
+    seconds = time.perf_counter() - started
+    print(summary.render(), file=out)
+    print(
+        f"  {summary.rows:,} events in {seconds:.1f} s on {spark.sparkContext.master} "
+        f"({summary.rows / seconds:,.0f} events/s; Spark started in {started - began:.1f} s)",
+        file=out,
+    )
+    (target / "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
+    plot = Path(options.plot) if options.plot else target / "latency.png"
+    summary.plot(str(plot))
+    where = "" if options.format == "console" else f"matches -> {target / 'matches'} ({options.format}); "
+    print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}", file=out)
+    return EXIT_OK
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -493,10 +624,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="without --events, run over N events of the workload's generator (0: no run)",
     )
+    run_spark = sub.add_parser("run", help="run a workload over events on Spark (batch)")
+    run_spark.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
+    run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
+    run_spark.add_argument(
+        "--generate", type=int, default=0, metavar="N", help="instead of --events: N events of the workload's generator"
+    )
+    run_spark.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    run_spark.add_argument("--out", default="out/run", metavar="DIR", help="where matches and the summary go")
+    run_spark.add_argument("--format", choices=["parquet", "jsonl", "console"], default="parquet")
+    run_spark.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
+    run_spark.add_argument("--seed", type=int, default=0, help="seed of the shedder (and of --generate)")
+    run_spark.add_argument(
+        "--method", choices=["udtf", "map"], default="udtf", help="Arrow UDTF per key, or the mapInArrow fallback"
+    )
+    run_spark.add_argument("--plot", metavar="FILE", help="the PNG of matches and latency (default DIR/latency.png)")
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
     run_demo.add_argument("--events", type=int, default=20_000, help="events per workload")
+    run_demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     return parser
 
 
@@ -537,8 +684,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=sys.stdout,
             err=sys.stderr,
         )
+    if args.command == "run":
+        options = RunOptions(
+            args.workload,
+            args.events,
+            args.generate,
+            args.master,
+            args.out,
+            args.format,
+            args.shedder,
+            args.seed,
+            args.method,
+            args.plot,
+        )
+        return run(options, sys.stdout, sys.stderr)
     if args.command == "demo":
-        return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr)
+        return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr, args.master)
     return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -70,15 +70,20 @@ def test_every_example_workload_checks(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().err == ""
 
 
-def test_demo_checks_workloads_and_writes_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["demo", "--configs", str(ROOT / "configs"), "--out", str(tmp_path), "--events", "500"])
+@pytest.mark.spark
+def test_demo_checks_workloads_and_runs_them_on_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["demo", "--configs", str(ROOT / "configs"), "--out", str(tmp_path), "--events", "1500", "--master", "local[2]"]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     written = sorted(p.name for p in tmp_path.glob("*.csv"))
     assert written == ["card_fraud.csv", "iot_sensors.csv", "stock_trading.csv"]
-    assert all(len((tmp_path / name).read_text().splitlines()) == 500 for name in written)
-    assert "All workloads are valid" in out
-    assert out.count("detected in") == 3 and "core_benchmark_q1=" in out and "bin_attack=" in out
+    assert all(len((tmp_path / name).read_text().splitlines()) == 1500 for name in written)
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["card_fraud.png", "iot_sensors.png", "stock_trading.png"]
+    # the in-process engine is the yardstick: Spark found the same matches per query
+    assert out.count("same matches per query: yes") == 3 and "per query: NO" not in out
+    assert "core_benchmark_q1" in out and "bin_attack" in out and "per tenant: globex-cards" in out
 
 
 def test_console_entry_point_runs(files: Path) -> None:

@@ -1,0 +1,22 @@
+"""The Spark pipeline: batch detection over DataFrames and files
+(``detect``, ``run_detection``), one engine per partition key on the
+workers, and the session it runs on (``spark_session``). Importing this
+package does not import PySpark; calling into it does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Detection", "detect", "run_detection", "spark_session"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Detection", "detect", "run_detection"):
+        from . import pipeline as module
+
+        return getattr(module, name)
+    if name == "spark_session":
+        from .session import spark_session
+
+        return spark_session
+    raise AttributeError(name)

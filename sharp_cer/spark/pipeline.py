@@ -1,0 +1,209 @@
+"""Batch detection on Spark: events in, matches out, one engine per key group.
+
+``run_detection`` numbers and validates the events (``prepare``), sends
+each event to every lane that reads it, with the group of its partition
+key there (a hash of the key into ``groups`` buckets; ``lanes``), and runs
+one engine per lane and key group on the workers (``worker``):
+
+- ``method="udtf"`` (default): the Arrow Python UDTF over
+  ``TABLE(events) PARTITION BY (lane, group) ORDER BY seq``; Spark
+  guarantees each call one group's rows, in order;
+- ``method="map"``: the fallback, ``repartition(lane, group)``,
+  ``sortWithinPartitions(lane, group, seq)`` and ``mapInArrow``, one engine
+  at a time per task.
+
+Rows are ordered by ``seq``, the input order: it is the order the
+in-process loaders give, and in it positions (``WITHIN n EVENTS``) and
+lateness are judged; for input in time order it is the time order too.
+Nothing but per-partition summaries and the aggregated statistics reach
+the driver.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sharp_cer.errors import SurfaceError
+from sharp_cer.language import Workload
+
+from .lanes import Lane, lanes
+from .prepare import Prepared, attribute_kinds, prepare, read_input
+from .summary import Summary, summarize
+from .worker import GROUP, LANE, MATCH, OUTPUT_DDL, SEQ, GroupRun, Job, run_sorted
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+METHODS = ("udtf", "map")
+#: the columns of the matches, in order
+MATCH_COLUMNS = ("query", "tenant", "start", "end", "events", "vars")
+
+
+@dataclass
+class Detection:
+    """One detection job: the prepared input, the lanes, the workers'
+    output (matches and statistics, lazily computed) and the matches."""
+
+    job: Job
+    lanes: tuple[Lane, ...]
+    prepared: Prepared
+    output: DataFrame
+    method: str
+    _persisted: list[DataFrame] = field(default_factory=list)
+
+    @property
+    def matches(self) -> DataFrame:
+        """Every match: query, tenant, start, end (positions), events
+        (positions after projection) and vars (positions per variable)."""
+        from pyspark.sql import functions as F
+
+        return self.output.where(F.col("kind") == MATCH).select(*[F.col(f"`{c}`") for c in MATCH_COLUMNS])
+
+    @property
+    def dead_letters(self) -> DataFrame:
+        """The rows that were not events, with their reasons (``prepare.DEAD_LETTER_DDL``)."""
+        return self.prepared.dead_letters
+
+    @property
+    def events(self) -> DataFrame:
+        """The accepted events: ``__seq`` (their position), ``type`` and every attribute."""
+        return self.prepared.events
+
+    def persist(self) -> Detection:
+        """Keep the workers' output once computed, so that writing the
+        matches and reading the summary run the engines once."""
+        from pyspark import StorageLevel
+
+        self.output = self.output.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(self.output)
+        return self
+
+    def summary(self) -> Summary:
+        """Matches per query and tenant, shedding, and latency against the
+        bounds, aggregated on the cluster (see ``summary``)."""
+        return summarize(self)
+
+    def close(self) -> None:
+        """Release what this job persisted."""
+        for frame in self._persisted:
+            frame.unpersist()
+        self.prepared.close()
+
+
+def detect(events: DataFrame, workload: Workload, **options: Any) -> DataFrame:
+    """The matches of ``workload`` over a DataFrame of events (a ``type``
+    column and one column per attribute), as a DataFrame with columns
+    ``MATCH_COLUMNS``; see ``run_detection`` for the options."""
+    return run_detection(events, workload, **options).matches
+
+
+def run_detection(
+    events: DataFrame | str,
+    workload: Workload,
+    *,
+    spark: SparkSession | None = None,
+    shedder: str | None = None,
+    seed: int = 0,
+    method: str = "udtf",
+    bins: int = 60,
+    groups: int | None = None,
+    format: str | None = None,
+) -> Detection:
+    """Plan the detection of ``workload`` over ``events`` (a DataFrame, or a
+    path to .csv, .jsonl or .parquet events read with ``spark``).
+
+    ``shedder`` (a name of ``shedding.SHEDDERS``) sheds load per key group
+    to the workload's latency bounds; a fraction bound is taken of the
+    group's own unshedded latency. ``bins`` is the number of time bins the statistics
+    are kept in (for the plot); ``groups`` the number of key groups of a
+    partitioned lane (default: four per shuffle partition, so that skewed
+    keys still spread). Validating the input runs one Spark job;
+    the detection runs when its output is used.
+    """
+    if method not in METHODS:
+        raise SurfaceError(f"unknown method {method!r}\n  expected: one of {', '.join(METHODS)}")
+    if shedder is not None:
+        from shedding import SHEDDERS
+
+        if shedder not in SHEDDERS:
+            raise SurfaceError(f"unknown shedder {shedder!r}\n  expected: one of {', '.join(sorted(SHEDDERS))}")
+    if isinstance(events, str):
+        if spark is None:
+            from .session import spark_session
+
+            spark = spark_session()
+        raw, fmt = read_input(spark, events, format)
+    else:
+        raw, fmt = events, format or "table"
+    prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
+    found = lanes(workload)
+    parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
+    count = groups or 4 * parts
+    width = max(1, -(-prepared.rows // bins))
+    job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count)
+    routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
+    if method == "udtf":
+        output = _detect_group_udtf(job)(routed.asTable().partitionBy(LANE, GROUP).orderBy(SEQ))
+    else:
+        ordered = routed.repartition(parts, LANE, GROUP).sortWithinPartitions(LANE, GROUP, SEQ)
+        output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
+    return Detection(job, found, prepared, output, method)
+
+
+def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], groups: int) -> DataFrame:
+    """Each event once per lane whose streams hold its type and in which
+    it has a partition key: ``__lane``, ``__group`` (its key's group; 0 in a
+    lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
+    from pyspark.sql import functions as F
+
+    choices = []
+    for number, lane in enumerate(found):
+        key = _key(lane, set(attributes))
+        chosen = F.col("type").isin(sorted(lane.event_types)) & key.isNotNull()
+        group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_by else F.lit(0).cast("bigint")
+        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(GROUP))))
+    lane_of = F.explode(F.filter(F.array(*choices), lambda c: c.isNotNull())).alias("__route")
+    columns = [F.col(f"__route.{LANE}"), F.col(f"__route.{GROUP}"), F.col(SEQ), F.col("type")]
+    return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
+
+
+def _key(lane: Lane, attributes: set[str]) -> Column:
+    """The lane's partition key of an event: the JSON list (as text) of the
+    attributes of the first PARTITION BY list it has all of (None: it has
+    none); '' in a lane without PARTITION BY."""
+    from pyspark.sql import functions as F
+
+    if not lane.partition_by:
+        return F.lit("")
+    key: Column | None = None
+    for names in reversed(lane.partition_by):
+        if not set(names) <= attributes:
+            continue  # no event type has them all
+        present = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").isNotNull() for n in names])
+        value = F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names]))
+        key = F.when(present, value) if key is None else F.when(present, value).otherwise(key)
+    return key if key is not None else F.lit(None).cast("string")
+
+
+def _detect_group_udtf(job: Job) -> Any:
+    """The Arrow UDTF that runs one lane and key group: a new instance per group."""
+    from pyspark.sql.functions import arrow_udtf
+
+    @arrow_udtf(returnType=OUTPUT_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
+    class DetectGroup:
+        def __init__(self) -> None:
+            self.run: GroupRun | None = None
+
+        def eval(self, batch: pa.RecordBatch) -> Any:
+            if self.run is None:
+                self.run = GroupRun(job, batch.column(LANE)[0].as_py())
+            yield self.run.feed(batch)
+
+        def terminate(self) -> Any:
+            if self.run is not None:
+                yield self.run.finish()
+
+    return DetectGroup

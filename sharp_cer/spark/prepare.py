@@ -1,0 +1,356 @@
+"""From raw input to numbered, validated events, before any shuffle.
+
+The stream order is the input's order (a file's rows in order, a
+DataFrame's partitions in order), exactly as the in-process loaders read
+it. Two narrow passes over the input's partitions, with one small collect
+between them:
+
+1. each partition is loaded by the in-process loaders (CSV and JSONL lines
+   as text, anything else as Arrow batches), which validate every row and
+   dead-letter the bad ones; it emits its events and dead letters numbered
+   within the partition, each event's primary time and the largest time
+   before it, and one summary row (rows, lines, largest time);
+2. from the summaries the driver computes, per partition, how many rows and
+   lines come before it and the largest time before it; then every row gets
+   its dense global number ``__seq`` (the event's position, as in-process:
+   dead-lettered rows count) and an event more than ``allowed_lateness``
+   behind the largest time before it is dead-lettered as ``late``.
+
+Pass 1's output is persisted, so the input is read once. CSV and JSONL rows
+must each be one line (Spark splits text files at line breaks); a CSV header
+is recognised on the first line of the input only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.batch import EventBatch, LoadReport
+from sharp_cer.events.loaders import late_letter, load_arrow, load_csv, load_jsonl
+from sharp_cer.language import Schema
+
+from .worker import SEQ
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: pass 1's own columns (prefixed: attribute names are the user's)
+PART, KIND, LOCAL, LINE, TS, PREV = "__part", "__kind", "__local", "__line", "__ts", "__prev"
+EVENT, DEAD, SUMMARY = "event", "dead", "summary"
+#: a dead letter's fields, as pass 1 and 2 carry them
+LETTER = ("kind", "reason", "column", "expected", "found", "hint", "raw")
+_LETTER_COLUMNS = tuple(f"__letter_{f}" for f in LETTER)
+_NONE = np.iinfo(np.int64).min
+_SPARK_TYPES = {"int": "bigint", "primary_time": "bigint", "double": "double", "bool": "boolean", "string": "string"}
+_ARROW_TYPES = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
+_ARROW_TYPES["string"] = pa.string()
+#: the input formats read as lines of text
+TEXT_FORMATS = ("csv", "jsonl")
+#: the dead letters' schema (``Prepared.dead_letters``)
+DEAD_LETTER_DDL = (
+    "position bigint, line bigint, kind string, reason string, `column` string, expected string, "
+    "found string, hint string, raw string"
+)
+
+
+def attribute_kinds(schema: Schema) -> dict[str, str]:
+    """Every attribute name of the schema with its type (one type per name,
+    as the loaders require)."""
+    kinds: dict[str, str] = {}
+    for event in schema.event_types():
+        for name, kind in event.attributes.items():
+            kinds.setdefault(name, kind)
+    return kinds
+
+
+def _ddl(columns: list[tuple[str, str]]) -> str:
+    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
+
+
+def _pass_one_columns(kinds: dict[str, str]) -> list[tuple[str, pa.DataType]]:
+    head = [(PART, pa.int32()), (KIND, pa.string()), (LOCAL, pa.int64()), (LINE, pa.int64())]
+    head += [(TS, pa.int64()), (PREV, pa.int64()), ("type", pa.string())]
+    attributes = [(name, _ARROW_TYPES[kind]) for name, kind in kinds.items()]
+    return head + attributes + [(c, pa.string()) for c in _LETTER_COLUMNS]
+
+
+def _spark_type(t: pa.DataType) -> str:
+    return {pa.int32(): "int", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean"}.get(t, "string")
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """How pass 1 loads a partition: the schema, the input format (``csv``,
+    ``jsonl`` or ``table``) and the allowed lateness."""
+
+    schema: Schema
+    format: str
+    allowed_lateness: int
+
+    @functools.cached_property
+    def kinds(self) -> dict[str, str]:
+        """Attribute name to type."""
+        return attribute_kinds(self.schema)
+
+    @functools.cached_property
+    def arrow(self) -> pa.Schema:
+        """Pass 1's output schema."""
+        return pa.schema(_pass_one_columns(self.kinds))
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context is not None else 0
+
+
+def load_partition(
+    spec: LoadSpec, batches: Iterator[pa.RecordBatch], part: int | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Pass 1 over one partition (see the module docstring).
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    >>> lines = pa.record_batch({"value": ["A,1,10", "A,oops,11", "", "A,3,5"]})
+    >>> out = pa.Table.from_batches(load_partition(LoadSpec(s, "csv", 10), iter([lines]), part=0)).to_pylist()
+    >>> [(r["__kind"], r["__local"], r["__line"], r["x"], r["__ts"], r["__prev"]) for r in out]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('event', 0, 0, 1, 10, None), ('event', 2, 0, 3, 5, 10), ('dead', 1, 2, None, None, None),
+     ('summary', 3, 4, None, 10, None)]
+    >>> [r["__letter_reason"] for r in out if r["__kind"] == "dead"]
+    ["mistyped attribute 'x' of A: expected an int, found 'oops'"]
+    """
+    part = _partition_id() if part is None else part
+    rows = lines = 0
+    latest = _NONE
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if spec.format in TEXT_FORMATS:
+            texts = ["" if t is None else t for t in batch.column("value").to_pylist()]
+            text = "\n".join(texts) + "\n"
+            if spec.format == "csv":
+                first = part == 0 and lines == 0
+                events, report = load_csv(
+                    text, spec.schema, header=None if first else False, allowed_lateness=spec.allowed_lateness
+                )
+            else:
+                events, report = load_jsonl(text, spec.schema, allowed_lateness=spec.allowed_lateness)
+            span = len(texts)
+        else:
+            events, report = load_arrow(
+                pa.Table.from_batches([batch]), spec.schema, allowed_lateness=spec.allowed_lateness
+            )
+            span = batch.num_rows
+        yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
+        times = events.times()
+        if times.valid.any():
+            latest = max(latest, int(times.values[times.valid].max()))
+        rows += report.read
+        lines += span
+    summary = {PART: [part], KIND: [SUMMARY], LOCAL: [rows], LINE: [lines], TS: [None if latest == _NONE else latest]}
+    yield _record(spec.arrow, summary, 1)
+
+
+def _pass_one_rows(
+    spec: LoadSpec, part: int, events: EventBatch, report: LoadReport, rows: int, lines: int, latest: int
+) -> pa.RecordBatch:
+    n = len(events)
+    times = events.times()
+    marked = np.where(times.valid, times.values, _NONE)
+    before = np.empty(n, dtype=np.int64)
+    if n:
+        before[0] = latest
+        before[1:] = np.maximum(np.maximum.accumulate(marked)[:-1], latest)
+    # an event's line: text rows keep the loader's line; table rows are numbered from 1
+    letters = report.dead_letters
+    columns: dict[str, Any] = {
+        PART: [part] * (n + len(letters)),
+        KIND: [EVENT] * n + [DEAD] * len(letters),
+        LOCAL: (events.positions + rows).tolist() + [d.position + rows for d in letters],
+        LINE: [0] * n + [d.line + lines for d in letters],
+        TS: pa.array(
+            np.concatenate([times.values, np.zeros(len(letters), np.int64)]),
+            mask=np.concatenate([~times.valid, np.ones(len(letters), bool)]),
+        ),
+        PREV: pa.array(
+            np.concatenate([before, np.zeros(len(letters), np.int64)]),
+            mask=np.concatenate([before == _NONE, np.ones(len(letters), bool)]),
+        ),
+        "type": list(events.types) + [None] * len(letters),
+    }
+    for name, kind in spec.kinds.items():
+        column = events.columns[name].to_arrow()
+        columns[name] = pa.concat_arrays([column, pa.nulls(len(letters), _ARROW_TYPES[kind])])
+    for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
+        values = [getattr(d, field) for d in letters]
+        if field == "raw":
+            values = [v if isinstance(v, str) else json.dumps(v, default=str) for v in values]
+        columns[column] = [None] * n + values
+    return _record(spec.arrow, columns, n + len(letters))
+
+
+def _record(schema: pa.Schema, columns: dict[str, Any], n: int) -> pa.RecordBatch:
+    arrays = [
+        columns[f.name]
+        if isinstance(columns.get(f.name), pa.Array)
+        else pa.array(columns.get(f.name, [None] * n), f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True)
+class Offsets:
+    """Per input partition: rows and lines before it, and the largest
+    primary time before it (None: none)."""
+
+    rows: dict[int, int]
+    lines: dict[int, int]
+    latest: dict[int, int | None]
+    total_rows: int
+
+
+def offsets(summaries: list[tuple[int, int, int, int | None]]) -> Offsets:
+    """The offsets from pass 1's summaries (partition, rows, lines, largest time).
+
+    >>> offsets([(1, 5, 6, 30), (0, 2, 2, None), (2, 1, 1, 10)])
+    Offsets(rows={0: 0, 1: 2, 2: 7}, lines={0: 0, 1: 2, 2: 8}, latest={0: None, 1: None, 2: 30}, total_rows=8)
+    """
+    rows, lines, latest = {}, {}, {}
+    done_rows = done_lines = 0
+    best: int | None = None
+    for part, n, m, top in sorted(summaries):
+        rows[part], lines[part], latest[part] = done_rows, done_lines, best
+        done_rows, done_lines = done_rows + n, done_lines + m
+        if top is not None:
+            best = top if best is None else max(best, top)
+    return Offsets(rows, lines, latest, done_rows)
+
+
+def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Pass 2 over pass 1's rows of one partition: global numbers, lines and lateness."""
+    kinds = spec.kinds
+    by_name = {e.name: e for e in spec.schema.event_types()}
+    out_schema = pa.schema(
+        [(KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), ("type", pa.string())]
+        + [(n, _ARROW_TYPES[k]) for n, k in kinds.items()]
+        + [(c, pa.string()) for c in _LETTER_COLUMNS]
+    )
+    lateness = spec.allowed_lateness
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        rows = table.filter(pa.compute.not_equal(table[KIND], SUMMARY))
+        if not rows.num_rows:
+            continue
+        parts = rows[PART].to_numpy()
+        seq = rows[LOCAL].to_numpy() + np.array([at.rows[p] for p in parts.tolist()], dtype=np.int64)
+        line = rows[LINE].to_numpy() + np.array([at.lines[p] for p in parts.tolist()], dtype=np.int64)
+        kind = rows[KIND].to_pylist()
+        if spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
+            line = seq + 1
+        carried = np.array([_NONE if at.latest[p] is None else at.latest[p] for p in parts.tolist()], dtype=np.int64)
+        timed = ~np.asarray(rows[TS].is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        ts = np.asarray(rows[TS].fill_null(0).to_numpy(), dtype=np.int64)
+        prev = np.asarray(rows[PREV].fill_null(_NONE).to_numpy(), dtype=np.int64)
+        latest = np.maximum(prev, carried)
+        # ts < latest - lateness, without overflowing int64
+        late = timed & (latest != _NONE) & (ts < latest)
+        late[late] = (latest[late] - ts[late]) > lateness
+        letters: dict[str, list[Any]] = {c: rows[c].to_pylist() for c in _LETTER_COLUMNS}
+        types = rows["type"].to_pylist()
+        for i in np.flatnonzero(late).tolist():
+            event = by_name[types[i]]
+            raw = {"type": types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
+            letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
+            kind[i] = DEAD
+            for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
+                value = getattr(letter, field)
+                letters[column][i] = (
+                    value if isinstance(value, str) or value is None else json.dumps(value, default=str)
+                )
+        columns: dict[str, Any] = {KIND: pa.array(kind, pa.string()), SEQ: pa.array(seq), LINE: pa.array(line)}
+        columns["type"] = rows["type"].combine_chunks()
+        for name in kinds:
+            columns[name] = rows[name].combine_chunks()
+        for column in _LETTER_COLUMNS:
+            columns[column] = pa.array(letters[column], pa.string())
+        yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
+
+
+@dataclass
+class Prepared:
+    """The numbered events (``__seq``, ``type``, every attribute), the dead
+    letters (``DEAD_LETTER_DDL``), and how many rows were read."""
+
+    events: DataFrame
+    dead_letters: DataFrame
+    rows: int
+    cached: DataFrame
+
+    def close(self) -> None:
+        """Release pass 1's persisted rows."""
+        self.cached.unpersist()
+
+
+def read_input(spark: SparkSession, path: str, format: str | None = None) -> tuple[DataFrame, str]:
+    """The raw input of an events file or folder and its format: ``.csv``
+    and ``.jsonl`` as lines of text, ``.parquet`` as a table."""
+    fmt = format or _format_of(path)
+    if fmt in TEXT_FORMATS:
+        return spark.read.text(path), fmt
+    if fmt == "parquet":
+        return spark.read.parquet(path), "table"
+    raise SurfaceError(f"{path}: error: unknown events format {fmt!r}\n  expected: .csv, .jsonl or .parquet")
+
+
+def _format_of(path: str) -> str:
+    from pathlib import Path
+
+    p = Path(path)
+    suffixes = [p.suffix] if p.is_file() or p.suffix else sorted({f.suffix for f in p.glob("*") if f.is_file()})
+    known = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+    found = {known[s] for s in suffixes if s in known}
+    if len(found) != 1:
+        raise SurfaceError(
+            f"{path}: error: cannot tell the events format\n  expected: a .csv, .jsonl or .parquet file, "
+            f"or a folder of one kind of them\n  found: {', '.join(suffixes) or 'no files'}"
+        )
+    return found.pop()
+
+
+def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_lateness: int = 0) -> Prepared:
+    """Number and validate the raw input (see the module docstring)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    spec = LoadSpec(schema, format, allowed_lateness)
+    ddl = _ddl([(f.name, _spark_type(f.type)) for f in spec.arrow])
+    first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
+    summaries = [
+        (r[PART], r[LOCAL], r[LINE], r[TS])
+        for r in first.where(F.col(KIND) == SUMMARY).select(PART, LOCAL, LINE, TS).collect()
+    ]
+    at = offsets(summaries)
+    kinds = spec.kinds
+    second_ddl = _ddl(
+        [(KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), ("type", "string")]
+        + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
+        + [(c, "string") for c in _LETTER_COLUMNS]
+    )
+    second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
+    events = second.where(F.col(KIND) == EVENT).select(SEQ, "type", *[F.col(f"`{n}`") for n in kinds])
+    letters = second.where(F.col(KIND) == DEAD).select(
+        F.col(SEQ).alias("position"),
+        F.col(LINE).alias("line"),
+        *[F.col(c).alias(f) for f, c in zip(LETTER, _LETTER_COLUMNS, strict=True)],
+    )
+    return Prepared(events, letters, at.total_rows, first)

@@ -1,0 +1,310 @@
+"""What runs on Spark's workers: one engine per lane and key group, fed
+the group's events in stream order, writing matches and statistics as
+Arrow rows of one fixed schema (``OUTPUT``). Nothing here imports PySpark,
+so it runs (and is tested) in-process as well.
+
+A *lane* is the set of queries that share one way of partitioning the
+stream (``sharp_cer.spark.lanes``); a *key group* is the set of partition
+keys that hash to one bucket. The engine partitions its events by key
+itself, exactly as in-process, so a group of keys costs one engine rather
+than one per key (engines are cheap to run, not to build), and every key
+still sees all of its events, in order. Each lane's plan is compiled once
+per worker process and reused for every group the worker runs.
+
+>>> from sharp_cer.language import parse_workload
+>>> w = parse_workload('''
+... [workload]
+... name = "w"
+... schema = "CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }"
+... [[query]]
+... name = "ab"
+... tenant = "t"
+... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
+... ''')
+>>> job = Job(w, lanes=(("ab",),), bin_width=100)
+>>> run = GroupRun(job, lane=0)
+>>> rows = pa.table({"__lane": [0, 0], "__group": [5, 5], "__seq": [3, 7], "type": ["A", "B"], "k": [1, 1]})
+>>> run.feed(rows).select(["kind", "query", "tenant", "start", "end", "events"]).to_pylist()
+[{'kind': 'match', 'query': 'ab', 'tenant': 't', 'start': 3, 'end': 7, 'events': [3, 7]}]
+>>> counters = [r for r in run.finish().to_pylist() if r["kind"] == COUNTER and r["query"] == "ab"]
+>>> {r["name"]: r["value"] for r in counters}["matches"]
+1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from planner import Plan, compile_plan
+from sharp_cer.api import Detector
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.loaders import load_arrow
+from sharp_cer.events.match import Match
+from sharp_cer.language import Workload
+
+#: the kinds of output rows
+MATCH, LATENCY, BIN, COUNTER = "match", "latency", "bin", "counter"
+#: columns the driver adds to the events before they reach a worker
+LANE, GROUP, SEQ = "__lane", "__group", "__seq"  # prefixed: attribute names are the user's
+#: every output row: a match (query .. vars), a latency histogram entry
+#: (bin = cost units, value = events), a time bin (bin = position // width,
+#: name = what, value) or a counter (name, value; query '' for the engine)
+OUTPUT = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("query", pa.string()),
+        ("tenant", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("events", pa.list_(pa.int64())),
+        ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
+        ("bin", pa.int64()),
+        ("name", pa.string()),
+        ("value", pa.float64()),
+    ]
+)
+#: the same in Spark's DDL
+OUTPUT_DDL = (
+    "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
+    "vars map<string, array<bigint>>, bin bigint, name string, value double"
+)
+#: counters whose partitions combine by max, not by sum
+MAX_COUNTERS = frozenset({"bound_units", "seconds_max"})
+#: the events arrive validated and in order: the loader must not judge lateness again
+_NO_LATENESS = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker needs: the workload, the queries of each lane,
+    the width of the time bins (in positions), the shedder (None: no
+    shedding) with its seed, and how many key groups a partitioned lane
+    has. Picklable; shipped inside the task."""
+
+    workload: Workload
+    lanes: tuple[tuple[str, ...], ...]
+    bin_width: int
+    shedder: str | None = None
+    seed: int = 0
+    groups: int = 1
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The workload's fingerprint (the key of the plan cache)."""
+        return self.workload.fingerprint()
+
+    def lane_workload(self, lane: int) -> Workload:
+        """The workload restricted to one lane's queries."""
+        names = set(self.lanes[lane])
+        return dataclasses.replace(self.workload, queries=tuple(q for q in self.workload.queries if q.name in names))
+
+
+_PLANS: dict[tuple[str, int], Plan] = {}
+
+
+def lane_plan(job: Job, lane: int) -> Plan:
+    """The lane's plan, compiled on the first group a worker process runs and
+    reused for every later one (plans are immutable; engines are not)."""
+    key = (job.fingerprint, lane)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = compile_plan([(q.name, q.checked) for q in job.lane_workload(lane).queries])
+    return plan
+
+
+class GroupRun:
+    """The engine of one lane and key group: ``feed`` it the group's events
+    in stream order (Arrow batches with ``__seq`` and the schema's
+    attributes), then ``finish``. With a shedder whose bounds are
+    fractions, the events are kept until ``finish``, which measures the
+    group's unshedded latency first."""
+
+    def __init__(self, job: Job, lane: int) -> None:
+        self.job = job
+        self.lane = lane
+        self.plan = lane_plan(job, lane)
+        self.workload = job.lane_workload(lane)
+        self.tenant = {q.name: q.tenant for q in self.workload.queries}
+        self.rows = 0
+        self.match_bins: Counter[tuple[str, int]] = Counter()
+        fractions = any(q.latency_bound and q.latency_bound.fraction for q in self.workload.queries if q.shed)
+        self.held: list[EventBatch] | None = [] if job.shedder and fractions else None
+        self.shedder: Any = None
+        self.detector: Detector | None = None
+        if self.held is None:
+            self.detector = self._detector(None)
+
+    def _detector(self, reference: dict[str, float] | None) -> Detector:
+        if self.job.shedder:
+            from shedding import make_shedder
+            from shedding.bounds import workload_config
+
+            config = workload_config(self.workload, reference, seed=self.job.seed)
+            self.shedder = make_shedder(self.job.shedder, config)
+        return Detector(
+            self.plan,
+            self.workload.schema,
+            history=False,
+            allowed_lateness=self.workload.allowed_lateness,
+            shedder=self.shedder,
+            record_latency=True,
+        )
+
+    def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
+        """Process the group's next events; return their matches."""
+        batch = self._batch(rows)
+        self.rows += len(batch)
+        if self.held is not None:
+            self.held.append(batch)
+            return _empty()
+        assert self.detector is not None
+        return self._matches(self.detector.feed(batch))
+
+    def finish(self) -> pa.Table:
+        """The matches still held back (shedding with fraction bounds) and
+        the group's statistics: latency histograms, time bins and counters."""
+        out = []
+        if self.held is not None:
+            from shedding.bounds import reference_latency
+
+            reference = reference_latency(self.plan, self.held, allowed_lateness=self.workload.allowed_lateness)
+            self.detector = self._detector(reference)
+            for batch in self.held:
+                out.append(self._matches(self.detector.feed(batch)))
+            self.held = None
+        assert self.detector is not None
+        out.append(self._statistics(self.detector))
+        return pa.concat_tables(out)
+
+    # ------------------------------------------------------------ helpers
+    def _batch(self, rows: pa.RecordBatch | pa.Table) -> EventBatch:
+        table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
+        seq = np.asarray(table.column(SEQ).to_numpy(), dtype=np.int64)
+        events = table.drop_columns([c for c in (LANE, GROUP, SEQ) if c in table.column_names])
+        batch, report = load_arrow(events, self.workload.schema, allowed_lateness=_NO_LATENESS)
+        if report.dead_letters:  # the driver validated every row already
+            raise SurfaceError(f"internal error: a worker rejected validated events: {report.dead_letters[0].reason}")
+        return EventBatch(batch.event_types, seq[batch.positions], batch.codes, batch.columns)
+
+    def _matches(self, matches: list[Match]) -> pa.Table:
+        width = self.job.bin_width
+        self.match_bins.update((m.query, m.end // width) for m in matches)
+        return rows_of(
+            kind=[MATCH] * len(matches),
+            query=[m.query for m in matches],
+            tenant=[self.tenant[m.query] for m in matches],
+            start=[m.start for m in matches],
+            end=[m.end for m in matches],
+            events=[list(m.events) for m in matches],
+            vars=[[(k, list(v)) for k, v in sorted(m.vars.items())] for m in matches],
+        )
+
+    def _statistics(self, detector: Detector) -> pa.Table:
+        engine, width = detector.engine, self.job.bin_width
+        log = engine.latency
+        assert log is not None
+        report = self.shedder.report() if self.shedder is not None else {}
+        counts = detector.counts
+        out: list[tuple[str, str, int | None, str | None, float]] = []  # kind, query, bin, name, value
+        for g, group in enumerate(self.plan.groups):
+            positions = log.positions(g) // width
+            for qid in group.queries:
+                name = self.plan.queries[qid].name
+                units, seconds = log.units(g, name), log.seconds(g, name)
+                values, times = np.unique(units, return_counts=True)
+                out += [(LATENCY, name, int(v), None, float(c)) for v, c in zip(values, times, strict=True)]
+                bins, inverse = np.unique(positions, return_inverse=True)
+                for what, per_bin in (
+                    ("events", np.bincount(inverse)),
+                    ("units_sum", np.bincount(inverse, weights=units)),
+                    ("units_max", _max_by(inverse, units, len(bins))),
+                ):
+                    out += [(BIN, name, int(b), what, float(v)) for b, v in zip(bins, per_bin, strict=True)]
+                shed = report.get(name, {})
+                counters = {
+                    "matches": counts[name],
+                    "events": len(units),
+                    "seconds_sum": float(seconds.sum()),
+                    "seconds_max": float(seconds.max()) if len(seconds) else 0.0,
+                    **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
+                }
+                if "bound_units" in shed:
+                    counters["over_bound"] = int(np.count_nonzero(units > shed["bound_units"]))
+                out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
+        out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
+        stats = engine.stats()
+        out += [(COUNTER, "", None, "events_shed", float(stats["events_shed"])), (COUNTER, "", None, "engines", 1.0)]
+        out.append((COUNTER, "", None, f"rows_lane_{self.lane}", float(self.rows)))
+        kinds, queries, bins_, names, values_ = zip(*out, strict=True) if out else ((),) * 5
+        return rows_of(kind=list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
+
+
+def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
+    out = np.zeros(n, dtype=np.float64)
+    np.maximum.at(out, groups, values)
+    return out
+
+
+def rows_of(**columns: list[Any]) -> pa.Table:
+    """An ``OUTPUT`` table from some of its columns (the rest null).
+
+    >>> rows_of(kind=["counter"], name=["engines"], value=[1.0]).column("query").to_pylist()
+    [None]
+    """
+    n = len(next(iter(columns.values())))
+    return pa.table(
+        {f.name: pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in OUTPUT},
+        schema=OUTPUT,
+    )
+
+
+def _empty() -> pa.Table:
+    return OUTPUT.empty_table()
+
+
+def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The fallback's worker (``mapInArrow``): batches sorted by lane, key
+    group and seq, holding several groups; one ``GroupRun`` at a time.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { k:int } }"
+    ... [[query]]
+    ... name = "aa"
+    ... text = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 9 EVENTS"
+    ... ''')
+    >>> rows = pa.record_batch({"__lane": [0] * 4, "__group": [0] * 4, "__seq": [0, 1, 2, 3],
+    ...                         "type": ["A"] * 4, "k": [1, 2, 1, 2]})
+    >>> out = pa.Table.from_batches(run_sorted(Job(w, (("aa",),), 10), [rows]))
+    >>> out.filter(pa.compute.equal(out["kind"], "match")).select(["start", "end"]).to_pylist()
+    [{'start': 0, 'end': 2}, {'start': 1, 'end': 3}]
+    """
+    run: GroupRun | None = None
+    current: tuple[int, str] | None = None
+    for batch in tables:
+        lanes, groups = batch.column(LANE).to_pylist(), batch.column(GROUP).to_pylist()
+        begin = 0
+        for i in range(1, len(groups) + 1):
+            if i < len(groups) and (lanes[i], groups[i]) == (lanes[begin], groups[begin]):
+                continue
+            if (lanes[begin], groups[begin]) != current:
+                if run is not None:
+                    yield from run.finish().to_batches()
+                current = (lanes[begin], groups[begin])
+                run = GroupRun(job, lanes[begin])
+            assert run is not None
+            yield from run.feed(batch.slice(begin, i - begin)).to_batches()
+            begin = i
+    if run is not None:
+        yield from run.finish().to_batches()

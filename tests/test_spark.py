@@ -1,0 +1,252 @@
+"""The Spark pipeline against the in-process engine: the same matches,
+exactly, on the example workloads and on hand-made ones (positions across
+keys, absence, consumption across keys), from every input format split
+into several partitions; dead letters and lateness judged across
+partitions; the physical plan runs the Python UDTF (or mapInArrow) on the
+events with nothing brought to the driver; and ``sharp-cer run``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sharp_cer.api import Detector
+from sharp_cer.cli import main
+from sharp_cer.events.generators import generate, write_core_csv
+from sharp_cer.events.loaders import load_csv
+from sharp_cer.language import Workload, load_workload, parse_workload
+
+pytestmark = pytest.mark.spark
+
+CONFIGS = Path(__file__).parent.parent / "configs"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from sharp_cer.spark import spark_session
+
+    # small input splits, so every file is read as several partitions
+    return spark_session("local[2]", **{"spark.sql.files.maxPartitionBytes": "16384"})
+
+
+def _key(query: str, start: int, end: int, events: Any, variables: Any) -> tuple[Any, ...]:
+    return (query, start, end, tuple(events), tuple(sorted((k, tuple(v)) for k, v in dict(variables or {}).items())))
+
+
+def expected(workload: Workload, events: Any, **options: Any) -> Counter[tuple[Any, ...]]:
+    """The in-process detector's matches (with their tenants)."""
+    tenant = {q.name: q.tenant for q in workload.queries}
+    found = Detector.from_workload(workload, history=False, **options).feed(events)
+    return Counter((tenant[m.query], *_key(m.query, m.start, m.end, m.events, m.vars)) for m in found)
+
+
+def collected(detection: Any) -> Counter[tuple[Any, ...]]:
+    rows = detection.matches.collect()
+    return Counter((r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"])) for r in rows)
+
+
+def plan_text(frame: Any) -> str:
+    return str(frame._jdf.queryExecution().executedPlan().toString())
+
+
+def csv_file(workload: Workload, frame: pd.DataFrame, path: Path) -> Path:
+    attributes = {e.name: list(e.attributes) for e in workload.schema.event_types()}
+    write_core_csv(frame, attributes, path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["card_fraud", "iot_sensors", "stock_trading"])
+def test_example_workloads_match_the_in_process_engine_exactly(spark: Any, name: str, tmp_path: Path) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = load_workload(CONFIGS / f"{name}.toml")
+    frame = generate(workload.generator or "", 4000, seed=3)
+    path = csv_file(workload, frame, tmp_path / "events.csv")
+    truth = expected(workload, load_csv(str(path), workload.schema)[0])
+    assert sum(truth.values()) > 0
+    detection = run_detection(str(path), workload, spark=spark)
+    try:
+        assert detection.prepared.cached.rdd.getNumPartitions() > 1  # the file was split
+        assert collected(detection) == truth
+        text = plan_text(detection.matches)
+        assert "ArrowEvalPythonUDTF" in text and "Exchange hashpartitioning" in text
+        assert "LocalTableScan" not in text and "FileScan" in text  # read by the executors, not the driver
+    finally:
+        detection.close()
+
+
+def test_the_map_in_arrow_fallback_matches_too(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = load_workload(CONFIGS / "stock_trading.toml")
+    frame = generate(workload.generator or "", 3000, seed=5)
+    frame.to_parquet(tmp_path / "events.parquet", index=False)
+    detection = run_detection(str(tmp_path / "events.parquet"), workload, spark=spark, method="map")
+    try:
+        assert collected(detection) == expected(workload, frame)
+        assert "MapInArrow" in plan_text(detection.matches)
+    finally:
+        detection.close()
+
+
+HAND_MADE = r'''
+[workload]
+name = "hand-made"
+schema = """CREATE STREAM S { EVENT A { k:int, x:int, t:primary_time },
+                             EVENT B { k:int, x:int, t:primary_time }, EVENT C { x:int, t:primary_time } }"""
+[[query]]
+name = "near_by_position"
+tenant = "t1"
+text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 6 EVENTS"
+[[query]]
+name = "no_c_between"
+tenant = "t1"
+text = "SELECT * WHERE A ; ABSENT(C) ; B WITHIN 8 EVENTS"
+[[query]]
+name = "consumed_across_keys"
+tenant = "t2"
+text = "SELECT * WHERE A ; B+ FILTER A[x > 2] PARTITION BY [k] WITHIN 10 EVENTS CONSUME BY ANY"
+[[query]]
+name = "contiguous_by_key"
+tenant = "t2"
+text = "SELECT * WHERE A : B PARTITION BY [k] WITHIN 4 SECONDS"
+[[query]]
+name = "next_by_key"
+tenant = "t3"
+text = "SELECT NEXT * WHERE A ; B ; B FILTER B[x < 5] PARTITION BY [k] WITHIN 12 EVENTS"
+'''
+
+
+def hand_made_events(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    types = rng.choice(["A", "B", "C"], size=n, p=[0.4, 0.45, 0.15])
+    keys = rng.integers(0, 5, size=n)
+    return pd.DataFrame(
+        {
+            "type": types,
+            "k": pd.array([None if t == "C" else int(k) for t, k in zip(types, keys, strict=True)], dtype="Int64"),
+            "x": rng.integers(0, 8, size=n),
+            "t": np.cumsum(rng.integers(0, 2, size=n)) * 1_000_000_000,
+        }
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_hand_made_workload_positions_absence_and_consumption(spark: Any, seed: int, tmp_path: Path) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(900, seed)
+    truth = expected(workload, frame)
+    assert all(n > 0 for n in Counter(key[1] for key in truth.elements()).values())
+    assert {key[1] for key in truth} == {q.name for q in workload.queries}
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
+    for groups in (1, 3):  # every key in one group, or spread over several
+        detection = run_detection(str(path), workload, spark=spark, groups=groups)
+        try:
+            assert collected(detection) == truth
+        finally:
+            detection.close()
+
+
+def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(HAND_MADE.replace('name = "hand-made"', 'name = "late"\nallowed_lateness = 2000000000'))
+    frame = hand_made_events(3000, 7)
+    path = csv_file(workload, frame, tmp_path / "events.csv")
+    lines = path.read_text().splitlines()
+    # bad rows, and events late by 3 s (beyond the 2 s allowed) or by 1 s (within), spread over the file
+    for i in range(50, len(lines), 400):
+        lines[i] = "A,1,oops,5"
+    for i in range(120, len(lines), 300):
+        kind, *rest = lines[i].split(",")
+        t = int(lines[i - 1].split(",")[-1]) - (3 if i % 600 == 120 else 1) * 1_000_000_000
+        lines[i] = ",".join([kind, *rest[:-1], str(t)])
+    path.write_text("\n".join(lines) + "\n")
+    batch, report = load_csv(str(path), workload.schema, allowed_lateness=workload.allowed_lateness)
+    assert {"mistyped_attribute", "late"} <= set(report.counts)
+    detection = run_detection(str(path), workload, spark=spark)
+    try:
+        assert detection.prepared.cached.rdd.getNumPartitions() > 1
+        letters = sorted((r["position"], r["line"], r["kind"], r["reason"]) for r in detection.dead_letters.collect())
+        assert letters == [(d.position, d.line, d.kind, d.reason) for d in report.dead_letters]
+        assert collected(detection) == expected(workload, batch, allowed_lateness=workload.allowed_lateness)
+        summary = detection.summary()
+        assert summary.rows == report.read and summary.dead_letters == report.counts
+    finally:
+        detection.close()
+
+
+def test_summary_counts_latency_and_bounds(spark: Any) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(
+        HAND_MADE.replace(
+            'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
+            'tenant = "t1"\nlatency_bound = 3\ntext = "SELECT * WHERE A ; B PARTITION',
+            1,
+        )
+    )
+    frame = hand_made_events(1500, 11)
+    detector = Detector.from_workload(workload, history=False, record_latency=True)
+    detector.feed(frame)
+    detection = run_detection(spark.createDataFrame(frame), workload, spark=spark)
+    try:
+        summary = detection.summary()
+    finally:
+        detection.close()
+    by_name = {q.name: q for q in summary.queries}
+    assert {q: by_name[q].matches for q in by_name} == detector.counts
+    assert summary.tenants == {
+        "t1": detector.counts["near_by_position"] + detector.counts["no_c_between"],
+        "t2": detector.counts["consumed_across_keys"] + detector.counts["contiguous_by_key"],
+        "t3": detector.counts["next_by_key"],
+    }
+    near = by_name["near_by_position"]
+    assert near.bound_units == 3 and near.over_bound is not None and near.over_bound > 0
+    assert sum(summary.bins["near_by_position"]["matches"]) == near.matches
+
+
+def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    code = main(
+        [
+            "run",
+            str(CONFIGS / "iot_sensors.toml"),
+            "--generate",
+            "2500",
+            "--out",
+            str(out),
+            "--format",
+            "jsonl",
+            "--master",
+            "local[2]",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    workload = load_workload(CONFIGS / "iot_sensors.toml")
+    truth = Detector.from_workload(workload, history=False)
+    truth.feed(generate(workload.generator or "", 2500, seed=0))
+    written = [
+        json.loads(line) for f in sorted((out / "matches").glob("*.json")) for line in f.read_text().splitlines()
+    ]
+    assert Counter(m["query"] for m in written) == Counter({k: v for k, v in truth.counts.items() if v})
+    summary = json.loads((out / "summary.json").read_text())
+    assert {q: v["matches"] for q, v in summary["queries"].items()} == truth.counts
+    assert (out / "latency.png").stat().st_size > 10_000
+    for q in workload.queries:
+        assert q.name in printed
+
+
+def test_cli_run_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(CONFIGS / "iot_sensors.toml"), "--out", str(tmp_path)]) == 2
+    assert "--events PATH, or --generate N" in capsys.readouterr().err

@@ -1,0 +1,88 @@
+"""The Spark pipeline's pieces that run without Spark: the workers' engine
+runs (one key group, several groups in one sorted stream, shedding per
+group), pass 2's offsets, and percentiles from histograms."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sharp_cer.api import Detector
+from sharp_cer.language import parse_workload
+from sharp_cer.spark.prepare import offsets
+from sharp_cer.spark.summary import _percentile
+from sharp_cer.spark.worker import COUNTER, MATCH, Job, run_sorted
+from tests.test_spark import HAND_MADE, hand_made_events
+
+WORKLOAD = parse_workload(HAND_MADE)
+PARTITIONED = ("near_by_position", "contiguous_by_key", "next_by_key")
+
+
+def _stream(n: int, seed: int, groups: int) -> pa.RecordBatch:
+    """The partitioned lane's events, as the driver routes them: key groups
+    by a hash of the key, sorted by group and position."""
+    frame = hand_made_events(n, seed)
+    frame["__seq"] = np.arange(n)
+    frame = frame[frame["type"] != "C"].copy()
+    frame["__lane"] = 0
+    frame["__group"] = frame["k"].astype(int) * 7 % groups
+    frame = frame.sort_values(["__group", "__seq"], kind="stable")
+    return pa.RecordBatch.from_pandas(frame, preserve_index=False)
+
+
+def _matches(tables: list[pa.RecordBatch]) -> Counter[tuple[object, ...]]:
+    out = pa.Table.from_batches(tables).to_pylist()
+    return Counter((r["query"], r["start"], r["end"], tuple(r["events"])) for r in out if r["kind"] == MATCH)
+
+
+def _in_process(n: int, seed: int, queries: tuple[str, ...]) -> Counter[tuple[object, ...]]:
+    named = [(q.name, q.checked) for q in WORKLOAD.queries if q.name in queries]
+    found = Detector.from_queries(named, WORKLOAD.schema, history=False).feed(hand_made_events(n, seed))
+    return Counter((m.query, m.start, m.end, m.events) for m in found)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 5), st.integers(0, 10_000))
+def test_key_groups_in_one_sorted_stream_give_the_in_process_matches(groups: int, seed: int) -> None:
+    job = Job(WORKLOAD, (PARTITIONED,), bin_width=50, groups=groups)
+    assert _matches(list(run_sorted(job, [_stream(400, seed, groups)]))) == _in_process(400, seed, PARTITIONED)
+
+
+def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
+    bounded = HAND_MADE.replace(
+        'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
+        'tenant = "t1"\nlatency_bound = "20%"\ntext = "SELECT * WHERE A ; B PARTITION',
+        1,
+    )
+    workload = parse_workload(bounded)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=2)
+    tables = list(run_sorted(job, [_stream(1500, 4, 2)]))
+    shed = _matches(tables)
+    truth = _in_process(1500, 4, PARTITIONED)
+    assert not shed - truth  # nothing invented
+    near = lambda c: Counter({k: v for k, v in c.items() if k[0] == "near_by_position"})  # noqa: E731
+    assert sum(near(shed).values()) < sum(near(truth).values())  # the bound bit
+    others = lambda c: Counter({k: v for k, v in c.items() if k[0] != "near_by_position"})  # noqa: E731
+    assert others(shed) == others(truth)  # queries without a bound lose nothing
+    rows = pa.Table.from_batches(tables).to_pylist()
+    bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units"]
+    assert len(bounds) == 2 and all(b >= 1 for b in bounds)  # one bound per key group, its own
+
+
+def test_offsets_follow_partition_order() -> None:
+    at = offsets([(2, 4, 5, None), (0, 3, 3, 50), (1, 0, 0, None), (3, 1, 1, 20)])
+    assert at.rows == {0: 0, 1: 3, 2: 3, 3: 7} and at.lines == {0: 0, 1: 3, 2: 3, 3: 8}
+    assert at.latest == {0: None, 1: 50, 2: 50, 3: 50} and at.total_rows == 8
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 10**6), st.integers(1, 50), min_size=1, max_size=30), st.floats(0, 100))
+def test_percentile_of_a_histogram_is_numpys(histogram: dict[int, int], q: float) -> None:
+    values = sorted(histogram)
+    counts = [float(histogram[v]) for v in values]
+    expanded = np.repeat(values, [histogram[v] for v in values])
+    assert abs(_percentile(values, counts, q) - float(np.percentile(expanded, q))) <= 1e-6 * max(1, expanded.max())
