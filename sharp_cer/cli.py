@@ -506,6 +506,7 @@ class RunOptions:
     seed: int = 0
     method: str = "udtf"
     plot: str | None = None
+    conf: tuple[str, ...] = ()
 
 
 def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
@@ -529,10 +530,14 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     from .spark.progress import Progress
     from .spark.session import spark_session
 
+    settings = dict(item.partition("=")[::2] for item in options.conf)
+    if any(not key or not value for key, value in settings.items()):
+        print("error: --conf takes KEY=VALUE, such as spark.executor.memory=4g", file=err)
+        return EXIT_INVALID
     target = Path(options.out)
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master)
+    spark = spark_session(options.master, **settings)
     started = time.perf_counter()
     detection = None
     try:
@@ -639,6 +644,9 @@ def _parser() -> argparse.ArgumentParser:
         "--method", choices=["udtf", "map"], default="udtf", help="Arrow UDTF per key, or the mapInArrow fallback"
     )
     run_spark.add_argument("--plot", metavar="FILE", help="the PNG of matches and latency (default DIR/latency.png)")
+    run_spark.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
+    )
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
@@ -696,6 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.seed,
             args.method,
             args.plot,
+            tuple(args.conf),
         )
         return run(options, sys.stdout, sys.stderr)
     if args.command == "demo":

@@ -250,3 +250,29 @@ def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.
 def test_cli_run_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(CONFIGS / "iot_sensors.toml"), "--out", str(tmp_path)]) == 2
     assert "--events PATH, or --generate N" in capsys.readouterr().err
+
+
+def test_join_events_gives_each_match_its_events_attributes(spark: Any) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(300, 5)
+    detector = Detector.from_workload(workload)
+    detector.feed(frame)
+    detection = run_detection(spark.createDataFrame(frame), workload, spark=spark)
+    try:
+        rows = detection.matches_with_events().collect()
+    finally:
+        detection.close()
+    joined: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        key = (r["query"], r["start"], r["end"], tuple(r["events"]))
+        event = {"type": r["type"], "position": r["position"], **{a: r[a] for a in ("k", "x", "t") if r[a] is not None}}
+        joined.setdefault(key, {}).setdefault(r["variable"], []).append(event)
+    assert len(joined) == len({(m.query, m.start, m.end, m.events) for m in detector.matches}) > 0
+    for m in detector.matches:
+        mine = {
+            v: sorted(events, key=lambda e: e["position"])
+            for v, events in joined[(m.query, m.start, m.end, m.events)].items()
+        }
+        assert mine == detector.events_of(m)

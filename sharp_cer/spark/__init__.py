@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Detection", "detect", "run_detection", "spark_session"]
+__all__ = ["Detection", "detect", "join_events", "run_detection", "spark_session"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Detection", "detect", "run_detection"):
+    if name in ("Detection", "detect", "join_events", "run_detection"):
         from . import pipeline as module
 
         return getattr(module, name)

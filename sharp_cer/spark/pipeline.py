@@ -72,6 +72,10 @@ class Detection:
         """The accepted events: ``__seq`` (their position), ``type`` and every attribute."""
         return self.prepared.events
 
+    def matches_with_events(self) -> DataFrame:
+        """The matches joined back to their events' attributes (see ``join_events``)."""
+        return join_events(self.matches, self.events)
+
     def persist(self) -> Detection:
         """Keep the workers' output once computed, so that writing the
         matches and reading the summary run the engines once."""
@@ -117,11 +121,12 @@ def run_detection(
 
     ``shedder`` (a name of ``shedding.SHEDDERS``) sheds load per key group
     to the workload's latency bounds; a fraction bound is taken of the
-    group's own unshedded latency. ``bins`` is the number of time bins the statistics
-    are kept in (for the plot); ``groups`` the number of key groups of a
-    partitioned lane (default: four per shuffle partition, so that skewed
-    keys still spread). Validating the input runs one Spark job;
-    the detection runs when its output is used.
+    group's own unshedded latency. ``bins`` is the number of time bins the
+    statistics are kept in (for the plot); ``groups`` the number of key
+    groups of a partitioned lane (default: four per shuffle partition, so
+    that skewed keys still spread). Validating the input runs one Spark
+    job; the detection runs when its output is used. ``close()`` the
+    result to release the validated input it keeps.
     """
     if method not in METHODS:
         raise SurfaceError(f"unknown method {method!r}\n  expected: one of {', '.join(METHODS)}")
@@ -151,6 +156,18 @@ def run_detection(
         ordered = routed.repartition(parts, LANE, GROUP).sortWithinPartitions(LANE, GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
     return Detection(job, found, prepared, output, method)
+
+
+def join_events(matches: DataFrame, events: DataFrame) -> DataFrame:
+    """One row per event of each match: the match's columns, the
+    ``variable`` holding the event and its ``position``, then the event's
+    ``type`` and attributes (from ``events``, as ``Detection.events`` gives
+    them). A join on the position, done by Spark."""
+    from pyspark.sql import functions as F
+
+    per_variable = matches.select("*", F.explode("vars").alias("variable", "__positions"))
+    per_event = per_variable.select("*", F.explode("__positions").alias("position")).drop("__positions")
+    return per_event.join(events, per_event["position"] == events[SEQ]).drop(SEQ)
 
 
 def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], groups: int) -> DataFrame:

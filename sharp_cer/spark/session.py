@@ -21,7 +21,7 @@ DEFAULT_MASTER = "local[*]"
 def spark_session(master: str | None = None, app: str = "sharp-cer", **conf: str) -> SparkSession:
     """A Spark session on ``master`` (default ``local[*]``), reusing a running one.
 
-    Shuffle partitions default to twice the cores (not Spark's 200, which
+    Shuffle partitions default to four per core (not Spark's 200, which
     costs more than it brings on one machine); Spark's console progress bar
     and INFO logs are off (sharp-cer prints its own).
     """
@@ -44,5 +44,5 @@ def spark_session(master: str | None = None, app: str = "sharp-cer", **conf: str
     session.sparkContext.setLogLevel("ERROR")
     if "spark.sql.shuffle.partitions" not in conf:
         cores = session.sparkContext.defaultParallelism
-        session.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * cores)))
+        session.conf.set("spark.sql.shuffle.partitions", str(max(4, 4 * cores)))
     return session

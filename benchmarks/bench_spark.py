@@ -1,0 +1,191 @@
+"""Spark against Spark partitions and partition keys, with the in-process
+engine as the yardstick (issue 9).
+
+A stock-like stream (BUY and SELL of K names, a price random walk per
+name) is written to one Parquet file; three queries partitioned by name
+run over it (one per tenant). For K = 1, 4, 16, 64 keys:
+
+- in-process: ``load_parquet`` and one ``Detector.feed`` (one core);
+- Spark on ``local[1]`` and ``local[2]``: ``run_detection`` on the file and
+  every match computed (written to Spark's ``noop`` sink, so nothing is
+  collected), after a warm-up run with the session up (the JVM and Python
+  workers started), so the timing is the job's, not Spark's start.
+
+Every run's number of matches must equal the in-process one. Targets:
+local[2] at least 1.3x local[1] with 16 or more keys; Spark at most 5x the
+in-process time.
+
+    cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_spark.py [--quick] [--events N]
+
+Prints the table; writes ``results/spark.json`` and ``results/spark.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from core_tape import RESULTS
+
+from sharp_cer.api import Detector
+from sharp_cer.events.loaders import load_parquet
+from sharp_cer.language import Workload, parse_workload
+
+KEYS = (1, 4, 16, 64)
+MASTERS = ("local[1]", "local[2]")
+WORKLOAD = r'''
+[workload]
+name = "spark-scale"
+schema = """CREATE STREAM Stock { EVENT BUY { name:string, kseq:int, price:double, volume:int, t:primary_time },
+                                  EVENT SELL { name:string, kseq:int, price:double, volume:int, t:primary_time } }"""
+[[query]]
+name = "rally"
+tenant = "desk-a"
+text = """SELECT * FROM Stock WHERE SELL AS s ; BUY AS b ; SELL AS e
+          FILTER b[volume >= 900] AND e.price > s.price * 1.004 PARTITION BY [name] WITHIN 20 [kseq]"""
+[[query]]
+name = "dip"
+tenant = "desk-b"
+text = """SELECT * FROM Stock WHERE BUY AS a ; SELL AS b ; BUY AS c
+          FILTER b.price < a.price * 0.997 AND c.price > a.price * 1.003 PARTITION BY [name] WITHIN 12 [kseq]"""
+[[query]]
+name = "block"
+tenant = "compliance"
+text = """SELECT * FROM Stock WHERE BUY AS big ; SELL AS back FILTER big[volume > 900] AND back.volume > 900
+          PARTITION BY [name] WITHIN 30 [kseq]"""
+'''
+
+
+def stream(n: int, keys: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` events of ``keys`` names, one every 10 ms; each name's price
+    walks on its own and ``kseq`` counts the name's events, so the windows
+    (``WITHIN n [kseq]``: a name's next n - 1 events) hold as many events
+    whatever the number of keys, and the work per event stays the same."""
+    rng = np.random.default_rng(seed)
+    names = rng.integers(0, keys, size=n)
+    steps = rng.normal(0, 0.01, size=n)
+    prices = np.empty(n)
+    kseq = np.empty(n, dtype=np.int64)
+    level = np.full(keys, 100.0)
+    seen = np.zeros(keys, dtype=np.int64)
+    for i, (k, s) in enumerate(zip(names.tolist(), steps.tolist(), strict=True)):
+        level[k] *= 1 + s
+        prices[i] = level[k]
+        seen[k] += 1
+        kseq[i] = seen[k]
+    return pd.DataFrame(
+        {
+            "type": rng.choice(["BUY", "SELL"], size=n),
+            "name": [f"N{k:03d}" for k in names.tolist()],
+            "kseq": kseq,
+            "price": prices.round(2),
+            "volume": rng.integers(1, 1000, size=n),
+            "t": np.arange(n, dtype=np.int64) * 10_000_000,
+        }
+    )
+
+
+def in_process(workload: Workload, path: str) -> tuple[float, int]:
+    began = time.perf_counter()
+    batch, _ = load_parquet(path, workload.schema)
+    detector = Detector.from_workload(workload, history=False)
+    detector.feed(batch)
+    return time.perf_counter() - began, sum(detector.counts.values())
+
+
+def on_spark(spark: Any, workload: Workload, path: str) -> tuple[float, int]:
+    from pyspark.sql import functions as F
+
+    from sharp_cer.spark.pipeline import run_detection
+
+    began = time.perf_counter()
+    detection = run_detection(path, workload, spark=spark)
+    counted = detection.matches.groupBy().agg(F.count("*").alias("n"))
+    # every match computed on the executors; only the count reaches the driver
+    found = int(counted.collect()[0]["n"])
+    seconds = time.perf_counter() - began
+    detection.close()
+    return seconds, found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="30,000 events")
+    parser.add_argument("--events", type=int, help="events per stream (default 150,000)")
+    args = parser.parse_args()
+    n = args.events or (30_000 if args.quick else 150_000)
+    workload = parse_workload(WORKLOAD)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for keys in KEYS:
+            paths[keys] = str(Path(tmp) / f"events_{keys}.parquet")
+            stream(n, keys).to_parquet(paths[keys], index=False, row_group_size=max(1, n // 8))
+            seconds, matches = in_process(workload, paths[keys])
+            rows.append({"keys": keys, "in_process_seconds": seconds, "matches": matches})
+            print(f"in-process, {keys:>3} keys: {seconds:6.2f} s, {n / seconds:9,.0f} events/s, {matches:,} matches")
+        from sharp_cer.spark.session import spark_session
+
+        for master in MASTERS:
+            spark = spark_session(master, **{"spark.sql.files.maxPartitionBytes": str(256 * 1024)})
+            on_spark(spark, workload, paths[KEYS[-1]])  # warm-up: JVM, Python workers, plan cache
+            for row in rows:
+                seconds, matches = on_spark(spark, workload, paths[row["keys"]])
+                if matches != row["matches"]:
+                    raise SystemExit(f"{master}, {row['keys']} keys: {matches} matches, in-process {row['matches']}")
+                row[f"{master}_seconds"] = seconds
+                print(f"{master}, {row['keys']:>3} keys: {seconds:6.2f} s, {n / seconds:9,.0f} events/s")
+            spark.stop()
+    for row in rows:
+        one, two = row["local[1]_seconds"], row["local[2]_seconds"]
+        row["speedup_2_over_1"] = one / two
+        row["spark_over_in_process"] = two / row["in_process_seconds"]
+        row["targets"] = {
+            "speedup_2_over_1 >= 1.3 (16+ keys)": None if row["keys"] < 16 else row["speedup_2_over_1"] >= 1.3,
+            "spark_over_in_process <= 5": row["spark_over_in_process"] <= 5,
+        }
+    print(f"\n{n:,} events; events/s (time ratio)")
+    header = ["keys", "matches", "in-process ev/s", "local[1] ev/s", "local[2] ev/s", "local[2] / local[1]"]
+    print("| " + " | ".join([*header, "local[2] time / in-process"]) + " |")
+    print("|---" * (len(header) + 1) + "|")
+    for r in rows:
+        rates = [n / r[c] for c in ("in_process_seconds", "local[1]_seconds", "local[2]_seconds")]
+        cells = [str(r["keys"]), f"{r['matches']:,}", *[f"{x:,.0f}" for x in rates]]
+        cells += [f"{r['speedup_2_over_1']:.2f}", f"{r['spark_over_in_process']:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+    RESULTS.mkdir(exist_ok=True)
+    stem = "spark_quick" if args.quick else "spark"
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"events": n, "rows": rows}, indent=2))
+    plot(rows, n, RESULTS / f"{stem}.png")
+    print(f"wrote {RESULTS / stem}.json and .png")
+
+
+def plot(rows: list[dict[str, Any]], n: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [r["keys"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, column in (("in-process", "in_process_seconds"), ("Spark local[1]", "local[1]_seconds")):
+        ax.plot(keys, [n / r[column] for r in rows], marker="o", label=label)
+    ax.plot(keys, [n / r["local[2]_seconds"] for r in rows], marker="o", label="Spark local[2]")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("partition keys")
+    ax.set_ylabel("events per second")
+    ax.set_title(f"Spark against partitions and keys ({n:,} events)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
