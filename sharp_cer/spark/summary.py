@@ -178,7 +178,7 @@ def summarize(detection: Detection) -> Summary:
             bins.setdefault(r["query"], {}).setdefault(r["bin"], {})[r["name"]] = value
     dead = {r["kind"]: r["count"] for r in detection.dead_letters.groupBy("kind").count().collect()}
     queries = []
-    shed_keys = ("bound_units", "over_bound", "weight", "matches", "events", "seconds_sum", "seconds_max")
+    shed_keys = ("bound_units", "over_bound", "weight", "matches", "events")
     for q in job.workload.queries:
         histogram = sorted(histograms.get(q.name, {}).items())
         values, counts = [v for v, _ in histogram], [c for _, c in histogram]

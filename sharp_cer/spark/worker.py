@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 
 from planner import Plan, compile_plan
-from sharp_cer.api import Detector
+from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
@@ -78,7 +78,7 @@ OUTPUT_DDL = (
     "vars map<string, array<bigint>>, bin bigint, name string, value double"
 )
 #: counters whose partitions combine by max, not by sum
-MAX_COUNTERS = frozenset({"bound_units", "seconds_max"})
+MAX_COUNTERS = frozenset({"bound_units"})
 #: the events arrive validated and in order: the loader must not judge lateness again
 _NO_LATENESS = 2**63 - 1
 
@@ -134,7 +134,6 @@ class GroupRun:
         self.plan = lane_plan(job, lane)
         self.workload = job.lane_workload(lane)
         self.tenant = {q.name: q.tenant for q in self.workload.queries}
-        self.rows = 0
         self.match_bins: Counter[tuple[str, int]] = Counter()
         fractions = any(q.latency_bound and q.latency_bound.fraction for q in self.workload.queries if q.shed)
         self.held: list[EventBatch] | None = [] if job.shedder and fractions else None
@@ -162,7 +161,6 @@ class GroupRun:
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the group's next events; return their matches."""
         batch = self._batch(rows)
-        self.rows += len(batch)
         if self.held is not None:
             self.held.append(batch)
             return _empty()
@@ -198,15 +196,10 @@ class GroupRun:
     def _matches(self, matches: list[Match]) -> pa.Table:
         width = self.job.bin_width
         self.match_bins.update((m.query, m.end // width) for m in matches)
-        return rows_of(
-            kind=[MATCH] * len(matches),
-            query=[m.query for m in matches],
-            tenant=[self.tenant[m.query] for m in matches],
-            start=[m.start for m in matches],
-            end=[m.end for m in matches],
-            events=[list(m.events) for m in matches],
-            vars=[[(k, list(v)) for k, v in sorted(m.vars.items())] for m in matches],
-        )
+        found = matches_to_arrow(matches)
+        columns = {name: found.column(name) for name in found.column_names}
+        tenants = [self.tenant[m.query] for m in matches]
+        return rows_of(kind=[MATCH] * len(matches), tenant=tenants, **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
@@ -216,13 +209,12 @@ class GroupRun:
         counts = detector.counts
         out: list[tuple[str, str, int | None, str | None, float]] = []  # kind, query, bin, name, value
         for g, group in enumerate(self.plan.groups):
-            positions = log.positions(g) // width
+            bins, inverse = np.unique(log.positions(g) // width, return_inverse=True)
             for qid in group.queries:
                 name = self.plan.queries[qid].name
-                units, seconds = log.units(g, name), log.seconds(g, name)
+                units = log.units(g, name)
                 values, times = np.unique(units, return_counts=True)
                 out += [(LATENCY, name, int(v), None, float(c)) for v, c in zip(values, times, strict=True)]
-                bins, inverse = np.unique(positions, return_inverse=True)
                 for what, per_bin in (
                     ("events", np.bincount(inverse)),
                     ("units_sum", np.bincount(inverse, weights=units)),
@@ -233,8 +225,6 @@ class GroupRun:
                 counters = {
                     "matches": counts[name],
                     "events": len(units),
-                    "seconds_sum": float(seconds.sum()),
-                    "seconds_max": float(seconds.max()) if len(seconds) else 0.0,
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
                 if "bound_units" in shed:
@@ -243,7 +233,6 @@ class GroupRun:
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
         stats = engine.stats()
         out += [(COUNTER, "", None, "events_shed", float(stats["events_shed"])), (COUNTER, "", None, "engines", 1.0)]
-        out.append((COUNTER, "", None, f"rows_lane_{self.lane}", float(self.rows)))
         kinds, queries, bins_, names, values_ = zip(*out, strict=True) if out else ((),) * 5
         return rows_of(kind=list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
 
@@ -254,17 +243,22 @@ def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) 
     return out
 
 
-def rows_of(**columns: list[Any]) -> pa.Table:
-    """An ``OUTPUT`` table from some of its columns (the rest null).
+def rows_of(**columns: list[Any] | pa.ChunkedArray) -> pa.Table:
+    """An ``OUTPUT`` table from some of its columns, as lists or Arrow
+    columns of the right type (the rest null).
 
     >>> rows_of(kind=["counter"], name=["engines"], value=[1.0]).column("query").to_pylist()
     [None]
     """
     n = len(next(iter(columns.values())))
-    return pa.table(
-        {f.name: pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in OUTPUT},
-        schema=OUTPUT,
-    )
+
+    def column(f: pa.Field) -> Any:
+        given = columns.get(f.name)
+        if given is None:
+            return pa.nulls(n, f.type)
+        return given if isinstance(given, pa.ChunkedArray) else pa.array(given, f.type)
+
+    return pa.table({f.name: column(f) for f in OUTPUT}, schema=OUTPUT)
 
 
 def _empty() -> pa.Table:
