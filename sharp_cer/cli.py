@@ -212,12 +212,7 @@ def _demo_on_spark(
     )
     for path, workload, events, in_process, rate in generated:
         started = time.perf_counter()
-        detection = run_detection(str(events), workload, spark=spark).persist()
-        try:
-            detection.matches.write.mode("overwrite").parquet(str(out_dir / f"{path.stem}_matches"))
-            summary = detection.summary()
-        finally:
-            detection.close()
+        summary = _complete(run_detection(str(events), workload, spark=spark), out_dir, f"{path.stem}_", "parquet")
         seconds = time.perf_counter() - started
         plot = out_dir / f"{path.stem}.png"
         summary.plot(str(plot))
@@ -539,7 +534,6 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     began = time.perf_counter()
     spark = spark_session(options.master, **settings)
     started = time.perf_counter()
-    detection = None
     try:
         if options.events is not None:
             events: Any = options.events
@@ -549,27 +543,15 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
             events = spark.createDataFrame(generate(workload.generator or "", options.generate, seed=options.seed))
         detection = run_detection(
             events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
-        ).persist()
+        )
         with Progress(spark, detection.prepared.rows, err):
-            matches = detection.matches
-            if options.format == "console":
-                matches.orderBy("end", "query", "start").show(20, truncate=False)
-            else:
-                writer = matches.write.mode("overwrite")
-                (writer.parquet if options.format == "parquet" else writer.json)(str(target / "matches"))
-            letters = detection.dead_letters
-            if options.format != "console" and letters.limit(1).count():
-                letters.write.mode("overwrite").json(str(target / "dead_letters"))
-            summary = detection.summary()
+            summary = _complete(detection, target, "", options.format)
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
-    finally:
-        if detection is not None:
-            detection.close()
     seconds = time.perf_counter() - started
     print(summary.render(), file=out)
     print(
@@ -583,6 +565,26 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     where = "" if options.format == "console" else f"matches -> {target / 'matches'} ({options.format}); "
     print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}", file=out)
     return EXIT_OK
+
+
+def _complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
+    """Run a Spark detection once: write its matches to ``target/PREFIXmatches``
+    as Parquet or JSON lines (or show some on the console) and its dead
+    letters, if any, to ``target/PREFIXdead_letters``; return its summary and
+    release what it kept."""
+    detection.persist()  # the matches and the summary come from one run of the engines
+    try:
+        if format == "console":
+            detection.matches.orderBy("end", "query", "start").show(20, truncate=False)
+            return detection.summary()
+        writer = detection.matches.write.mode("overwrite")
+        (writer.parquet if format == "parquet" else writer.json)(str(target / f"{prefix}matches"))
+        letters = detection.dead_letters
+        if letters.limit(1).count():
+            letters.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
+        return detection.summary()
+    finally:
+        detection.close()
 
 
 def _parser() -> argparse.ArgumentParser:

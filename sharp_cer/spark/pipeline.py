@@ -51,7 +51,6 @@ class Detection:
     lanes: tuple[Lane, ...]
     prepared: Prepared
     output: DataFrame
-    method: str
     _persisted: list[DataFrame] = field(default_factory=list)
 
     @property
@@ -155,7 +154,7 @@ def run_detection(
     else:
         ordered = routed.repartition(parts, LANE, GROUP).sortWithinPartitions(LANE, GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
-    return Detection(job, found, prepared, output, method)
+    return Detection(job, found, prepared, output)
 
 
 def join_events(matches: DataFrame, events: DataFrame) -> DataFrame:
