@@ -27,6 +27,7 @@ import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -191,11 +192,13 @@ def _pass_one_rows(
         column = events.columns[name].to_arrow()
         columns[name] = pa.concat_arrays([column, pa.nulls(len(letters), _ARROW_TYPES[kind])])
     for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
-        values = [getattr(d, field) for d in letters]
-        if field == "raw":
-            values = [v if isinstance(v, str) else json.dumps(v, default=str) for v in values]
-        columns[column] = [None] * n + values
+        columns[column] = [None] * n + [_text(getattr(d, field)) for d in letters]
     return _record(spec.arrow, columns, n + len(letters))
+
+
+def _text(value: Any) -> str | None:
+    """A dead letter's field as text: a table row's raw values become JSON."""
+    return value if value is None or isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _record(schema: pa.Schema, columns: dict[str, Any], n: int) -> pa.RecordBatch:
@@ -254,7 +257,6 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
         parts = rows[PART].to_numpy()
         seq = rows[LOCAL].to_numpy() + np.array([at.rows[p] for p in parts.tolist()], dtype=np.int64)
         line = rows[LINE].to_numpy() + np.array([at.lines[p] for p in parts.tolist()], dtype=np.int64)
-        kind = rows[KIND].to_pylist()
         if spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
             line = seq + 1
         carried = np.array([_NONE if at.latest[p] is None else at.latest[p] for p in parts.tolist()], dtype=np.int64)
@@ -265,24 +267,23 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
         # ts < latest - lateness, without overflowing int64
         late = timed & (latest != _NONE) & (ts < latest)
         late[late] = (latest[late] - ts[late]) > lateness
-        letters: dict[str, list[Any]] = {c: rows[c].to_pylist() for c in _LETTER_COLUMNS}
-        types = rows["type"].to_pylist()
-        for i in np.flatnonzero(late).tolist():
-            event = by_name[types[i]]
-            raw = {"type": types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
-            letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
-            kind[i] = DEAD
-            for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
-                value = getattr(letter, field)
-                letters[column][i] = (
-                    value if isinstance(value, str) or value is None else json.dumps(value, default=str)
-                )
-        columns: dict[str, Any] = {KIND: pa.array(kind, pa.string()), SEQ: pa.array(seq), LINE: pa.array(line)}
-        columns["type"] = rows["type"].combine_chunks()
-        for name in kinds:
+        columns: dict[str, Any] = {KIND: rows[KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
+        for name in ("type", *kinds, *_LETTER_COLUMNS):
             columns[name] = rows[name].combine_chunks()
-        for column in _LETTER_COLUMNS:
-            columns[column] = pa.array(letters[column], pa.string())
+        if late.any():  # rare: only then are rows touched one by one
+            kind = rows[KIND].to_pylist()
+            letters = {c: rows[c].to_pylist() for c in _LETTER_COLUMNS}
+            types = rows["type"].to_pylist()
+            for i in np.flatnonzero(late).tolist():
+                event = by_name[types[i]]
+                raw = {"type": types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
+                letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
+                kind[i] = DEAD
+                for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
+                    letters[column][i] = _text(getattr(letter, field))
+            columns[KIND] = pa.array(kind, pa.string())
+            for column in _LETTER_COLUMNS:
+                columns[column] = pa.array(letters[column], pa.string())
         yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
 
 
@@ -313,8 +314,6 @@ def read_input(spark: SparkSession, path: str, format: str | None = None) -> tup
 
 
 def _format_of(path: str) -> str:
-    from pathlib import Path
-
     p = Path(path)
     suffixes = [p.suffix] if p.is_file() or p.suffix else sorted({f.suffix for f in p.glob("*") if f.is_file()})
     known = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
