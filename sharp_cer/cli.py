@@ -504,6 +504,27 @@ class RunOptions:
     conf: tuple[str, ...] = ()
 
 
+def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run a workload over a folder of arriving files on Spark streaming;
+    print the summary (engine latency in cost units, end-to-end latency in
+    ms) and write it to OUT/summary.json beside the output's Parquet files."""
+    from .spark.session import spark_session
+    from .spark.stream import StreamSettings, run_stream, stream_conf
+
+    try:
+        workload = load_workload(args.workload)
+        settings = StreamSettings(args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed)
+        settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
+        spark = spark_session(args.master, **stream_conf())
+        summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    print(summary.render(), file=out)
+    Path(args.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
+    return EXIT_OK
+
+
 def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     """Run a workload over events on Spark: write the matches (and the dead
     letters) to ``options.out`` as Parquet or JSON lines, or show them on
@@ -649,6 +670,20 @@ def _parser() -> argparse.ArgumentParser:
     run_spark.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
     )
+    run_stream = sub.add_parser("stream", help="run a workload over files arriving in a folder (Spark streaming)")
+    run_stream.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
+    run_stream.add_argument("--source", required=True, metavar="DIR", help="the folder .csv or .jsonl files arrive in")
+    run_stream.add_argument("--checkpoint", required=True, metavar="DIR", help="state and progress (restart from it)")
+    run_stream.add_argument("--out", required=True, metavar="DIR", help="where matches, dead letters and figures go")
+    run_stream.add_argument(
+        "--trigger", type=float, metavar="SECONDS", help="a micro-batch every SECONDS (default: all files, then stop)"
+    )
+    run_stream.add_argument("--timeout", type=float, metavar="SECONDS", help="with --trigger: stop after SECONDS")
+    run_stream.add_argument("--max-files", type=int, metavar="N", help="at most N new files per micro-batch")
+    run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 1 s)")
+    run_stream.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
+    run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")
+    run_stream.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
@@ -709,6 +744,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             tuple(args.conf),
         )
         return run(options, sys.stdout, sys.stderr)
+    if args.command == "stream":
+        return stream(args, sys.stdout, sys.stderr)
     if args.command == "demo":
         return demo(args.configs, args.out, args.events, sys.stdout, sys.stderr, args.master)
     return EXIT_INVALID  # pragma: no cover - argparse rejects unknown commands

@@ -4,9 +4,11 @@ group), pass 2's offsets, and percentiles from histograms."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +22,12 @@ from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
 PARTITIONED = ("near_by_position", "contiguous_by_key", "next_by_key")
+#: near_by_position within 20% of its unshedded latency
+BOUNDED = HAND_MADE.replace(
+    'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
+    'tenant = "t1"\nlatency_bound = "20%"\ntext = "SELECT * WHERE A ; B PARTITION',
+    1,
+)
 
 
 def _stream(n: int, seed: int, groups: int) -> pa.RecordBatch:
@@ -53,12 +61,7 @@ def test_key_groups_in_one_sorted_stream_give_the_in_process_matches(groups: int
 
 
 def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
-    bounded = HAND_MADE.replace(
-        'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
-        'tenant = "t1"\nlatency_bound = "20%"\ntext = "SELECT * WHERE A ; B PARTITION',
-        1,
-    )
-    workload = parse_workload(bounded)
+    workload = parse_workload(BOUNDED)
     job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=2)
     tables = list(run_sorted(job, [_stream(1500, 4, 2)]))
     shed = _matches(tables)
@@ -86,3 +89,45 @@ def test_percentile_of_a_histogram_is_numpys(histogram: dict[int, int], q: float
     counts = [float(histogram[v]) for v in values]
     expanded = np.repeat(values, [histogram[v] for v in values])
     assert abs(_percentile(values, counts, q) - float(np.percentile(expanded, q))) <= 1e-6 * max(1, expanded.max())
+
+
+def _released(
+    n: int, seed: int, cuts: list[int], shedder: str | None = None, text: str = HAND_MADE
+) -> tuple[list[pa.Table], int]:
+    """The partitioned lane's events through one ``StreamGroup`` in releases
+    cut at ``cuts``, snapshotted and restored between releases as a
+    restart would; also how many engines were built."""
+    import json
+
+    from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
+
+    frame = hand_made_events(n, seed)
+    frame["__seq"] = np.arange(n)
+    frame = frame[frame["type"] != "C"]
+    texts = [json.dumps({k: (None if v is pd.NA else v) for k, v in r.items() if k != "__seq"}, default=int)
+             for r in frame.to_dict("records")]  # fmt: skip
+    seqs = frame["__seq"].tolist()
+    group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50, shedder=shedder), lane=0)
+    out, bounds = [], sorted({0, len(texts), *(c % (len(texts) + 1) for c in cuts)})
+    for a, b in itertools.pairwise(bounds):
+        out.append(group.release(texts[a:b], seqs[a:b], [0] * (b - a), now_ms=5))
+        group = restore(snapshot(group))
+    return out, sum(r["value"] for t in out for r in t.to_pylist() if r["kind"] == COUNTER and r["name"] == "engines")
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.lists(st.integers(0, 10_000), max_size=6))
+def test_a_stream_group_restored_between_releases_gives_the_in_process_matches(seed: int, cuts: list[int]) -> None:
+    tables, engines = _released(300, seed, cuts)
+    assert _matches([b for t in tables for b in t.to_batches()]) == _in_process(300, seed, PARTITIONED)
+    assert engines == 1  # counters go out as increments: the engine is counted once
+
+
+def test_a_stream_group_sheds_to_its_bounds_measured_on_its_first_release() -> None:
+    tables, _ = _released(1500, 4, [400, 900], shedder="truncate", text=BOUNDED)
+    rows = [r for t in tables for r in t.to_pylist()]
+    shed = _matches([b for t in tables for b in t.to_batches()])
+    assert not shed - _in_process(1500, 4, PARTITIONED)  # nothing invented
+    assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] >= 1]  # resolved
+    near = sum(v for k, v in shed.items() if k[0] == "near_by_position")
+    assert near < sum(v for k, v in _in_process(1500, 4, PARTITIONED).items() if k[0] == "near_by_position")

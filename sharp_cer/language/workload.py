@@ -112,11 +112,40 @@ class Workload:
         """Every query's warnings, rendered."""
         return [str(w) for q in self.queries for w in q.checked.warnings]
 
+    def signature(self) -> dict[str, str]:
+        """What decides the workload's matches and shedding, part by part:
+        the schema, the allowed lateness, and each query's options and text
+        (printed canonically, so comments and layout do not count).
+
+        >>> w = parse_workload('''
+        ... [workload]
+        ... name = "w"
+        ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+        ... [[query]]
+        ... name = "q"
+        ... text = "select  /* all */ * WHERE A WITHIN 2 EVENTS"
+        ... ''')
+        >>> w.signature()["query q"]
+        "tenant='default' weight=1.0 bound=None shed=True sketch=() | SELECT * WHERE A WITHIN 2 EVENTS"
+        """
+        from .printer import stream_declarations, to_ceql
+
+        parts = {
+            "schema": stream_declarations(self.schema.declarations),
+            "allowed_lateness": str(self.allowed_lateness),
+        }
+        for q in self.queries:
+            b = q.latency_bound
+            bound = None if b is None else f"{b.fraction:g}" if b.fraction is not None else f"{b.cost_units:g}units"
+            parts[f"query {q.name}"] = (
+                f"tenant={q.tenant!r} weight={q.weight!r} bound={bound} shed={q.shed} "
+                f"sketch={q.sketch_attributes} | {to_ceql(q.checked.query)}"
+            )
+        return parts
+
     def fingerprint(self) -> str:
-        """A digest of what decides the workload's matches and shedding: the
-        schema, each query's text (printed canonically, so comments and
-        layout do not count) and options, and the allowed lateness. Saved
-        state is only valid for the workload it was made with.
+        """A digest of ``signature()``. Saved state is only valid for the
+        workload it was made with.
 
         >>> text = '''
         ... [workload]
@@ -132,15 +161,26 @@ class Workload:
         >>> len(f), f == parse_workload(same).fingerprint(), f == parse_workload(other).fingerprint()
         (16, True, False)
         """
-        from .printer import stream_declarations, to_ceql
+        text = "\n".join(f"{k}: {v}" for k, v in self.signature().items())
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-        parts = [stream_declarations(self.schema.declarations), f"lateness={self.allowed_lateness}"]
-        for q in self.queries:
-            parts.append(
-                f"{q.name}|{q.tenant}|{q.weight!r}|{q.latency_bound}|{q.shed}|{q.sketch_attributes}|"
-                + to_ceql(q.checked.query)
-            )
-        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+def signature_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """What differs between two workload signatures, one line per part,
+    naming it (an empty list: the same workload).
+
+    >>> signature_changes({"query a": "x", "query b": "y"}, {"query a": "z", "query c": "y"})
+    ["query a changed: was 'x', now 'z'", 'query b removed', 'query c added']
+    """
+    out = []
+    for part in sorted(before.keys() | after.keys()):
+        if part not in after:
+            out.append(f"{part} removed")
+        elif part not in before:
+            out.append(f"{part} added")
+        elif before[part] != after[part]:
+            out.append(f"{part} changed: was {before[part]!r}, now {after[part]!r}")
+    return out
 
 
 def sheddable(checked: CheckedQuery) -> bool:

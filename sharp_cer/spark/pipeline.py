@@ -175,15 +175,23 @@ def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], gro
     lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
     from pyspark.sql import functions as F
 
+    lane_of = F.explode(routes(found, attributes, groups)).alias("__route")
+    columns = [F.col(f"__route.{LANE}"), F.col(f"__route.{GROUP}"), F.col(SEQ), F.col("type")]
+    return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
+
+
+def routes(found: tuple[Lane, ...], attributes: list[str], groups: int) -> Column:
+    """An event's lanes: the array of (``__lane``, ``__group``) of every lane
+    whose streams hold its type and in which it has a partition key."""
+    from pyspark.sql import functions as F
+
     choices = []
     for number, lane in enumerate(found):
         key = _key(lane, set(attributes))
         chosen = F.col("type").isin(sorted(lane.event_types)) & key.isNotNull()
         group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_by else F.lit(0).cast("bigint")
         choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(GROUP))))
-    lane_of = F.explode(F.filter(F.array(*choices), lambda c: c.isNotNull())).alias("__route")
-    columns = [F.col(f"__route.{LANE}"), F.col(f"__route.{GROUP}"), F.col(SEQ), F.col("type")]
-    return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
+    return F.filter(F.array(*choices), lambda c: c.isNotNull())
 
 
 def _key(lane: Lane, attributes: set[str]) -> Column:

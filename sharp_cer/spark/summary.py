@@ -22,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 from .worker import BIN, COUNTER, LATENCY, MAX_COUNTERS
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sharp_cer.language import Workload
+
     from .pipeline import Detection
 
 
@@ -156,11 +160,20 @@ def _percentile(values: list[int], counts: list[float], q: float) -> float:
 def summarize(detection: Detection) -> Summary:
     """Aggregate the workers' statistics rows (one Spark job, a small
     collect) and the dead letters per kind."""
+    dead = {r["kind"]: r["count"] for r in detection.dead_letters.groupBy("kind").count().collect()}
+    job = detection.job
+    return summarize_rows(detection.output, job.workload, job.shedder, job.bin_width, detection.prepared.rows, dead)
+
+
+def summarize_rows(
+    output: DataFrame, workload: Workload, shedder: str | None, bin_width: int, rows_read: int, dead: dict[str, int]
+) -> Summary:
+    """The summary of workers' output rows (``worker.OUTPUT``'s kinds;
+    counters summed, or maxed for ``MAX_COUNTERS``)."""
     from pyspark.sql import functions as F
 
-    job = detection.job
     rows = (
-        detection.output.where(F.col("kind").isin(LATENCY, BIN, COUNTER))
+        output.where(F.col("kind").isin(LATENCY, BIN, COUNTER))
         .groupBy("kind", "query", "bin", "name")
         .agg(F.sum("value").alias("total"), F.max("value").alias("top"))
         .collect()
@@ -176,15 +189,14 @@ def summarize(detection: Detection) -> Summary:
         else:
             value = r["top"] if r["name"] == "units_max" else r["total"]
             bins.setdefault(r["query"], {}).setdefault(r["bin"], {})[r["name"]] = value
-    dead = {r["kind"]: r["count"] for r in detection.dead_letters.groupBy("kind").count().collect()}
     queries = []
     shed_keys = ("bound_units", "over_bound", "weight", "matches", "events")
-    for q in job.workload.queries:
+    for q in workload.queries:
         histogram = sorted(histograms.get(q.name, {}).items())
         values, counts = [v for v, _ in histogram], [c for _, c in histogram]
         mine = counters.get(q.name, {})
         largest = float(values[-1]) if values else 0.0
-        bound, units, over = _bound(q, job.shedder is not None, largest, mine)
+        bound, units, over = _bound(q, shedder is not None, largest, mine)
         if over is None and units is not None:
             over = int(sum(c for v, c in histogram if v > units))
         queries.append(
@@ -217,14 +229,14 @@ def summarize(detection: Detection) -> Summary:
             ],
         }
     return Summary(
-        job.workload.name,
-        detection.prepared.rows,
+        workload.name,
+        rows_read,
         dead,
         int(engine.get("engines", 0)),
         int(engine.get("events_shed", 0)),
-        job.shedder,
+        shedder,
         tuple(queries),
-        job.bin_width,
+        bin_width,
         per_bin,
     )
 

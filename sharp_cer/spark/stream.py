@@ -1,0 +1,351 @@
+"""Streaming detection on Spark: files arriving in a folder in, matches
+appended to a folder of Parquet files out, exactly once across restarts.
+
+The query (``start_stream``):
+
+1. *stage 0*, stateless: each new file of ``source`` read whole, parsed
+   and validated (``stream_input.parse_files``), each event routed to its
+   lanes and key groups exactly as the batch pipeline routes it;
+2. *stage 1*, one stateful key: positions in arrival order and lateness
+   (``stream_processors.Sequencer``);
+3. the watermark, on the events' time, ``allowed_lateness`` plus a margin
+   behind the latest time (so Spark's own late-row filter never drops a row:
+   stage 1 has dead-lettered every late one already);
+4. *stage 2*, ``transformWithStateInPandas`` in event-time mode, keyed by
+   lane and key group: events held until the watermark passes them, then
+   fed to the group's engine in stream order (``KeyGroups``);
+5. a file sink (Parquet, append): matches, dead letters and statistics
+   rows, in one table (``STREAM_DDL``).
+
+State lives in the RocksDB state store under ``checkpoint``, which also
+holds the source's and sink's logs: a restart resumes from the last
+committed micro-batch, and a micro-batch cut short is redone with the state
+it started from, so nothing is lost or doubled (read the output with Spark,
+which reads the sink's log). ``checkpoint/control`` is a second source: a
+file there (``request_flush``) releases everything held, as at the end of
+the input. The workload's signature is kept in the checkpoint (and in the
+state): another workload is refused, naming the difference.
+
+Known limits: stage 1 is one task per micro-batch (it numbers every row);
+files are numbered in name order within a micro-batch, after every file
+of earlier ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sharp_cer.errors import SurfaceError
+from sharp_cer.language import Workload
+
+from .lanes import lanes
+from .pipeline import routes
+from .prepare import (
+    _LETTER_COLUMNS,
+    KIND,
+    LINE,
+    LOCAL,
+    PREV,
+    TEXT_FORMATS,
+    TS,
+    LoadSpec,
+    _ddl,
+    _format_of,
+    _spark_type,
+    attribute_kinds,
+)
+from .stream_input import (
+    ARRIVED,
+    CLOCK,
+    FILE,
+    NONE,
+    NUMBERED_DDL,
+    ROUTE,
+    TEXT,
+    check_signature,
+    parse_files,
+    stage_zero_schema,
+)
+from .summary import Summary
+from .worker import GROUP, LANE, Job
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SIGNATURE_FILE = "sharp-cer-workload.json"
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """How a stream runs: micro-batches every ``trigger`` seconds (None: all
+    that is there, then stop), at most ``max_files`` new files per
+    micro-batch, the watermark ``watermark_ms`` behind the latest time
+    (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
+    (None: four per shuffle partition), bins of ``bin_width`` positions."""
+
+    trigger: float | None = None
+    max_files: int | None = None
+    watermark_ms: int | None = None
+    shedder: str | None = None
+    seed: int = 0
+    groups: int | None = None
+    bin_width: int = 1000
+    format: str | None = None
+
+    def delay_ms(self, workload: Workload) -> int:
+        """The watermark delay: above the allowed lateness, in ms."""
+        floor = -(-workload.allowed_lateness // 1_000_000) + 2  # above it, with room for rounding to µs and ms
+        if self.watermark_ms is None:
+            return floor + 1000
+        if self.watermark_ms < floor:
+            raise SurfaceError(
+                f"watermark delay {self.watermark_ms} ms is not above the allowed lateness "
+                f"({workload.allowed_lateness} ns)\n  expected: at least {floor} ms\n"
+                "  hint: Spark drops rows behind the watermark unseen; keep it above the allowed lateness"
+            )
+        return self.watermark_ms
+
+
+def stream_conf() -> dict[str, str]:
+    """The Spark settings a stream needs: the RocksDB state store."""
+    return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB}
+
+
+def check_checkpoint(checkpoint: str, workload: Workload) -> None:
+    """Refuse a checkpoint made by another workload (naming the difference);
+    remember this workload's signature in a new one."""
+    path = Path(checkpoint) / SIGNATURE_FILE
+    if path.exists():
+        check_signature(path.read_text(), workload.signature(), str(path))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(workload.signature(), indent=1))
+
+
+def request_flush(checkpoint: str) -> None:
+    """Ask the stream to release every held event at its next micro-batch
+    (what the end of the input means)."""
+    control = Path(checkpoint) / "control"
+    control.mkdir(parents=True, exist_ok=True)
+    name = f"flush-{time.time_ns()}.txt"
+    (control / f".{name}").write_text("flush\n")
+    (control / f".{name}").rename(control / name)  # appears whole
+
+
+def start_stream(
+    workload: Workload, source: str, checkpoint: str, out: str, settings: StreamSettings, spark: SparkSession
+) -> StreamingQuery:
+    """Start the streaming query (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
+
+    if spark.conf.get("spark.sql.streaming.stateStore.providerClass") != ROCKSDB:
+        raise SurfaceError(
+            "the stream needs the RocksDB state store\n  hint: create the session with spark_session(**stream_conf())"
+        )
+    fmt = settings.format or _format_of(source)
+    if fmt not in TEXT_FORMATS:
+        raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
+    check_checkpoint(checkpoint, workload)
+    Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
+    found = lanes(workload)
+    parts = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    groups = settings.groups or 4 * parts
+    job = Job(
+        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
+    )
+    every_route = [n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_by else 1)]
+
+    def files(path: str, control: bool, max_files: int | None) -> DataFrame:
+        reader = spark.readStream.format("text").option("wholetext", "true")
+        if max_files:
+            reader = reader.option("maxFilesPerTrigger", max_files)
+        raw = reader.load(path)
+        return raw.select(
+            "value",
+            F.col("_metadata.file_path").alias(FILE),
+            F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+            F.lit(control).alias("__control"),
+        )
+
+    spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
+    arrow = stage_zero_schema(spec)
+    parsed = (
+        files(source, False, settings.max_files)
+        .unionByName(files(str(Path(checkpoint, "control")), True, None))
+        .mapInArrow(lambda batches: parse_files(spec, batches), _ddl([(f.name, _spark_type(f.type)) for f in arrow]))
+    )
+    attributes = list(attribute_kinds(workload.schema))
+    coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[GROUP])
+    staged = parsed.select(
+        KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
+        F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
+        F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
+        F.when(F.col(KIND) == "event", coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
+        *_LETTER_COLUMNS,
+        F.lit(0).alias("__stream"),
+    )  # fmt: skip
+    numbered = staged.groupBy("__stream").transformWithStateInPandas(
+        Sequencer(workload, every_route, staged.columns), NUMBERED_DDL, "Append", "None"
+    )
+    code = F.col("__code")
+    keyed = (
+        numbered.select("*", F.explode_outer(ROUTE).alias("__code"))
+        .where(~((F.col(KIND) == "event") & code.isNull()))  # events no lane reads
+        .select(
+            F.coalesce(F.floor(code / groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
+            F.coalesce(F.pmod(code, F.lit(groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(GROUP),
+            F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias("__time"),
+            *[c.split(" ")[0] for c in NUMBERED_DDL.split(", ") if not c.startswith(ROUTE)],
+        )
+        .withWatermark("__time", f"{settings.delay_ms(workload)} milliseconds")
+    )
+    output = keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
+        KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
+    )
+    writer = (
+        output.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", str(Path(checkpoint, "query")))
+        .outputMode("append")
+    )
+    if settings.trigger is None:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
+    return writer.start()
+
+
+def run_until_done(query: StreamingQuery) -> None:
+    """Wait for an ``availableNow`` query to finish, raising its error as
+    ours (the workers' message, without Spark's stack)."""
+    try:
+        query.awaitTermination()
+    except Exception as error:  # Spark wraps the workers' errors
+        raise SurfaceError(_cause(str(error))) from None
+
+
+def _cause(message: str) -> str:
+    """The first line a worker raised with sharp-cer's errors, and what follows it."""
+    marker = "SurfaceError: "
+    if marker in message:
+        tail = message.split(marker, 1)[1]
+        lines: list[str] = []
+        for line in tail.splitlines():
+            if lines and not line.startswith("  "):
+                break
+            lines.append(line)
+        return "\n".join(lines)
+    return f"the stream failed: {message.splitlines()[0] if message else 'unknown error'}"
+
+
+def read_output(spark: SparkSession, out: str) -> DataFrame:
+    """The stream's committed output (through the sink's log)."""
+    return spark.read.parquet(out)
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    """A stream's figures so far, from its committed output: the batch
+    summary's (engine latency in cost units per event, against the bounds)
+    and, per query, the end-to-end latency of its matches in ms (from the
+    arrival of the file holding a match's last event to the match's
+    emission), beside what the settings allow for: the trigger interval plus
+    the watermark delay."""
+
+    summary: Summary
+    end_to_end: dict[str, dict[str, float]]
+    trigger_ms: int | None
+    watermark_ms: int
+
+    def render(self) -> str:
+        """The batch summary's table, then the end-to-end latencies."""
+        waits = f"trigger {self.trigger_ms} ms + " if self.trigger_ms is not None else ""
+        lines = [
+            self.summary.render(),
+            f"  end-to-end latency, ms (file arrival to match emission; settings: {waits}"
+            f"watermark {self.watermark_ms} ms of event time):",
+        ]
+        for query, figures in self.end_to_end.items():
+            lines.append(
+                f"    {query:<22} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
+                f"p99 {figures['p99']:>8,.0f}  max {figures['max']:>8,.0f}"
+            )
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as plain JSON data."""
+        return {
+            **self.summary.to_json(),
+            "end_to_end_ms": self.end_to_end,
+            "trigger_ms": self.trigger_ms,
+            "watermark_ms": self.watermark_ms,
+        }
+
+
+def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: StreamSettings) -> StreamSummary:
+    """Summarize what the stream has committed to ``out`` so far."""
+    from pyspark.sql import functions as F
+
+    from .stream_group import E2E
+    from .stream_processors import DEAD_LETTER
+    from .summary import _percentile, summarize_rows
+
+    output = read_output(spark, out)
+    dead = {r["name"]: r["count"] for r in output.where(F.col("kind") == DEAD_LETTER).groupBy("name").count().collect()}
+    read = output.where((F.col("kind") == "counter") & (F.col("name") == "rows") & (F.col("query") == ""))
+    rows_read = int(read.agg(F.sum("value")).collect()[0][0] or 0)
+    summary = summarize_rows(output, workload, settings.shedder, settings.bin_width, rows_read, dead)
+    histograms: dict[str, list[tuple[int, float]]] = {}
+    for r in output.where(F.col("kind") == E2E).groupBy("query", "bin").agg(F.sum("value").alias("n")).collect():
+        histograms.setdefault(r["query"], []).append((r["bin"], r["n"]))
+    end_to_end = {}
+    for q in workload.queries:
+        histogram = sorted(histograms.get(q.name, []))
+        values, counts = [v for v, _ in histogram], [c for _, c in histogram]
+        end_to_end[q.name] = {
+            "matches": float(sum(counts)),
+            "p50": _percentile(values, counts, 50),
+            "p99": _percentile(values, counts, 99),
+            "max": float(values[-1]) if values else 0.0,
+        }
+    trigger = None if settings.trigger is None else round(settings.trigger * 1000)
+    return StreamSummary(summary, end_to_end, trigger, settings.delay_ms(workload))
+
+
+def run_stream(
+    workload: Workload,
+    source: str,
+    checkpoint: str,
+    out: str,
+    settings: StreamSettings,
+    spark: SparkSession,
+    timeout: float | None = None,
+) -> StreamSummary:
+    """Run the stream and summarize its output. Without a trigger: every
+    file there now, then a flush (the end of the input). With one: micro-
+    batches every ``trigger`` seconds until ``timeout`` seconds have passed
+    or Ctrl-C; events the watermark has not passed stay held in the
+    checkpoint for the next run."""
+    if settings.trigger is None:
+        run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
+        request_flush(checkpoint)
+        run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
+    else:
+        query = start_stream(workload, source, checkpoint, out, settings, spark)
+        try:
+            query.awaitTermination(None if timeout is None else round(timeout))
+        except KeyboardInterrupt:
+            pass
+        except Exception as error:  # Spark wraps the workers' errors
+            raise SurfaceError(_cause(str(error))) from None
+        finally:
+            query.stop()
+    return stream_summary(spark, out, workload, settings)

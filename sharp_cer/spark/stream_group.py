@@ -1,0 +1,164 @@
+"""One lane and key group of a stream: the engine, fed the events the
+watermark releases, emitting matches and the statistics of each release.
+Its whole state is one picklable object (``snapshot`` / ``restore``), so
+a restart resumes the engine exactly where the last committed micro-batch
+left it. Nothing here imports PySpark at import time.
+
+>>> from sharp_cer.language import parse_workload
+>>> w = parse_workload('''
+... [workload]
+... name = "w"
+... schema = "CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }"
+... [[query]]
+... name = "ab"
+... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
+... ''')
+>>> group = StreamGroup(Job(w, lanes=(("ab",),), bin_width=100), lane=0)
+>>> out = group.release(['{"type": "A", "k": 1}'], [3], [0], now_ms=0)
+>>> group = restore(snapshot(group))  # as a restart would
+>>> out = group.release(['{"type": "B", "k": 1}'], [7], [0], now_ms=40)
+>>> out.filter(pa.compute.equal(out["kind"], "match")).select(["query", "start", "end"]).to_pylist()
+[{'query': 'ab', 'start': 3, 'end': 7}]
+>>> {r["bin"]: r["value"] for r in out.to_pylist() if r["kind"] == E2E}  # one match, 40 ms after arrival
+{40: 1.0}
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sharp_cer.engine.latency import LatencyLog
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.loaders import load_jsonl
+from sharp_cer.events.match import Match
+
+from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, GroupRun, Job, rows_of
+
+#: output rows of a match's end-to-end latency: bin = milliseconds from the
+#: arrival of its last event's file to its emission (rounded down to E2E_MS)
+E2E = "e2e"
+E2E_MS = 10
+#: counters that are per release already (the rest are running totals, sent as increments)
+_PER_RELEASE = frozenset({"events", "over_bound"}) | MAX_COUNTERS
+
+
+class StreamGroup(GroupRun):
+    """A ``GroupRun`` that never finishes: ``release`` feeds events and
+    returns their matches and the statistics since the last release. With
+    a shedder and fraction bounds, the group's first release is run
+    unshedded first to measure the reference latency."""
+
+    def __init__(self, job: Job, lane: int) -> None:
+        super().__init__(job, lane)
+        self.sent: dict[tuple[str, str], float] = {}
+
+    def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
+        """Process released events (JSON lines, their positions in stream
+        order, the arrival of each in ms) at wall time ``now_ms``."""
+        batch = lines_batch(self.workload.schema, texts, positions)
+        if self.held is not None:
+            from shedding.bounds import reference_latency
+
+            reference = reference_latency(self.plan, [batch], allowed_lateness=_NO_LATENESS)
+            self.detector = self._detector(reference)
+            self.held = None
+        assert self.detector is not None
+        self.detector.engine.latency = LatencyLog()  # this release's latencies only
+        found = self.detector.feed(batch)
+        stats = self._statistics(self.detector)
+        self.match_bins.clear()
+        return pa.concat_tables(
+            [self._matches(found), self._increments(stats), _e2e(found, positions, arrived, now_ms)]
+        )
+
+    def _increments(self, stats: pa.Table) -> pa.Table:
+        """Running-total counters turned into what changed since the last release."""
+        kind, query, name, value = (stats.column(c).to_pylist() for c in ("kind", "query", "name", "value"))
+        keep = []
+        for i in range(stats.num_rows):
+            if kind[i] == COUNTER and name[i] not in _PER_RELEASE:
+                key = (query[i], name[i])
+                value[i], self.sent[key] = value[i] - self.sent.get(key, 0.0), value[i]
+                if not value[i]:
+                    continue
+            keep.append(i)
+        stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
+        return stats.take(keep)
+
+
+def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
+    """Per query, a histogram of its matches' end-to-end latency."""
+    if not found:
+        return rows_of(kind=[])
+    order = np.asarray(positions, dtype=np.int64)
+    at = np.asarray(arrived, dtype=np.int64)[np.searchsorted(order, [m.end for m in found])]
+    buckets = (np.maximum(now_ms - at, 0) // E2E_MS) * E2E_MS
+    counts: dict[tuple[str, int], int] = {}
+    for m, b in zip(found, buckets.tolist(), strict=True):
+        counts[(m.query, b)] = counts.get((m.query, b), 0) + 1
+    keys = sorted(counts)
+    return rows_of(
+        kind=[E2E] * len(keys),
+        query=[q for q, _ in keys],
+        bin=[b for _, b in keys],
+        value=[float(counts[k]) for k in keys],
+    )
+
+
+def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> EventBatch:
+    """Validated events (JSON lines, from stage 0) as a batch at their stream positions."""
+    batch, report = load_jsonl("\n".join(texts) + "\n", schema, allowed_lateness=_NO_LATENESS)
+    if report.dead_letters:
+        raise SurfaceError(
+            f"internal error: a stream worker rejected validated events: {report.dead_letters[0].reason}"
+        )
+    at = np.asarray(positions, dtype=np.int64)
+    return EventBatch(batch.event_types, at[batch.positions], batch.codes, batch.columns)
+
+
+def snapshot(state: Any) -> bytes:
+    """The bytes of a group's state. The plan's compiled conditions are
+    closures, hence cloudpickle; the tECS is deep, hence a thread with room."""
+    from pyspark import cloudpickle
+
+    return _deep(cloudpickle.dumps, state)  # type: ignore[no-any-return]
+
+
+def restore(data: bytes) -> Any:
+    """A group's state from ``snapshot``'s bytes."""
+    return _deep(pickle.loads, data)
+
+
+def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` on a thread with a large stack: pickling the tECS's
+    linked nodes recurses once per node of a chain."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(1_000_000)
+        try:
+            result["value"] = fn(arg)
+        except BaseException as error:  # re-raised on the caller's thread
+            result["error"] = error
+        finally:
+            sys.setrecursionlimit(limit)
+
+    size = threading.stack_size(512 * 1024 * 1024)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+    finally:
+        threading.stack_size(size)
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]

@@ -1,0 +1,220 @@
+"""A stream's input, before the engines: files parsed and validated
+(stage 0, stateless), then numbered in arrival order (stage 1, one
+stateful key). Nothing here imports PySpark.
+
+Stage 0 reads each new file whole (``wholetext``), so a row knows its file
+and line; the in-process loaders validate it (``prepare.load_partition``,
+one file as one partition: a CSV header is recognised on each file's first
+line). An event leaves stage 0 as one line of JSON (exact for every
+attribute type) with its lanes and key groups (``__route``); a bad row as a
+dead letter; each file adds a summary row (its rows and largest time).
+
+Stage 1 (``number_rows``) sees a micro-batch's rows in one place, orders
+its files by name, and gives every row its position: rows before it in the
+stream, bad rows included, exactly as the batch pipeline numbers one file
+holding the same rows in that order. It judges lateness as the loaders do
+(more than ``allowed_lateness`` behind the largest time before it: a dead
+letter, with its reason), so nothing behind the watermark ever reaches
+Spark's own late-row filter (the watermark delay is above the allowed
+lateness). Its state: the next position, the largest time so far and the
+workload's signature.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.loaders import late_letter
+from sharp_cer.language import Schema
+from sharp_cer.language.workload import signature_changes
+
+from .prepare import (
+    _LETTER_COLUMNS,
+    DEAD,
+    EVENT,
+    KIND,
+    LETTER,
+    LINE,
+    LOCAL,
+    PREV,
+    SUMMARY,
+    TS,
+    LoadSpec,
+    _text,
+    load_partition,
+)
+from .worker import SEQ
+
+#: stage 0's and 1's own columns
+FILE, TEXT, ROUTE, CLOCK, ARRIVED, VALUE = "__file", "__text", "__route", "__clock", "__arrived", "__value"
+#: row kinds beyond prepare's: a flush request, and a counter (name in __text, value in __value)
+FLUSH, COUNT = "flush", "count"
+_MS = 1_000_000
+#: "no time" in an int64 column (pandas keeps int64 only without nulls)
+NONE = int(np.iinfo(np.int64).min)
+#: stage 1's output, in Spark's DDL
+NUMBERED_DDL = (
+    f"{KIND} string, {SEQ} bigint, {FILE} string, {LINE} bigint, {TS} bigint, {CLOCK} bigint, "
+    f"{ARRIVED} bigint, {ROUTE} array<bigint>, {TEXT} string, {VALUE} double, "
+    + ", ".join(f"{c} string" for c in _LETTER_COLUMNS)
+)
+
+
+def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Stage 0 over whole files (columns ``value``, ``__file``,
+    ``__arrived``, ``__control``): prepare's pass 1 per file, plus the file,
+    its arrival time and each event as a line of JSON. A control file
+    becomes one ``flush`` row.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    >>> files = pa.record_batch({"value": ["A,1,10\\nA,x,11\\n"], FILE: ["f.csv"], ARRIVED: [5], "__control": [False]})
+    >>> out = pa.Table.from_batches(parse_files(LoadSpec(s, "csv", 0), iter([files]))).to_pylist()
+    >>> [(r[KIND], r[LOCAL], r[TEXT]) for r in out]
+    [('event', 0, '{"type": "A", "x": 1, "t": 10}'), ('dead', 1, None), ('summary', 2, None)]
+    """
+    by_name = {e.name: e for e in spec.schema.event_types()}
+    schema = stage_zero_schema(spec)
+    for batch in batches:
+        columns = batch.to_pydict()
+        for text, path, arrived, control in zip(
+            columns["value"], columns[FILE], columns[ARRIVED], columns["__control"], strict=True
+        ):
+            if control:
+                yield pa.RecordBatch.from_pylist([{KIND: FLUSH, FILE: path, ARRIVED: arrived}], schema=schema)
+                continue
+            lines = (text or "").split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            for rows in load_partition(spec, iter([pa.record_batch({"value": pa.array(lines, pa.string())})]), 0):
+                records = rows.to_pylist()
+                for r in records:
+                    r[FILE], r[ARRIVED] = path, arrived
+                    if r[KIND] == EVENT:
+                        event = by_name[r["type"]]
+                        r[TEXT] = json.dumps({"type": r["type"], **{a: r[a] for a in event.attributes}})
+                yield pa.RecordBatch.from_pylist(records, schema=schema)
+
+
+def stage_zero_schema(spec: LoadSpec) -> pa.Schema:
+    """Stage 0's output: pass 1's columns, the file, its arrival and the event's JSON."""
+    return (
+        spec.arrow.append(pa.field(FILE, pa.string()))
+        .append(pa.field(ARRIVED, pa.int64()))
+        .append(pa.field(TEXT, pa.string()))
+    )
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Stage 1's state: the next position, the largest time so far
+    (``NONE``: none yet) and the workload's signature (JSON)."""
+
+    position: int
+    latest: int
+    signature: str
+
+
+def check_signature(stored: str, current: dict[str, str], where: str) -> None:
+    """Raise a clear error if the state was made by another workload."""
+    changes = signature_changes(json.loads(stored), current)
+    if changes:
+        listed = "\n".join(f"    {c}" for c in changes)
+        raise SurfaceError(
+            f"{where}: error: this checkpoint's state was made by another workload\n"
+            f"  expected: the workload the stream started with\n  found these differences:\n{listed}\n"
+            "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
+        )
+
+
+def number_rows(
+    frame: pd.DataFrame, cursor: Cursor, schema: Schema, lateness: int, all_routes: list[int]
+) -> tuple[pd.DataFrame, Cursor]:
+    """Stage 1 over one micro-batch's rows (stage 0's columns, with
+    ``__route`` and without attributes): positions, lateness, and flushes
+    fanned out to every route. Returns the rows to pass on and the new
+    cursor.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
+    >>> def row(kind, file, local, ts, text=None):
+    ...     return {KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: NONE, ARRIVED: 0,
+    ...             TEXT: text, ROUTE: [0]} | {c: None for c in _LETTER_COLUMNS}
+    >>> frame = pd.DataFrame([row("event", "b", 0, 50, '{"type": "A", "t": 50}'), row("summary", "b", 1, 50),
+    ...                       row("event", "a", 0, 100, '{"type": "A", "t": 100}'), row("summary", "a", 1, 100)])
+    >>> out, cursor = number_rows(frame, Cursor(10, 90, "{}"), s, 20, [0])
+    >>> out[[KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
+    ([['event', 10, 100], ['dead', 11, 50], ['count', -1, -9223372036854775808]], 12, 100)
+    >>> out[_LETTER_COLUMNS[1]][1][:40]
+    'late event A: expected t >= 80 (the late'
+    """
+    is_flush = frame[KIND] == FLUSH
+    data = frame[~is_flush]
+    summaries = data[data[KIND] == SUMMARY]
+    rows = data[data[KIND] != SUMMARY].copy()
+    files = sorted(summaries[FILE].unique().tolist())
+    counts = dict(zip(summaries[FILE], summaries[LOCAL].astype(np.int64), strict=True))
+    tops = dict(zip(summaries[FILE], summaries[TS].astype(np.int64), strict=True))
+    before_rows, before_latest, done, latest = {}, {}, cursor.position, cursor.latest
+    for f in files:  # files in name order, each after every file of earlier micro-batches
+        before_rows[f], before_latest[f] = done, latest
+        done += int(counts[f])
+        latest = max(latest, int(tops[f]))
+    rows = rows.sort_values([FILE, LOCAL], kind="stable")
+    seq = rows[LOCAL].to_numpy(np.int64) + rows[FILE].map(before_rows).to_numpy(np.int64)
+    carried = rows[FILE].map(before_latest).to_numpy(np.int64)
+    ts = rows[TS].to_numpy(np.int64)
+    prev = np.maximum(rows[PREV].to_numpy(np.int64), carried)
+    late = (rows[KIND].to_numpy() == EVENT) & (ts != NONE) & (prev != NONE) & (ts < prev)
+    late[late] = (prev[late] - ts[late]) > lateness
+    rows[SEQ] = seq
+    if late.any():
+        by_name = {e.name: e for e in schema.event_types()}
+        kind = rows[KIND].to_numpy(object).copy()
+        letters = {c: rows[c].to_numpy(object).copy() for c in _LETTER_COLUMNS}
+        texts, lines = rows[TEXT].tolist(), rows[LINE].tolist()
+        for i in np.flatnonzero(late).tolist():
+            raw = json.loads(texts[i])
+            letter = late_letter(
+                by_name[raw["type"]], int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw
+            )
+            kind[i] = DEAD
+            for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
+                letters[column][i] = _text(getattr(letter, field))
+        rows[KIND] = kind
+        for column, values in letters.items():
+            rows[column] = values
+    # the time the watermark sees: an event's own, else the stream's so far (never behind it);
+    # 1 ms past the epoch at least, as Spark's first watermark (0) drops rows at or before it
+    now = 0 if latest == NONE else latest
+    clock = np.where((rows[KIND].to_numpy() == EVENT) & (ts != NONE), ts, now)
+    rows[CLOCK] = np.maximum(clock, 0) + _MS
+    now = max(now, 0) + _MS
+    rows[VALUE] = np.nan
+    rows.loc[rows[KIND] != EVENT, ROUTE] = pd.Series([[]] * int((rows[KIND] != EVENT).sum()), dtype=object).values
+    extra = [_count_row("rows", float(done - cursor.position), now)]
+    for _, flush in frame[is_flush].iterrows():
+        extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
+    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
+    return out[[c.split(" ")[0] for c in NUMBERED_DDL.split(", ")]], Cursor(done, latest, cursor.signature)
+
+
+def _count_row(name: str, value: float, now: int) -> dict[str, Any]:
+    return {
+        KIND: COUNT,
+        SEQ: -1,
+        FILE: None,
+        LINE: -1,
+        TS: NONE,
+        CLOCK: now,
+        ARRIVED: 0,
+        ROUTE: [],
+        TEXT: name,
+        VALUE: value,
+    } | dict.fromkeys(_LETTER_COLUMNS)

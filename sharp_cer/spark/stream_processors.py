@@ -1,0 +1,195 @@
+"""The two stateful processors of a stream (``transformWithStateInPandas``).
+
+``Sequencer`` (one key for the whole stream, no timers): positions and
+lateness (``stream_input.number_rows``). State: ``cursor`` = (next
+position, largest time so far, the workload's signature).
+
+``KeyGroups`` (key = lane and key group, event time): holds each event
+until the watermark passes its time, then feeds the group's engine the
+released events in stream order. State per key:
+
+- ``buffer`` (list): the events not yet released: position, time the
+  watermark judges them by (ns), arrival (ms), the event as JSON;
+- ``group`` (value): the workload's fingerprint and the engine's snapshot
+  (``stream_group.StreamGroup``: the tECS, partitions, counters and the
+  shedder, exactly as the last committed micro-batch left them);
+- one timer, at the time of the oldest event still held.
+
+A flush row releases everything held. Lane -1 is not a lane: it carries
+dead letters and counters to the output unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from sharp_cer.errors import SurfaceError
+from sharp_cer.language import Workload
+
+from .prepare import _LETTER_COLUMNS, DEAD, EVENT, KIND, LETTER, LINE
+from .stream_group import StreamGroup, restore, snapshot
+from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
+from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
+
+#: the stream's output: ``worker.OUTPUT`` plus dead letters' fields
+#: (kind ``dead_letter``: position in ``start``, its kind in ``name``)
+DEAD_LETTER = "dead_letter"
+LETTER_FIELDS = ("file", "line", "reason", "column", "expected", "found", "hint", "raw")
+STREAM_DDL = (
+    "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
+    "vars map<string, array<bigint>>, bin bigint, name string, value double, file string, line bigint, "
+    "reason string, `column` string, expected string, found string, hint string, raw string"
+)
+
+
+class Sequencer(StatefulProcessor):
+    """Stage 1 (see the module docstring)."""
+
+    def __init__(self, workload: Workload, routes: list[int], columns: list[str]) -> None:
+        self.columns = columns
+        self.workload = workload
+        self.routes = routes
+        self.signature = workload.signature()
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        frame = _named(rows, self.columns)
+        stored = self.cursor.get() if self.cursor.exists() else None
+        if stored is None:
+            cursor = Cursor(0, NONE, json.dumps(self.signature))
+        else:
+            cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
+            check_signature(cursor.signature, self.signature, "stream state (positions)")
+        out, cursor = number_rows(frame, cursor, self.workload.schema, self.workload.allowed_lateness, self.routes)
+        self.cursor.update((cursor.position, cursor.latest, cursor.signature))
+        yield out
+
+    def close(self) -> None:
+        pass
+
+
+class KeyGroups(StatefulProcessor):
+    """Stage 2 (see the module docstring)."""
+
+    def __init__(self, job: Job, columns: list[str]) -> None:
+        self.job = job
+        self.columns = columns
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.group = handle.getValueState("group", "fingerprint string, snapshot binary")
+        self.buffer = handle.getListState("buffer", "seq bigint, clock bigint, arrived bigint, text string")
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        lane = int(key[0])
+        frame = _named(rows, self.columns)
+        if lane < 0:
+            yield _passed_on(frame)
+            return
+        events = frame[frame[KIND] == EVENT]
+        if len(events):
+            columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
+            self.buffer.appendList(list(zip(*columns, strict=True)))
+        flush = bool((frame[KIND] == FLUSH).any())
+        yield from self._release(lane, timerValues, flush)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        yield from self._release(int(key[0]), timerValues, flush=False)
+
+    def _release(self, lane: int, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+        held = sorted(self.buffer.get()) if self.buffer.exists() else []
+        watermark = timer_values.getCurrentWatermarkInMs()
+        limit = math.inf if flush else watermark * 1_000_000
+        n = 0  # the released prefix: stream order, each event at or behind the watermark
+        while n < len(held) and held[n][1] <= limit:
+            n += 1
+        for t in list(self.handle.listTimers()):
+            self.handle.deleteTimer(t)
+        if n < len(held):
+            self.buffer.put(held[n:])
+            self.handle.registerTimer(max(-(-int(held[n][1]) // 1_000_000), watermark + 1))
+        elif held:
+            self.buffer.clear()
+        if not n:
+            return
+        state = self._load(lane)
+        out = state.release(
+            [h[3] for h in held[:n]], [h[0] for h in held[:n]], [h[2] for h in held[:n]], int(time.time() * 1000)
+        )
+        self.group.update((self.job.fingerprint, snapshot(state)))
+        yield _frame(out)
+
+    def _load(self, lane: int) -> StreamGroup:
+        if not self.group.exists():
+            return StreamGroup(self.job, lane)
+        fingerprint, data = self.group.get()  # type: ignore[misc]
+        if fingerprint != self.job.fingerprint:
+            raise SurfaceError(
+                f"stream state (lane {lane}): error: this checkpoint's engines were built for workload "
+                f"fingerprint {fingerprint}, not {self.job.fingerprint}\n"
+                "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
+            )
+        group: StreamGroup = restore(bytes(data))
+        return group
+
+    def close(self) -> None:
+        pass
+
+
+def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The micro-batch's rows of one key, under their names (Spark passes
+    them by position)."""
+    frame = pd.concat(list(rows), ignore_index=True)
+    frame.columns = columns
+    return frame
+
+
+def _frame(table: Any) -> pd.DataFrame:
+    """An ``OUTPUT`` table as the stream's rows (``STREAM_DDL``)."""
+    frame = table.to_pandas()
+    frame["vars"] = [None if v is None else dict(v) for v in frame["vars"]]
+    for name in LETTER_FIELDS:
+        frame[name] = None
+    return frame
+
+
+def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
+    """Dead letters and counters, as the stream's rows."""
+    dead = frame[frame[KIND] == DEAD]
+    counts = frame[frame[KIND] == COUNT]
+    letters = rows_of(kind=[DEAD_LETTER] * len(dead), start=dead[SEQ].tolist())
+    out = _frame(letters)
+    out["name"] = dead[_LETTER_COLUMNS[0]].tolist()
+    out["file"], out["line"] = dead[FILE].tolist(), dead[LINE].astype(np.int64).tolist()
+    for field, column in zip(LETTER[1:], _LETTER_COLUMNS[1:], strict=True):
+        out[field] = dead[column].tolist()
+    counted = _frame(
+        rows_of(
+            kind=[COUNTER] * len(counts),
+            query=[""] * len(counts),
+            name=counts[TEXT].tolist(),
+            value=counts[VALUE].astype(float).tolist(),
+        )
+    )
+    return pd.concat([out, counted], ignore_index=True)[[f.name for f in OUTPUT] + list(LETTER_FIELDS)]

@@ -1,0 +1,162 @@
+"""Spark streaming against the batch pipeline and the in-process engine:
+stopped mid-stream and restarted from its checkpoint, the stream's output
+(matches and dead letters, late events included) is exactly the batch
+result, nothing lost, nothing doubled; a restart with another workload is
+refused, naming the difference (from the checkpoint, and from the state
+itself); ``sharp-cer stream``."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sharp_cer.cli import main
+from sharp_cer.errors import SurfaceError
+from sharp_cer.events.loaders import load_csv
+from sharp_cer.language import Workload, parse_workload
+from tests.test_spark import HAND_MADE, _key, collected, csv_file, expected, hand_made_events
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+LATE = HAND_MADE.replace('name = "hand-made"', 'name = "late"\nallowed_lateness = 2000000000')
+FILES = 6
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from sharp_cer.spark.session import spark_session
+    from sharp_cer.spark.stream import stream_conf
+
+    return spark_session("local[2]", **{**stream_conf(), "spark.sql.shuffle.partitions": "4"})
+
+
+def events_with_faults(workload: Workload, path: Path) -> list[str]:
+    """Hand-made events as CSV lines, with bad rows and events late by 3 s
+    (beyond the 2 s allowed) or 1 s (within), spread over the stream."""
+    lines = csv_file(workload, hand_made_events(1800, 11), path).read_text().splitlines()
+    for i in range(50, len(lines), 400):
+        lines[i] = "A,1,oops,5"
+    for i in range(120, len(lines), 300):
+        kind, *rest = lines[i].split(",")
+        t = int(lines[i - 1].split(",")[-1]) - (3 if i % 600 == 120 else 1) * 1_000_000_000
+        lines[i] = ",".join([kind, *rest[:-1], str(t)])
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def stream_matches(output: Any) -> Counter[tuple[Any, ...]]:
+    rows = output.where("kind = 'match'").collect()
+    return Counter((r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"])) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The faulty stream in six files, run with one file per micro-batch,
+    stopped after two micro-batches, then restarted to the end and flushed."""
+    from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream
+
+    root = tmp_path_factory.mktemp("stream")
+    workload = parse_workload(LATE)
+    lines = events_with_faults(workload, root / "all.csv")
+    source, checkpoint, out = root / "source", str(root / "checkpoint"), str(root / "out")
+    source.mkdir()
+    step = -(-len(lines) // FILES)
+    for k in range(FILES):
+        part = source / f"part-{k:02d}.csv"
+        part.write_text("\n".join(lines[k * step : (k + 1) * step]) + "\n")
+        os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))  # Spark's file source takes files by time
+    settings = StreamSettings(max_files=1)
+    query = start_stream(workload, str(source), checkpoint, out, settings, spark)
+    deadline = time.time() + 300
+    while (query.lastProgress is None or query.lastProgress["batchId"] < 1) and time.time() < deadline:
+        time.sleep(0.2)
+    query.stop()
+    first = read_output(spark, out).where("kind = 'match'").count() if Path(out).exists() else 0
+    summary = run_stream(workload, str(source), checkpoint, out, settings, spark)
+    return {
+        "workload": workload, "root": root, "source": source, "checkpoint": checkpoint, "out": out,
+        "first": first, "summary": summary, "output": read_output(spark, out),
+    }  # fmt: skip
+
+
+def test_stopped_and_restarted_stream_equals_the_batch_result(spark: Any, streamed: dict[str, Any]) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload, whole = streamed["workload"], str(streamed["root"] / "all.csv")
+    batch, report = load_csv(whole, workload.schema, allowed_lateness=workload.allowed_lateness)
+    truth = expected(workload, batch, allowed_lateness=workload.allowed_lateness)
+    detection = run_detection(whole, workload, spark=spark)
+    try:
+        assert collected(detection) == truth  # the batch result
+    finally:
+        detection.close()
+    got = stream_matches(streamed["output"])
+    assert 0 <= streamed["first"] < sum(truth.values())  # the first run stopped mid-stream
+    assert got == truth  # nothing lost, nothing doubled
+    letters = streamed["output"].where("kind = 'dead_letter'").collect()
+    assert sorted((r["start"], r["name"], r["reason"]) for r in letters) == sorted(
+        (d.position, d.kind, d.reason) for d in report.dead_letters
+    )
+    assert {"mistyped_attribute", "late"} <= {r["name"] for r in letters}
+    assert all(r["file"].endswith(".csv") and 0 < r["line"] <= 300 for r in letters)  # a line of its own file
+
+
+def test_stream_summary_reports_engine_and_end_to_end_latency(streamed: dict[str, Any]) -> None:
+    summary = streamed["summary"]
+    workload = streamed["workload"]
+    _, report = load_csv(str(streamed["root"] / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)
+    assert summary.summary.rows == report.read and summary.summary.dead_letters == report.counts
+    matches = {q.name: q.matches for q in summary.summary.queries}
+    assert sum(matches.values()) == streamed["output"].where("kind = 'match'").count()
+    for q in summary.summary.queries:
+        assert q.events > 0 and 0 < q.p50 <= q.max  # engine latency, cost units per event
+        figures = summary.end_to_end[q.name]
+        assert figures["matches"] == q.matches and 0 <= figures["p50"] <= figures["max"]  # wall ms
+    assert summary.watermark_ms == 2002 + 1000 and "end-to-end latency" in summary.render()
+
+
+def test_restart_with_another_workload_is_refused_naming_the_difference(
+    spark: Any, streamed: dict[str, Any], tmp_path: Path
+) -> None:
+    from sharp_cer.spark.stream import StreamSettings, run_stream, start_stream
+
+    changed = parse_workload(LATE.replace("WITHIN 6 EVENTS", "WITHIN 7 EVENTS"))
+    with pytest.raises(SurfaceError) as caught:
+        start_stream(
+            changed, str(streamed["source"]), streamed["checkpoint"], str(tmp_path / "o"), StreamSettings(), spark
+        )
+    assert "query near_by_position changed" in str(caught.value) and "WITHIN 7 EVENTS" in str(caught.value)
+    # without the checkpoint's copy of the signature, the state itself refuses it (this test runs last on it)
+    checkpoint, source = Path(streamed["checkpoint"]), streamed["source"]
+    (checkpoint / "sharp-cer-workload.json").unlink()
+    (source / "part-99.csv").write_text("A,1,3,999000000000\n")
+    with pytest.raises(SurfaceError) as caught:
+        run_stream(changed, str(source), str(checkpoint), streamed["out"], StreamSettings(), spark)
+    assert "stream state" in str(caught.value) and "query near_by_position changed" in str(caught.value)
+
+
+def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = parse_workload(HAND_MADE)
+    source = tmp_path / "source"
+    source.mkdir()
+    frame = hand_made_events(400, 3)
+    (source / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
+    spec = tmp_path / "w.toml"
+    spec.write_text(HAND_MADE)
+    out = tmp_path / "out"
+    argv = ["stream", str(spec), "--source", str(source), "--checkpoint", str(tmp_path / "ck"), "--out", str(out)]
+    assert main([*argv, "--master", "local[2]"]) == 0
+    text = capsys.readouterr().out
+    assert "end-to-end latency" in text
+    figures = json.loads((out / "summary.json").read_text())
+    truth = Counter(key[1] for key in expected(workload, frame).elements())
+    assert {name: q["matches"] for name, q in figures["queries"].items() if q["matches"]} == dict(truth)
+    assert set(figures["end_to_end_ms"]) == {q.name for q in workload.queries}
+    assert main([*argv, "--watermark-ms", "0"]) == 2
+    assert "not above the allowed lateness" in capsys.readouterr().err
