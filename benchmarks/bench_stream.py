@@ -61,7 +61,7 @@ def main() -> None:
                 hidden.rename(source / f"part-{k:04d}.jsonl")  # appears whole
                 time.sleep(args.interval)
 
-        settings = StreamSettings(trigger=args.trigger)
+        settings = StreamSettings(trigger=args.trigger, format="jsonl")
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         while query.lastProgress is None:  # warm: the first (empty) micro-batch is done
             time.sleep(0.2)
@@ -73,7 +73,7 @@ def main() -> None:
             time.sleep(0.2)
         query.stop()
         durations = [p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"]]
-        summary = run_stream(workload, str(source), checkpoint, out, StreamSettings(), spark)
+        summary = run_stream(workload, str(source), checkpoint, out, StreamSettings(format="jsonl"), spark)
         seconds = time.time() - began
         matches = Counter(r["query"] for r in read_output(spark, out).where("kind = 'match'").collect())
     print(summary.render())

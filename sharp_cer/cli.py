@@ -513,7 +513,9 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         workload = load_workload(args.workload)
-        settings = StreamSettings(args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed)
+        settings = StreamSettings(
+            args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
+        )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
         spark = spark_session(args.master, **stream_conf())
         summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
@@ -681,6 +683,7 @@ def _parser() -> argparse.ArgumentParser:
     run_stream.add_argument("--timeout", type=float, metavar="SECONDS", help="with --trigger: stop after SECONDS")
     run_stream.add_argument("--max-files", type=int, metavar="N", help="at most N new files per micro-batch")
     run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 1 s)")
+    run_stream.add_argument("--format", choices=["csv", "jsonl"], help="the files' format (default: by their suffix)")
     run_stream.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
     run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")
     run_stream.add_argument("--master", metavar="URL", help="Spark master (default local[*])")

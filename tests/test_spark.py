@@ -156,21 +156,26 @@ def test_hand_made_workload_positions_absence_and_consumption(spark: Any, seed: 
             detection.close()
 
 
-def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path) -> None:
-    from sharp_cer.spark import run_detection
-
-    workload = parse_workload(HAND_MADE.replace('name = "hand-made"', 'name = "late"\nallowed_lateness = 2000000000'))
-    frame = hand_made_events(3000, 7)
-    path = csv_file(workload, frame, tmp_path / "events.csv")
-    lines = path.read_text().splitlines()
-    # bad rows, and events late by 3 s (beyond the 2 s allowed) or by 1 s (within), spread over the file
+def with_faults(lines: list[str]) -> list[str]:
+    """Hand-made CSV lines with bad rows, and events late by 3 s (beyond
+    the 2 s allowed) or by 1 s (within), spread over the stream."""
+    lines = list(lines)
     for i in range(50, len(lines), 400):
         lines[i] = "A,1,oops,5"
     for i in range(120, len(lines), 300):
         kind, *rest = lines[i].split(",")
         t = int(lines[i - 1].split(",")[-1]) - (3 if i % 600 == 120 else 1) * 1_000_000_000
         lines[i] = ",".join([kind, *rest[:-1], str(t)])
-    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(HAND_MADE.replace('name = "hand-made"', 'name = "late"\nallowed_lateness = 2000000000'))
+    frame = hand_made_events(3000, 7)
+    path = csv_file(workload, frame, tmp_path / "events.csv")
+    path.write_text("\n".join(with_faults(path.read_text().splitlines())) + "\n")
     batch, report = load_csv(str(path), workload.schema, allowed_lateness=workload.allowed_lateness)
     assert {"mistyped_attribute", "late"} <= set(report.counts)
     detection = run_detection(str(path), workload, spark=spark)

@@ -20,7 +20,7 @@ from sharp_cer.cli import main
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import Workload, parse_workload
-from tests.test_spark import HAND_MADE, _key, collected, csv_file, expected, hand_made_events
+from tests.test_spark import HAND_MADE, _key, collected, csv_file, expected, hand_made_events, with_faults
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -37,15 +37,8 @@ def spark() -> Any:
 
 
 def events_with_faults(workload: Workload, path: Path) -> list[str]:
-    """Hand-made events as CSV lines, with bad rows and events late by 3 s
-    (beyond the 2 s allowed) or 1 s (within), spread over the stream."""
-    lines = csv_file(workload, hand_made_events(1800, 11), path).read_text().splitlines()
-    for i in range(50, len(lines), 400):
-        lines[i] = "A,1,oops,5"
-    for i in range(120, len(lines), 300):
-        kind, *rest = lines[i].split(",")
-        t = int(lines[i - 1].split(",")[-1]) - (3 if i % 600 == 120 else 1) * 1_000_000_000
-        lines[i] = ",".join([kind, *rest[:-1], str(t)])
+    """Hand-made events as CSV lines, with bad and late rows (``with_faults``)."""
+    lines = with_faults(csv_file(workload, hand_made_events(1800, 11), path).read_text().splitlines())
     path.write_text("\n".join(lines) + "\n")
     return lines
 

@@ -321,7 +321,8 @@ def _format_of(path: str) -> str:
     if len(found) != 1:
         raise SurfaceError(
             f"{path}: error: cannot tell the events format\n  expected: a .csv, .jsonl or .parquet file, "
-            f"or a folder of one kind of them\n  found: {', '.join(suffixes) or 'no files'}"
+            f"or a folder of one kind of them\n  found: {', '.join(suffixes) or 'no files'}\n"
+            "  hint: name the format (--format)"
         )
     return found.pop()
 
