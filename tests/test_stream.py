@@ -153,3 +153,6 @@ def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.Ca
     assert set(figures["end_to_end_ms"]) == {q.name for q in workload.queries}
     assert main([*argv, "--watermark-ms", "0"]) == 2
     assert "not above the allowed lateness" in capsys.readouterr().err
+    missing = [*argv[:3], str(tmp_path / "nowhere"), *argv[4:], "--format", "jsonl"]
+    assert main(missing) == 2
+    assert "no such folder" in capsys.readouterr().err

@@ -48,7 +48,7 @@ PART, KIND, LOCAL, LINE, TS, PREV = "__part", "__kind", "__local", "__line", "__
 EVENT, DEAD, SUMMARY = "event", "dead", "summary"
 #: a dead letter's fields, as pass 1 and 2 carry them
 LETTER = ("kind", "reason", "column", "expected", "found", "hint", "raw")
-_LETTER_COLUMNS = tuple(f"__letter_{f}" for f in LETTER)
+LETTER_COLUMNS = tuple(f"__letter_{f}" for f in LETTER)
 _NONE = np.iinfo(np.int64).min
 _SPARK_TYPES = {"int": "bigint", "primary_time": "bigint", "double": "double", "bool": "boolean", "string": "string"}
 _ARROW_TYPES = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
@@ -80,11 +80,37 @@ def _pass_one_columns(kinds: dict[str, str]) -> list[tuple[str, pa.DataType]]:
     head = [(PART, pa.int32()), (KIND, pa.string()), (LOCAL, pa.int64()), (LINE, pa.int64())]
     head += [(TS, pa.int64()), (PREV, pa.int64()), ("type", pa.string())]
     attributes = [(name, _ARROW_TYPES[kind]) for name, kind in kinds.items()]
-    return head + attributes + [(c, pa.string()) for c in _LETTER_COLUMNS]
+    return head + attributes + [(c, pa.string()) for c in LETTER_COLUMNS]
 
 
 def _spark_type(t: pa.DataType) -> str:
     return {pa.int32(): "int", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean"}.get(t, "string")
+
+
+_Ints = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def arrow_ddl(schema: pa.Schema) -> str:
+    """An Arrow schema of flat columns in Spark's DDL.
+
+    >>> arrow_ddl(pa.schema([("a", pa.int64()), ("b", pa.string())]))
+    '`a` bigint, `b` string'
+    """
+    return _ddl([(f.name, _spark_type(f.type)) for f in schema])
+
+
+def late_mask(
+    ts: np.ndarray[Any, Any], latest: np.ndarray[Any, Any], timed: np.ndarray[Any, Any], lateness: int
+) -> Any:
+    """Which events are more than ``lateness`` behind the largest time
+    before them (``latest``; ``_NONE``: none), without overflowing int64.
+
+    >>> late_mask(np.array([5, 9, 1]), np.array([10, 10, _NONE]), np.array([True, True, True]), 2).tolist()
+    [True, False, False]
+    """
+    late = timed & (latest != _NONE) & (ts < latest)
+    late[late] = (latest[late] - ts[late]) > lateness
+    return late
 
 
 @dataclass(frozen=True)
@@ -191,12 +217,12 @@ def _pass_one_rows(
     for name, kind in spec.kinds.items():
         column = events.columns[name].to_arrow()
         columns[name] = pa.concat_arrays([column, pa.nulls(len(letters), _ARROW_TYPES[kind])])
-    for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
-        columns[column] = [None] * n + [_text(getattr(d, field)) for d in letters]
+    for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
+        columns[column] = [None] * n + [letter_text(getattr(d, field)) for d in letters]
     return _record(spec.arrow, columns, n + len(letters))
 
 
-def _text(value: Any) -> str | None:
+def letter_text(value: Any) -> str | None:
     """A dead letter's field as text: a table row's raw values become JSON."""
     return value if value is None or isinstance(value, str) else json.dumps(value, default=str)
 
@@ -246,7 +272,7 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
     out_schema = pa.schema(
         [(KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), ("type", pa.string())]
         + [(n, _ARROW_TYPES[k]) for n, k in kinds.items()]
-        + [(c, pa.string()) for c in _LETTER_COLUMNS]
+        + [(c, pa.string()) for c in LETTER_COLUMNS]
     )
     lateness = spec.allowed_lateness
     for batch in batches:
@@ -264,25 +290,23 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
         ts = np.asarray(rows[TS].fill_null(0).to_numpy(), dtype=np.int64)
         prev = np.asarray(rows[PREV].fill_null(_NONE).to_numpy(), dtype=np.int64)
         latest = np.maximum(prev, carried)
-        # ts < latest - lateness, without overflowing int64
-        late = timed & (latest != _NONE) & (ts < latest)
-        late[late] = (latest[late] - ts[late]) > lateness
+        late = late_mask(ts, latest, timed, lateness)
         columns: dict[str, Any] = {KIND: rows[KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
-        for name in ("type", *kinds, *_LETTER_COLUMNS):
+        for name in ("type", *kinds, *LETTER_COLUMNS):
             columns[name] = rows[name].combine_chunks()
         if late.any():  # rare: only then are rows touched one by one
             kind = rows[KIND].to_pylist()
-            letters = {c: rows[c].to_pylist() for c in _LETTER_COLUMNS}
+            letters = {c: rows[c].to_pylist() for c in LETTER_COLUMNS}
             types = rows["type"].to_pylist()
             for i in np.flatnonzero(late).tolist():
                 event = by_name[types[i]]
                 raw = {"type": types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
                 letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
                 kind[i] = DEAD
-                for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
-                    letters[column][i] = _text(getattr(letter, field))
+                for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
+                    letters[column][i] = letter_text(getattr(letter, field))
             columns[KIND] = pa.array(kind, pa.string())
-            for column in _LETTER_COLUMNS:
+            for column in LETTER_COLUMNS:
                 columns[column] = pa.array(letters[column], pa.string())
         yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
 
@@ -305,7 +329,7 @@ class Prepared:
 def read_input(spark: SparkSession, path: str, format: str | None = None) -> tuple[DataFrame, str]:
     """The raw input of an events file or folder and its format: ``.csv``
     and ``.jsonl`` as lines of text, ``.parquet`` as a table."""
-    fmt = format or _format_of(path)
+    fmt = format or format_of(path)
     if fmt in TEXT_FORMATS:
         return spark.read.text(path), fmt
     if fmt == "parquet":
@@ -313,7 +337,7 @@ def read_input(spark: SparkSession, path: str, format: str | None = None) -> tup
     raise SurfaceError(f"{path}: error: unknown events format {fmt!r}\n  expected: .csv, .jsonl or .parquet")
 
 
-def _format_of(path: str) -> str:
+def format_of(path: str) -> str:
     p = Path(path)
     suffixes = [p.suffix] if p.is_file() or p.suffix else sorted({f.suffix for f in p.glob("*") if f.is_file()})
     known = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
@@ -333,7 +357,7 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
     from pyspark.sql import functions as F
 
     spec = LoadSpec(schema, format, allowed_lateness)
-    ddl = _ddl([(f.name, _spark_type(f.type)) for f in spec.arrow])
+    ddl = arrow_ddl(spec.arrow)
     first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
     summaries = [
         (r[PART], r[LOCAL], r[LINE], r[TS])
@@ -344,13 +368,13 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
     second_ddl = _ddl(
         [(KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), ("type", "string")]
         + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
-        + [(c, "string") for c in _LETTER_COLUMNS]
+        + [(c, "string") for c in LETTER_COLUMNS]
     )
     second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
     events = second.where(F.col(KIND) == EVENT).select(SEQ, "type", *[F.col(f"`{n}`") for n in kinds])
     letters = second.where(F.col(KIND) == DEAD).select(
         F.col(SEQ).alias("position"),
         F.col(LINE).alias("line"),
-        *[F.col(c).alias(f) for f, c in zip(LETTER, _LETTER_COLUMNS, strict=True)],
+        *[F.col(c).alias(f) for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)],
     )
     return Prepared(events, letters, at.total_rows, first)

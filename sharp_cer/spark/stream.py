@@ -45,18 +45,17 @@ from sharp_cer.language import Workload
 from .lanes import lanes
 from .pipeline import routes
 from .prepare import (
-    _LETTER_COLUMNS,
     KIND,
+    LETTER_COLUMNS,
     LINE,
     LOCAL,
     PREV,
     TEXT_FORMATS,
     TS,
     LoadSpec,
-    _ddl,
-    _format_of,
-    _spark_type,
+    arrow_ddl,
     attribute_kinds,
+    format_of,
 )
 from .stream_input import (
     ARRIVED,
@@ -150,7 +149,9 @@ def start_stream(
         raise SurfaceError(
             "the stream needs the RocksDB state store\n  hint: create the session with spark_session(**stream_conf())"
         )
-    fmt = settings.format or _format_of(source)
+    if not Path(source).is_dir():
+        raise SurfaceError(f"{source}: error: no such folder\n  expected: the folder the stream's files arrive in")
+    fmt = settings.format or format_of(source)
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
     check_checkpoint(checkpoint, workload)
@@ -180,7 +181,7 @@ def start_stream(
     parsed = (
         files(source, False, settings.max_files)
         .unionByName(files(str(Path(checkpoint, "control")), True, None))
-        .mapInArrow(lambda batches: parse_files(spec, batches), _ddl([(f.name, _spark_type(f.type)) for f in arrow]))
+        .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
     attributes = list(attribute_kinds(workload.schema))
     coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[GROUP])
@@ -189,7 +190,7 @@ def start_stream(
         F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
         F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
         F.when(F.col(KIND) == "event", coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
-        *_LETTER_COLUMNS,
+        *LETTER_COLUMNS,
         F.lit(0).alias("__stream"),
     )  # fmt: skip
     numbered = staged.groupBy("__stream").transformWithStateInPandas(

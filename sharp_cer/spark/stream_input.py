@@ -37,18 +37,19 @@ from sharp_cer.language import Schema
 from sharp_cer.language.workload import signature_changes
 
 from .prepare import (
-    _LETTER_COLUMNS,
     DEAD,
     EVENT,
     KIND,
     LETTER,
+    LETTER_COLUMNS,
     LINE,
     LOCAL,
     PREV,
     SUMMARY,
     TS,
     LoadSpec,
-    _text,
+    late_mask,
+    letter_text,
     load_partition,
 )
 from .worker import SEQ
@@ -64,7 +65,7 @@ NONE = int(np.iinfo(np.int64).min)
 NUMBERED_DDL = (
     f"{KIND} string, {SEQ} bigint, {FILE} string, {LINE} bigint, {TS} bigint, {CLOCK} bigint, "
     f"{ARRIVED} bigint, {ROUTE} array<bigint>, {TEXT} string, {VALUE} double, "
-    + ", ".join(f"{c} string" for c in _LETTER_COLUMNS)
+    + ", ".join(f"{c} string" for c in LETTER_COLUMNS)
 )
 
 
@@ -145,13 +146,13 @@ def number_rows(
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
     >>> def row(kind, file, local, ts, text=None):
     ...     return {KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: NONE, ARRIVED: 0,
-    ...             TEXT: text, ROUTE: [0]} | {c: None for c in _LETTER_COLUMNS}
+    ...             TEXT: text, ROUTE: [0]} | {c: None for c in LETTER_COLUMNS}
     >>> frame = pd.DataFrame([row("event", "b", 0, 50, '{"type": "A", "t": 50}'), row("summary", "b", 1, 50),
     ...                       row("event", "a", 0, 100, '{"type": "A", "t": 100}'), row("summary", "a", 1, 100)])
     >>> out, cursor = number_rows(frame, Cursor(10, 90, "{}"), s, 20, [0])
     >>> out[[KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
     ([['event', 10, 100], ['dead', 11, 50], ['count', -1, -9223372036854775808]], 12, 100)
-    >>> out[_LETTER_COLUMNS[1]][1][:40]
+    >>> out[LETTER_COLUMNS[1]][1][:40]
     'late event A: expected t >= 80 (the late'
     """
     is_flush = frame[KIND] == FLUSH
@@ -171,13 +172,12 @@ def number_rows(
     carried = rows[FILE].map(before_latest).to_numpy(np.int64)
     ts = rows[TS].to_numpy(np.int64)
     prev = np.maximum(rows[PREV].to_numpy(np.int64), carried)
-    late = (rows[KIND].to_numpy() == EVENT) & (ts != NONE) & (prev != NONE) & (ts < prev)
-    late[late] = (prev[late] - ts[late]) > lateness
+    late = late_mask(ts, prev, (rows[KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
     rows[SEQ] = seq
     if late.any():
         by_name = {e.name: e for e in schema.event_types()}
         kind = rows[KIND].to_numpy(object).copy()
-        letters = {c: rows[c].to_numpy(object).copy() for c in _LETTER_COLUMNS}
+        letters = {c: rows[c].to_numpy(object).copy() for c in LETTER_COLUMNS}
         texts, lines = rows[TEXT].tolist(), rows[LINE].tolist()
         for i in np.flatnonzero(late).tolist():
             raw = json.loads(texts[i])
@@ -185,8 +185,8 @@ def number_rows(
                 by_name[raw["type"]], int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw
             )
             kind[i] = DEAD
-            for field, column in zip(LETTER, _LETTER_COLUMNS, strict=True):
-                letters[column][i] = _text(getattr(letter, field))
+            for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
+                letters[column][i] = letter_text(getattr(letter, field))
         rows[KIND] = kind
         for column, values in letters.items():
             rows[column] = values
@@ -197,7 +197,8 @@ def number_rows(
     rows[CLOCK] = np.maximum(clock, 0) + _MS
     now = max(now, 0) + _MS
     rows[VALUE] = np.nan
-    rows.loc[rows[KIND] != EVENT, ROUTE] = pd.Series([[]] * int((rows[KIND] != EVENT).sum()), dtype=object).values
+    # a row that is no (longer an) event goes to no lane
+    rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[KIND], strict=True)]
     extra = [_count_row("rows", float(done - cursor.position), now)]
     for _, flush in frame[is_flush].iterrows():
         extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
@@ -217,4 +218,4 @@ def _count_row(name: str, value: float, now: int) -> dict[str, Any]:
         ROUTE: [],
         TEXT: name,
         VALUE: value,
-    } | dict.fromkeys(_LETTER_COLUMNS)
+    } | dict.fromkeys(LETTER_COLUMNS)

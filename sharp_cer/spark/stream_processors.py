@@ -39,7 +39,7 @@ from pyspark.sql.streaming.stateful_processor import (
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
-from .prepare import _LETTER_COLUMNS, DEAD, EVENT, KIND, LETTER, LINE
+from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
 from .stream_group import StreamGroup, restore, snapshot
 from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
@@ -180,9 +180,9 @@ def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
     counts = frame[frame[KIND] == COUNT]
     letters = rows_of(kind=[DEAD_LETTER] * len(dead), start=dead[SEQ].tolist())
     out = _frame(letters)
-    out["name"] = dead[_LETTER_COLUMNS[0]].tolist()
+    out["name"] = dead[LETTER_COLUMNS[0]].tolist()
     out["file"], out["line"] = dead[FILE].tolist(), dead[LINE].astype(np.int64).tolist()
-    for field, column in zip(LETTER[1:], _LETTER_COLUMNS[1:], strict=True):
+    for field, column in zip(LETTER[1:], LETTER_COLUMNS[1:], strict=True):
         out[field] = dead[column].tolist()
     counted = _frame(
         rows_of(
