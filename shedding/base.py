@@ -14,11 +14,11 @@ the update work the event has cost so far. The overload detector looks at
 the demand of q's enumerations (the floor plus the steps taken, plus, if the
 walk was cut short, the waiting branches times the steps per match): on the
 current event (``overloaded``: the policy's enumeration order applies) and
-smoothed, an exponentially weighted mean (``sustained``: the selector sheds
-partial matches, at most once per ``cooldown`` events). Selecting on the
-smoothed figure only is deliberate: a single heavy event is already held to
-its bound by the budget, and shedding partial matches for it would cost the
-matches they make at the many light events around it.
+smoothed, an exponentially weighted mean. Either one passing the bound marks
+q for the selector (``selecting``), which runs after the event, at most once
+per ``cooldown`` events, with the highest demand seen since it last ran
+(Sharp's Alg. 1 sheds on the current event's latency: a per-event bound is
+passed by single heavy events, which a smoothed mean hardly notices).
 If the smoothed floor itself is above the smallest bound of a group, the
 group sheds its input: it processes one event in ``probe`` (to keep
 measuring) and reports the events shed. Input is shed only in groups whose
@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import EnumerationOrder, Walk
-from sharp_cer.engine.shedding import Candidate
+from sharp_cer.engine.shedding import Candidate, WalkControl
 from sharp_cer.engine.tecs import UNION, Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
@@ -225,7 +225,8 @@ class GroupState:
         self.per_match = [1.0] * n  # steps per match found, smoothed (Θ)
         self.length = [1.0] * n  # marks per match, smoothed
         self.overloaded = 0  # bit k: tracked query k is overloaded now
-        self.sustained = 0  # bit k: and its smoothed demand is over its bound
+        self.selecting = 0  # bit k: query k was overloaded since the last selection
+        self.peak = [0.0] * n  # the highest demand of each query since the last selection
         self.overloads = [0] * n
         self.floor_over = [0] * n
         self.pms_shed = [0] * n
@@ -267,16 +268,16 @@ class GroupState:
             return False
         return True
 
-    def enumeration(self, query: QueryPlan, floor: int) -> tuple[int | None, EnumerationOrder | None, int | None]:
+    def enumeration(self, query: QueryPlan, floor: int) -> WalkControl:
         """The budget ``L_q - floor``; the policy's order while overloaded."""
         k = self.index.get(query.id)
         if k is None:
-            return None, None, None
+            return WalkControl()
         if floor > self.bound[k]:
             self.floor_over[k] += 1
         order = self.order_for(k) if self.overloaded >> k & 1 else None
-        bit = self.runner.group.psd.bit(query.id) if self.uses_masks else None
-        return max(0, int(self.bound[k] - floor)), order, bit
+        bit = self.bits[k] if self.uses_masks else None
+        return WalkControl(max(0, int(self.bound[k] - floor)), order, bit, self.visitor(k))
 
     def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """The detector: this enumeration's demand against the bound."""
@@ -293,23 +294,23 @@ class GroupState:
         if demand > self.bound[k] or self.demand[k] > self.bound[k]:
             self.overloaded |= 1 << k
             self.overloads[k] += 1
+            self.selecting |= 1 << k
+            self.peak[k] = max(self.peak[k], demand, self.demand[k])
         else:
             self.overloaded &= ~(1 << k)
-        if self.demand[k] > self.bound[k]:
-            self.sustained |= 1 << k
-        else:
-            self.sustained &= ~(1 << k)
-        self.learn(k, candidates)
+        self.learn(k, walk, candidates)
 
     def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, floor: int) -> None:
         """After an event: learn, and select partial matches while overloaded."""
         self.events += 1
         self.floor += self.config.smoothing * (floor - self.floor)
-        self.observe(outputs, row)
-        if self.sustained and self.events - self.last_selection >= self.config.cooldown:
+        self.observe(instance, outputs, row)
+        if self.selecting and self.events - self.last_selection >= self.config.cooldown:
             self.last_selection = self.events
             self.selections += 1
             self.select()
+            self.selecting = 0
+            self.peak = [0.0] * len(self.tracked)
 
     # ------------------------------------------------------------ policy
     def admit_input(self, row: int) -> bool:
@@ -320,14 +321,18 @@ class GroupState:
         """The enumeration order while tracked query k is overloaded (None: tECS order)."""
         return None
 
-    def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
-        """Learn from tracked query k's complete paths (nothing here)."""
+    def visitor(self, k: int) -> Callable[[Node], None] | None:
+        """What sees the nodes tracked query k's walks test (None here)."""
+        return None
 
-    def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
+    def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """Learn from tracked query k's walk and complete paths (nothing here)."""
+
+    def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
         """Learn from an event's new partial matches (nothing here)."""
 
     def select(self) -> None:
-        """Shed partial matches of the overloaded queries (nothing here)."""
+        """Shed partial matches of the queries marked in ``selecting`` (nothing here)."""
 
     # ------------------------------------------------------------ helpers
     def bitmap(self, state: int) -> int:
@@ -353,7 +358,7 @@ class GroupState:
         product of the PMs a match passes through (one per mark), not with
         their sum, so keeping (L / l) ** (1 / marks) of each level's
         overhead brings the product down by L / l."""
-        demand = max(self.last_demand[k], self.demand[k])
+        demand = self.peak[k]
         if demand <= self.bound[k]:
             return 1.0
         return float((self.bound[k] / demand) ** (1.0 / max(1.0, self.length[k])))

@@ -87,7 +87,7 @@ class _StateShedding(GroupState):
     def select(self) -> None:
         """Keep the best PMs of overloaded states until the smallest Eq. 3
         ratio of the overloaded queries is reached (counted in PMs)."""
-        ratio = min(self.keep_ratio(k) for k in range(len(self.tracked)) if self.sustained >> k & 1)
+        ratio = min(self.keep_ratio(k) for k in range(len(self.tracked)) if self.selecting >> k & 1)
         live = [
             (inst, state, ulist) for inst, state, ulist in self.live_partial_matches() if self.sheddable_state(state)
         ]
@@ -131,16 +131,16 @@ class _StateSketch(_StateShedding):
         super().__init__(owner, runner, tracked)
         self.sketch = HistoricalSketch(1, 1, self.epoch, owner.config.decay)
 
-    def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
+    def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
         """Count the new PMs per label."""
-        super().observe(outputs, row)
+        super().observe(instance, outputs, row)
         for node, _ in outputs:
             self.sketch.created(node.label)
         self.sketch.tick()
 
-    def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
+    def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """Credit each match's labels."""
-        super().learn(k, candidates)
+        super().learn(k, walk, candidates)
         for _, marks in candidates:
             self.sketch.matched(0, [label for _, label in marks])
 
@@ -181,16 +181,16 @@ class DarlingGroup(_InputRate):
         self.codes = batch.codes.tolist()
         self.positions = batch.positions.tolist()
 
-    def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
+    def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
         """Count events per type."""
-        super().observe(outputs, row)
+        super().observe(instance, outputs, row)
         code = self.codes[row]
         self.seen[code] = self.seen.get(code, 0.0) + 1.0
         remember(self.type_at, self.positions[row], code)
 
-    def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
+    def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """Credit each match's events' types."""
-        super().learn(k, candidates)
+        super().learn(k, walk, candidates)
         at, used = self.type_at, self.used
         for _, marks in candidates:
             for pos, _ in marks:

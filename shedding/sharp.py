@@ -8,41 +8,49 @@ OR of the PSD bitmaps of the automaton states in its deterministic state:
 the queries it can still become a match of. Its keep-mask (``Node.mask``)
 holds the queries it is still kept for.
 
-When the detector flags overloaded queries (bitmap ``OL``), the selector
+When the detector marks queries for selection (bitmap ``OL``), the selector
 (Alg. 4) keeps every PM whose bitmap misses ``OL`` (their clusters are not
-touched), and among the others keeps the best ones first, for each
-overloaded query i until the kept PMs' overhead reaches its share of Eq. 3:
+touched). The others are grouped in clusters, one per attribute key; for
+each marked query i the clusters are ranked by their yield for i (matches
+per test that i's walks made of their PMs, from the sketch, scaled by i's
+weight relative to the mean), worst first, and shed while the yield is
+surely below what a test gives in i's walks the budget cut (its upper
+confidence bound is) and the overhead shed stays within Eq. 3's share:
 
-    Σ_{ρ kept} b_i(ρ) Δ-_i(ρ)  ≤  (L_i / l_i) Σ_{ρ live} b_i(ρ) Δ-_i(ρ)
+    Σ_{ρ kept} b_i(ρ) Δ-_i(ρ)  ≥  (L_i / l_i) ** (1 / m_i) Σ_{ρ live} b_i(ρ) Δ-_i(ρ)
 
-"Best" is Alg. 3's order: ρ before ρ' when its total weighted contribution
-Σ_i Δ+_i over the overloaded queries is larger (a linear extension of the
-per-query partial order: better on every query means a larger total). PMs
-are put in order by bucketing their quality into ``LEVELS`` levels, so a
-selection costs O(1) per PM.
+where l_i is the highest demand since the last selection and m_i the marks
+per match (a tECS walk's cost grows with the product of the PMs a match
+passes through, one per mark, so each level keeps the m_i-th root). The
+threshold is the knapsack's: a test freed by shedding is worth a test of a
+cut walk, a PM shed loses its matches everywhere. The ranking costs O(1)
+per PM (a few dozen clusters per group). Shed clusters stay shed for PMs
+created later (O(1) each), until the next selection or an epoch without a
+cut walk.
 
-By view, a PM not kept for query i loses bit i of its mask: the walks of i
+By view, a PM shed for query i loses bit i of its mask: the walks of i
 never enter it, the other queries still see it; a PM kept for no query it
-serves is also taken out of its union-list. By instance, a PM not kept for
-every overloaded query it serves is taken out of its union-list (for all
-queries at once), unless a query that is never shed needs it.
+serves is also taken out of its union-list. By instance, a PM is taken out
+of its union-list once it is shed for every tracked query it serves, unless
+a query that is never shed needs it.
 
-Under overload, enumeration goes better-child-first: depth first, but at a
-union the branch whose next PM promises more matches of the query (times
-the room its starts leave in the window) is followed first. A global
-best-first heap measured worse than tECS order on DS1 (it gives up depth
-first's locality, paying branch prefixes again), so the choice stays local.
+Enumeration stays in tECS order: a better-child-first order (at a union,
+the branch whose next PM's cluster has the higher yield or expected
+matches first) and a global best-first heap both measured below tECS order
+on DS1 (the younger branch, walked first, is already the dense one, and a
+heap gives up depth first's shared prefixes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from planner.plan import QueryPlan
-from sharp_cer.engine.enumeration import BetterChildFirst, EnumerationOrder
+from sharp_cer.engine.enumeration import Walk
 from sharp_cer.engine.shedding import Candidate, remove_partial_matches
 from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
@@ -53,12 +61,9 @@ from .sketch import Bucketer, HistoricalSketch
 if TYPE_CHECKING:
     from sharp_cer.engine.runtime import GroupRunner
 
-#: Quality levels of the bucket order.
-LEVELS = 256
 #: PMs whose key was seen less often than this (in recent PMs created) have
 #: no estimate yet: they are kept first, never shed on no evidence.
 _EVIDENCE = 3.0
-_UNKNOWN = float("inf")
 
 
 class SharpShedder(LoadShedder):
@@ -106,6 +111,8 @@ class SketchedGroup(GroupState):
         self.bucket_at: dict[int, int] = {}  # position -> bucket, of recent processed events
         self.rows: list[int] = []
         self.positions: list[int] = []
+        self._tests: dict[int, int] = {}  # key -> tests in the walk under way
+        self._visitors = [self._make_visitor(k) for k in range(len(tracked))]
 
     def begin_batch(self, batch: EventBatch) -> None:
         """Bucket the batch's sketch attributes."""
@@ -118,7 +125,7 @@ class SketchedGroup(GroupState):
         self.rows = self.bucketer.bucket_rows(columns).tolist() if columns else [0] * len(batch)
         self.positions = batch.positions.tolist()
 
-    def observe(self, outputs: list[tuple[Node, int]], row: int) -> None:
+    def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
         """Count the event's new PMs by key."""
         bucket = self.rows[row]
         remember(self.bucket_at, self.positions[row], bucket)
@@ -127,9 +134,28 @@ class SketchedGroup(GroupState):
             sketch.created(sketch.key(node.label, bucket))
         sketch.tick()
 
-    def learn(self, k: int, candidates: Sequence[Candidate]) -> None:
-        """Credit every PM key on each match's path."""
+    def visitor(self, k: int) -> Callable[[Node], None] | None:
+        """Every node tracked query k's walks test counts for its key."""
+        return self._visitors[k]
+
+    def _make_visitor(self, k: int) -> Callable[[Node], None]:
+        tests, node_key = self._tests, self.node_key
+
+        def visit(node: Node) -> None:
+            key = node_key(node)
+            tests[key] = tests.get(key, 0) + 1
+
+        return visit
+
+    def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """Credit every PM key on each match's path; if the budget cut the
+        walk, charge each key the tests its PMs cost it (only there does a
+        test cost a match: where the budget is not short, tests are free)."""
         at, sketch = self.bucket_at, self.sketch
+        if walk.truncated:
+            for key, count in self._tests.items():
+                sketch.tested(k, key, count)
+        self._tests.clear()
         buckets = sketch.buckets
         for _, marks in candidates:
             sketch.matched(k, [label * buckets + at.get(pos, 0) for pos, label in marks])
@@ -150,91 +176,138 @@ class SharpGroup(SketchedGroup):
         super().__init__(owner, runner, tracked, attributes)
         self.by_instance = by_instance
         self.uses_masks = not by_instance
-        self.position = 0  # of the event whose matches are enumerated
-        self._orders: dict[int, EnumerationOrder] = {}
+        n = len(tracked)
+        mean_weight = sum(self.weight) / n
+        self.relative_weight = [w / mean_weight for w in self.weight]
+        self.cut_yield: list[float | None] = [None] * n  # matches per test of walks the budget cut
+        self.shed_keys: list[frozenset[int]] = [frozenset()] * n  # clusters shed per query
+        self.last_overload = [0] * n
 
-    def order_for(self, k: int) -> EnumerationOrder | None:
-        """Better child first: a branch's score is the expected matches of the query
-        through its next PM times the room its starts leave (how far its
-        latest start is from the oldest start the window allows), since a
-        younger branch has more paths below it; tECS order breaks ties."""
-        order = self._orders.get(k)
-        if order is None:
-            sketch, node_key, runner = self.sketch, self.node_key, self.runner
-            reach = runner.windows[self.tracked[k].id].bound
-            if reach == float("inf"):
-                reach = runner.largest if runner.largest != float("inf") else 1e9
+    def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """Also the yield of the walks the budget cut: what a test is worth
+        when the budget is short (the selector's threshold)."""
+        super().learn(k, walk, candidates)
+        if walk.truncated:
+            self.last_overload[k] = self.events
+            if walk.tests:
+                found = len(candidates) / walk.tests
+                now = self.cut_yield[k]
+                self.cut_yield[k] = found if now is None else now + self.config.smoothing * (found - now)
 
-            def score(node: Node) -> float:
-                key = node_key(node)
-                gain = sketch.contribution(key, k) if key >= 0 else 0.0
-                return (gain + 0.01) * (node.maxstart - self.position + reach + 1)
+    def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
+        """Count the new PMs, and shed at once those of the clusters the
+        last selection shed (until the query is calm for an epoch)."""
+        super().observe(instance, outputs, row)
+        for k, keys in enumerate(self.shed_keys):
+            if keys and self.events - self.last_overload[k] > self.epoch:
+                self.shed_keys[k] = frozenset()
+        if not any(self.shed_keys) or not outputs:
+            return
+        bucket, buckets, shed_keys = self.rows[row], self.sketch.buckets, self.shed_keys
+        doomed: dict[int, list[Node]] = {}
+        for node, state in outputs:
+            key = node.label * buckets + bucket
+            dropped = 0
+            for k, keys in enumerate(shed_keys):
+                if key in keys:
+                    dropped |= self.bits[k]
+                    self.pms_shed[k] += 1
+            if dropped and self._drop(node, state, dropped):
+                doomed.setdefault(state, []).append(node)
+        for state, nodes in doomed.items():
+            ulist = instance.active.get(state)
+            if ulist is not None:
+                gone = set(map(id, nodes))
+                keep = [id(entry) not in gone for entry in ulist]
+                self.pms_removed += remove_partial_matches(self.runner, instance, state, keep)
 
-            order = self._orders[k] = BetterChildFirst(score)
-        self.position = self.positions[self.runner.row]
-        return order
+    def _drop(self, node: Node, state: int, dropped: int) -> bool:
+        """Shed ``node`` (a PM in ``state``) for the queries in ``dropped``;
+        whether it is to leave its union-list."""
+        bitmap = self.bitmap(state)
+        if self.by_instance:
+            # out only if shed for every tracked query it serves and no query never shed needs it
+            return not bitmap & ~self.tracked_bits and not bitmap & self.tracked_bits & ~dropped
+        node.mask &= ~dropped
+        return not node.mask & bitmap
 
     def select(self) -> None:
-        """Sharp's Alg. 4 with Eq. 3 over the group's live PMs."""
-        overloaded = [k for k in range(len(self.tracked)) if self.sustained >> k & 1]
-        ol_bits = sum(self.bits[k] for k in overloaded)
+        """Sharp's Alg. 4 with Eq. 3, on clusters of PMs (their attribute
+        keys): for each query marked for selection, the clusters whose
+        yield (weighted matches per test) is below what a test gives in the
+        walks its budget cuts are shed, worst first, as long as their
+        overhead fits the share Eq. 3 lets go; the PMs of the others are
+        kept. Shed clusters stay shed for PMs created later, until the next
+        selection or an epoch without overload."""
         sketch, node_key, bits = self.sketch, self.node_key, self.bits
-        weight, per_match = self.weight, self.per_match
-        # every PM of an overloaded query: (instance, state, index, node, [(k, gain, cost)], quality)
-        pms: list[tuple[Any, int, int, Node, list[tuple[int, float, float]], float]] = []
-        total = dict.fromkeys(overloaded, 0.0)
+        marked = [k for k in range(len(self.tracked)) if self.selecting >> k & 1 and self.cut_yield[k] is not None]
+        marked_bits = sum(bits[k] for k in marked)
+        # live PMs of the marked queries, and per query the overhead of each cluster
+        pms: list[tuple[Any, int, int, Node, int]] = []
+        overhead: list[dict[int, float]] = [{} for _ in self.tracked]
         for inst, state, ulist in self.live_partial_matches():
-            serves = self.bitmap(state) & ol_bits
+            serves = self.bitmap(state) & marked_bits
             if not serves:
-                continue  # a cluster of non-overloaded queries: kept whole
+                continue  # a cluster of queries not overloaded: kept whole
             for j, node in enumerate(ulist):
                 live = node.mask & serves
                 if not live:
                     continue
                 key = node_key(node)
-                known = key >= 0 and sketch.evidence(key) >= _EVIDENCE
-                gains = sketch.contributions(key) if known else [0.0] * len(bits)
-                parts = []
-                quality = 0.0
-                for k in overloaded:
+                pms.append((inst, state, j, node, key))
+                for k in marked:
                     if live & bits[k]:
-                        gain = weight[k] * gains[k]
-                        cost = per_match[k] * (1.0 + gains[k])
-                        parts.append((k, gain, cost))
-                        quality += gain
-                        total[k] += cost
-                pms.append((inst, state, j, node, parts, quality if known else _UNKNOWN))
+                        per_key = overhead[k]
+                        per_key[key] = per_key.get(key, 0.0) + sketch.overhead(key, k)
         self.considered += len(pms)
-        if not pms:
-            return
-        budget = {k: total[k] * self.keep_ratio(k) for k in overloaded}
-        spent = dict.fromkeys(overloaded, 0.0)
-        best = max((pm[5] for pm in pms if pm[5] != _UNKNOWN), default=0.0) or 1.0
-        levels: list[list[int]] = [[] for _ in range(LEVELS)]
-        for i, pm in enumerate(pms):
-            levels[LEVELS - 1 if pm[5] >= best else int(pm[5] / best * (LEVELS - 1))].append(i)
+        for k in marked:
+            self.shed_keys[k] = self._shed_clusters(k, overhead[k])
         removals: dict[tuple[int, int], tuple[Any, int, list[bool]]] = {}
-        for level in reversed(levels):
-            for i in level:
-                inst, state, j, node, parts, quality = pms[i]
-                dropped = 0
-                for k, _, cost in parts:
-                    if spent[k] + cost <= budget[k] or quality == _UNKNOWN:
-                        spent[k] += cost
-                    else:
-                        dropped |= bits[k]
-                        self.pms_shed[k] += 1
-                if not dropped:
+        for inst, state, j, node, key in pms:
+            dropped = 0
+            for k in marked:
+                if key not in self.shed_keys[k] or not node.mask & bits[k]:
                     continue
-                if self.by_instance:
-                    gone = not self.bitmap(state) & ~self.tracked_bits  # a query never shed needs it
-                else:
-                    node.mask &= ~dropped
-                    gone = not node.mask & self.bitmap(state)
-                if gone:
-                    entry = removals.get((id(inst), state))
-                    if entry is None:
-                        entry = removals[(id(inst), state)] = (inst, state, [True] * len(inst.active[state]))
-                    entry[2][j] = False
+                dropped |= bits[k]
+                self.pms_shed[k] += 1
+            if dropped and self._drop(node, state, dropped):
+                entry = removals.get((id(inst), state))
+                if entry is None:
+                    entry = removals[(id(inst), state)] = (inst, state, [True] * len(inst.active[state]))
+                entry[2][j] = False
         for inst, state, keep in removals.values():
             self.pms_removed += remove_partial_matches(self.runner, inst, state, keep)
+
+    def _shed_clusters(self, k: int, overhead: dict[int, float]) -> frozenset[int]:
+        """The clusters (keys) to shed for query k: worst yield first, while
+        the yield is surely below the cut walks' (its upper confidence
+        bound is: a cluster seen briefly is not shed on chance) and the
+        overhead shed fits Eq. 3."""
+        sketch, cut = self.sketch, self.cut_yield[k]
+        assert cut is not None
+        weight = self.relative_weight[k]
+        ranked = []
+        for key in overhead:
+            tests = sketch.tests(key, k)
+            if key >= 0 and tests >= _EVIDENCE:
+                matches = sketch.yield_of(key, k) * tests
+                ranked.append((weight * upper_bound(matches) / tests, key))
+        ranked.sort()
+        room = (1.0 - self.keep_ratio(k)) * sum(overhead.values())
+        shed: set[int] = set()
+        for quality, key in ranked:
+            if quality >= cut or overhead[key] > room:
+                break
+            room -= overhead[key]
+            shed.add(key)
+        return frozenset(shed)
+
+
+def upper_bound(count: float) -> float:
+    """An upper confidence bound (about 97.5%) on the mean of a Poisson
+    count observed as ``count``.
+
+    >>> upper_bound(0.0), round(upper_bound(100.0), 1)
+    (2.0, 122.0)
+    """
+    return count + 2.0 * math.sqrt(count) + 2.0

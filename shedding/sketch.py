@@ -8,11 +8,14 @@ int ``label * buckets + bucket``. Per key the sketch counts PMs created
 with that key (``cn``). From these, in O(1) per PM and query:
 
 * Δ+ = weight × cn / pn, the matches a PM with the key is expected to end in;
-* Δ- = Θ × (1 + cn / pn), the enumeration steps it is expected to cost: in a
-  tECS a PM costs no work per event (the update is constant in the number of
-  PMs); it costs the steps of the walks that reach it, once as a branch and
-  once more per match it is part of, each about Θ steps (the query's
-  measured steps per match).
+* Δ- = Θ × tn / pn, the enumeration work it is expected to cost: in a tECS
+  a PM costs no work per event (the update is constant in the number of
+  PMs); it costs the walks that reach it, once per path above it that gets
+  there, whether the walk goes on (towards a match or not) or a filter's
+  summary turns it back. ``tn`` counts those tests per query (the walks
+  report them), Θ is one test.
+* the *yield* cn / tn, matches per test: what a PM of the key gives for what
+  it costs, the greedy selector's quality.
 
 Counts decay: every ``epoch`` events, older counts weigh ``decay`` times
 less, so the model follows a drift. Decay is lazy: new counts are added with
@@ -27,6 +30,9 @@ the weight gets large (amortized O(1)).
 (0.5, 0.0)
 >>> sketch.contribution(sketch.key(1, 2), 0)  # never seen: no evidence either way
 0.0
+>>> sketch.tested(0, sketch.key(1, 3), 8)
+>>> sketch.overhead(sketch.key(1, 3), 0), sketch.yield_of(sketch.key(1, 3), 0), sketch.tests(sketch.key(1, 3), 0)
+(2.0, 0.25, 8.0)
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class HistoricalSketch:
         self.weight = 1.0  # the lazy decay's weight of a count added now
         self.pn: dict[int, float] = {}
         self.cn: dict[int, list[float]] = {}
+        self.tn: dict[int, list[float]] = {}
         self.events = 0
 
     def key(self, label: int, bucket: int) -> int:
@@ -71,6 +78,7 @@ class HistoricalSketch:
         w = self.weight
         self.pn = {k: v / w for k, v in self.pn.items()}
         self.cn = {k: [c / w for c in v] for k, v in self.cn.items()}
+        self.tn = {k: [c / w for c in v] for k, v in self.tn.items()}
         self.weight = 1.0
 
     def created(self, key: int) -> None:
@@ -86,6 +94,34 @@ class HistoricalSketch:
             if row is None:
                 row = cn[key] = [0.0] * n
             row[query] += w
+
+    def tested(self, query: int, key: int, count: int = 1) -> None:
+        """A walk of ``query`` tested PMs with ``key`` ``count`` times."""
+        row = self.tn.get(key)
+        if row is None:
+            row = self.tn[key] = [0.0] * self.queries
+        row[query] += count * self.weight
+
+    def tests(self, key: int, query: int) -> float:
+        """Tests of PMs with ``key`` by ``query``'s walks, in units of the
+        current epoch's counts."""
+        row = self.tn.get(key)
+        return row[query] / self.weight if row is not None else 0.0
+
+    def overhead(self, key: int, query: int) -> float:
+        """Tests a PM with ``key`` is expected to cost ``query``'s walks
+        (tn / pn; Δ- with Θ = 1)."""
+        row = self.tn.get(key)
+        pn = self.pn.get(key, 0.0)
+        return row[query] / pn if row is not None and pn else 0.0
+
+    def yield_of(self, key: int, query: int) -> float:
+        """Matches of ``query`` per test of a PM with ``key`` (cn / tn)."""
+        tn = self.tn.get(key)
+        if tn is None or not tn[query]:
+            return 0.0
+        cn = self.cn.get(key)
+        return cn[query] / tn[query] if cn is not None else 0.0
 
     def evidence(self, key: int) -> float:
         """PMs created with ``key``, in units of the current epoch's counts."""

@@ -13,6 +13,7 @@ import pytest
 from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import BestFirst
+from sharp_cer.engine.shedding import WalkControl
 from sharp_cer.events.match import Match
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
@@ -177,9 +178,9 @@ class FixedBudget:
     def admit(self, row: int) -> bool:
         return True
 
-    def enumeration(self, query: Any, floor: int) -> tuple[int, None, None]:
+    def enumeration(self, query: Any, floor: int) -> WalkControl:
         self.asked.append(query.name)
-        return self.units_each, None, None
+        return WalkControl(limit=self.units_each)
 
     def enumerated(self, query: Any, floor: int, walk: Any, candidates: Any) -> None:
         pass

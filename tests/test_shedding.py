@@ -105,6 +105,22 @@ def _ds1(n: int, seed: int = 1) -> Any:
     return batch
 
 
+def _dead_cluster_ds1(n: int, seed: int = 2) -> Any:
+    """DS1 events of types A to C for ``A ; B ; C FILTER a.v < c.v``: half
+    of the A events have a v (10^6) no C event's (below 1,000) exceeds,
+    so their PMs, one cluster of the sketch, never end in a match."""
+    frame = sharp_ds1(n, seed=seed)
+    rng = np.random.default_rng(seed)
+    frame["type"] = rng.choice(list("ABC"), n)
+    frame["id"] = 1
+    frame["v"] = np.where(frame["type"] == "A", rng.choice([1, 1_000_000], n), rng.integers(2, 1000, n))
+    batch, _ = load_pandas(frame, DS1)
+    return batch
+
+
+DEAD = "SELECT * FROM DS1 WHERE A AS a ; B AS b ; {last} AS c FILTER a.v < c.v WITHIN 30 EVENTS"
+
+
 def _q3_pair(window: int) -> list[tuple[str, Any]]:
     text = Q3.format(w=window)
     return [("q3", parse_and_check(text, DS1)), ("q4", parse_and_check(text.replace("; D AS d", "; E AS d"), DS1))]
@@ -171,13 +187,13 @@ def test_queries_whose_output_depends_on_other_output_are_never_shed(name: str) 
 
 
 def test_the_heavier_of_two_equal_queries_keeps_at_least_the_lighter_recall() -> None:
-    text = Q3.format(w=100)
+    text = DEAD.format(last="C")
     named = [("heavy", parse_and_check(text, DS1)), ("light", parse_and_check(text, DS1))]
-    plan, batch = compile_plan(named), _ds1(1500, seed=4)
+    plan, batch = compile_plan(named), _dead_cluster_ds1(600)
     truth = Engine(plan).process(batch)
     reference = _reference(plan, batch)["heavy"]
     config = ShedConfig(
-        bounds={"heavy": 0.1 * reference, "light": 0.1 * reference},
+        bounds={"heavy": 0.05 * reference, "light": 0.05 * reference},
         weights={"heavy": 3.0, "light": 1.0},
         sketch_attributes={"heavy": ["v"], "light": ["v"]},
     )
@@ -219,10 +235,11 @@ def test_sketch_decays_so_it_follows_a_drift() -> None:
 
 
 def test_by_view_sheds_for_the_overloaded_query_only() -> None:
-    named = _q3_pair(100)
-    plan, batch = compile_plan(named), _ds1(1500)
+    # q4 shares q3's A and B states
+    named = [(n, parse_and_check(DEAD.format(last=last), DS1)) for n, last in (("q3", "C"), ("q4", "B"))]
+    plan, batch = compile_plan(named), _dead_cluster_ds1(600)
     truth = Engine(plan).process(batch)
-    bound = 0.1 * _reference(plan, batch)["q3"]
+    bound = 0.05 * _reference(plan, batch)["q3"]
     shedder = make_shedder("sharp", ShedConfig(bounds={"q3": bound}, sketch_attributes={"q3": ["v"]}))
     engine = Engine(plan, shedder=shedder)
     found = engine.process(batch)

@@ -129,23 +129,6 @@ class BestFirst:
         return _Heap(self.score)
 
 
-class BetterChildFirst(BestFirst):
-    """Depth first, but at each union the child with the higher ``score``
-    first: the walk keeps DFS's locality (a branch's prefix is paid once)
-    and spends a budget on the better-scored side of each choice.
-
-    >>> from sharp_cer.engine.tecs import bottom, extend, merge
-    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
-    >>> oldest = BetterChildFirst(lambda n: -n.maxstart)
-    >>> [b.pos for b, _ in Walk(lambda k: True, lambda v: True, order=oldest).run([node])]
-    [2, 5]
-    """
-
-    def pending(self) -> Pending:
-        """A stack."""
-        return _Stack()
-
-
 class Walk:
     """One enumeration: which starts are in the window (``key_test`` on a
     branch's max-start key prunes, ``value_test`` on a start's own value
@@ -156,7 +139,10 @@ class Walk:
     filter rejected them, ``truncated`` whether the limit cut the walk
     short and ``left`` how many branches were still waiting then. With
     ``bit``, the walk never enters a node whose keep-mask lacks the bit (the
-    query's partial matches shed by view)."""
+    query's partial matches shed by view). With ``visit``, the walk calls it
+    with every output node it enters and every branch a filter's summary
+    prunes (what a partial match costs the walks that reach it), and counts
+    those calls in ``tests``."""
 
     def __init__(
         self,
@@ -169,6 +155,7 @@ class Walk:
         order: EnumerationOrder | None = None,
         limit: int | None = None,
         bit: int | None = None,
+        visit: Callable[[Node], None] | None = None,
     ) -> None:
         self.key_test = key_test
         self.value_test = value_test
@@ -179,6 +166,8 @@ class Walk:
         self.order: EnumerationOrder = order or DepthFirst()
         self.limit = limit
         self.bit = bit
+        self.visit = visit
+        self.tests = 0
         self.steps = 0
         self.candidates = 0
         self.truncated = False
@@ -200,8 +189,11 @@ class Walk:
         for root in reversed(roots):  # the first root is walked first
             if key_test(root.maxkey) and (not self.prune or self._possible(root, start_state)):
                 pending.push(root, start_state)
-        limit, bit = self.limit, self.bit
-        prune = self._possible if self.prune else None  # off the hot path when unused
+        limit, bit, visit = self.limit, self.bit, self.visit
+        # off the hot path when unused
+        prune: Callable[[Node, Any], bool] | None = self._possible if self.prune else None
+        if visit is not None and prune is not None:
+            prune = self._counting(prune, visit)
         visited = 0
         try:
             while pending:
@@ -216,6 +208,9 @@ class Walk:
                     visited += 1
                     kind = n.kind
                     if kind == OUTPUT:
+                        if visit is not None:
+                            self.tests += 1
+                            visit(n)
                         if checked:
                             state = self._advance(n, state)
                             if state is None:
@@ -246,6 +241,20 @@ class Walk:
                         break
         finally:
             self.steps += visited
+
+    def _counting(
+        self, prune: Callable[[Node, Any], bool], visit: Callable[[Node], None]
+    ) -> Callable[[Node, Any], bool]:
+        """``prune`` that reports each branch it rejects to ``visit``."""
+
+        def possible(node: Node, state: Any) -> bool:
+            if prune(node, state):
+                return True
+            self.tests += 1
+            visit(node)
+            return False
+
+        return possible
 
     def _possible(self, node: Node, state: Any) -> bool:
         _, seen, instances = state

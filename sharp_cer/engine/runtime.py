@@ -44,7 +44,7 @@ from .feed import attribute_rows, partition_keys, visible, window_values
 from .latency import LatencyLog
 from .predicates import PredicateBits
 from .selection import SELECT, end_order, limit_order, project
-from .shedding import Shedder
+from .shedding import Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
@@ -509,20 +509,20 @@ class GroupRunner:
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
         began = time.perf_counter() if engine.latency is not None else 0.0
-        budget, order, bit = None, engine.order, None
+        control = WalkControl()
         shedder = self.shedder if query.sheddable else None
         if shedder is not None:
-            budget, shed_order, bit = shedder.enumeration(query, floor)
-            order = shed_order or order
+            control = shedder.enumeration(query, floor)
         walk = Walk(
             test,
             test,
             checks=self.checks[qid],
             summaries=self.summaries,
             prune=engine.prune,
-            order=order,
-            limit=budget,
-            bit=bit,
+            order=control.order or engine.order,
+            limit=control.limit,
+            bit=control.bit,
+            visit=control.visit,
         )
         variables = self.variables
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None

@@ -8,8 +8,9 @@ points of Algorithm 1:
 * ``admit(row)`` before an event is processed: False sheds the event for the
   group (input shedding; the group's state does not see it);
 * ``enumeration(query, floor)`` before a query's matches of an event are
-  enumerated, with the update units the event has cost so far: the step
-  limit, the order and the keep-mask bit the walk uses;
+  enumerated, with the update units the event has cost so far: how to walk
+  (:class:`WalkControl`: the step limit, the order, the keep-mask bit and
+  a callback for the nodes the walk tests);
 * ``enumerated(query, floor, walk, candidates)`` after it, with what the
   walk cost and the paths it found (to learn from);
 * ``stepped(instance, outputs, row, floor)`` after the event, with the
@@ -23,8 +24,8 @@ Only queries that may be shed (``QueryPlan.sheddable``) are asked about.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from planner.plan import QueryPlan
 from sharp_cer.events.batch import EventBatch
@@ -39,6 +40,17 @@ if TYPE_CHECKING:
 Candidate = tuple[int, tuple[tuple[int, int], ...]]
 
 
+class WalkControl(NamedTuple):
+    """How a shedder has a query's enumeration walk (see :class:`Walk`):
+    its step limit, order and keep-mask bit (None: none) and the callback
+    that sees every node it tests."""
+
+    limit: int | None = None
+    order: EnumerationOrder | None = None
+    bit: int | None = None
+    visit: Callable[[Node], None] | None = None
+
+
 class GroupShedder(Protocol):
     """One group's shedder (see the module docstring)."""
 
@@ -50,8 +62,8 @@ class GroupShedder(Protocol):
         """Whether the group processes the batch's event at ``row``."""
         ...
 
-    def enumeration(self, query: QueryPlan, floor: int) -> tuple[int | None, EnumerationOrder | None, int | None]:
-        """(step limit, order, keep-mask bit) for enumerating ``query`` now."""
+    def enumeration(self, query: QueryPlan, floor: int) -> WalkControl:
+        """How to walk ``query``'s matches now."""
         ...
 
     def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
