@@ -135,8 +135,10 @@ class SketchedGroup(GroupState):
         sketch.tick()
 
     def visitor(self, k: int) -> Callable[[Node], None] | None:
-        """Every node tracked query k's walks test counts for its key."""
-        return self._visitors[k]
+        """Every node tracked query k's walks test counts for its key, once
+        the query has been overloaded (an idle shedder costs the walks
+        nothing)."""
+        return self._visitors[k] if self.overloads[k] else None
 
     def _make_visitor(self, k: int) -> Callable[[Node], None]:
         tests, node_key = self._tests, self.node_key
