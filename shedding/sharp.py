@@ -61,8 +61,8 @@ from .sketch import Bucketer, HistoricalSketch
 if TYPE_CHECKING:
     from sharp_cer.engine.runtime import GroupRunner
 
-#: PMs whose key was seen less often than this (in recent PMs created) have
-#: no estimate yet: they are kept first, never shed on no evidence.
+#: Clusters tested less often than this by a query's cut walks have no
+#: estimate yet: they are kept, never shed on no evidence.
 _EVIDENCE = 3.0
 
 
@@ -112,7 +112,6 @@ class SketchedGroup(GroupState):
         self.rows: list[int] = []
         self.positions: list[int] = []
         self._tests: dict[int, int] = {}  # key -> tests in the walk under way
-        self._visitors = [self._make_visitor(k) for k in range(len(tracked))]
 
     def begin_batch(self, batch: EventBatch) -> None:
         """Bucket the batch's sketch attributes."""
@@ -137,17 +136,12 @@ class SketchedGroup(GroupState):
     def visitor(self, k: int) -> Callable[[Node], None] | None:
         """Every node tracked query k's walks test counts for its key, once
         the query has been overloaded (an idle shedder costs the walks
-        nothing)."""
-        return self._visitors[k] if self.overloads[k] else None
+        nothing); ``learn`` books the counts after the walk."""
+        return self._count_test if self.overloads[k] else None
 
-    def _make_visitor(self, k: int) -> Callable[[Node], None]:
-        tests, node_key = self._tests, self.node_key
-
-        def visit(node: Node) -> None:
-            key = node_key(node)
-            tests[key] = tests.get(key, 0) + 1
-
-        return visit
+    def _count_test(self, node: Node) -> None:
+        key = self.node_key(node)
+        self._tests[key] = self._tests.get(key, 0) + 1
 
     def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """Credit every PM key on each match's path; if the budget cut the
@@ -206,32 +200,44 @@ class SharpGroup(SketchedGroup):
         if not any(self.shed_keys) or not outputs:
             return
         bucket, buckets, shed_keys = self.rows[row], self.sketch.buckets, self.shed_keys
-        doomed: dict[int, list[Node]] = {}
+        leaving: dict[int, set[int]] = {}
         for node, state in outputs:
             key = node.label * buckets + bucket
             dropped = 0
             for k, keys in enumerate(shed_keys):
                 if key in keys:
                     dropped |= self.bits[k]
-                    self.pms_shed[k] += 1
-            if dropped and self._drop(node, state, dropped):
-                doomed.setdefault(state, []).append(node)
-        for state, nodes in doomed.items():
-            ulist = instance.active.get(state)
-            if ulist is not None:
-                gone = set(map(id, nodes))
-                keep = [id(entry) not in gone for entry in ulist]
-                self.pms_removed += remove_partial_matches(self.runner, instance, state, keep)
+            if dropped and self._shed(node, state, dropped):
+                leaving.setdefault(state, set()).add(id(node))
+        for state, ids in leaving.items():
+            self._take_out(instance, state, ids)
 
-    def _drop(self, node: Node, state: int, dropped: int) -> bool:
-        """Shed ``node`` (a PM in ``state``) for the queries in ``dropped``;
-        whether it is to leave its union-list."""
+    def _shed(self, node: Node, state: int, dropped: int) -> bool:
+        """Shed ``node`` (a PM in ``state``) for the tracked queries whose
+        bits are in ``dropped``, counting it for them; whether it is to
+        leave its union-list. By instance it is shed only if it leaves:
+        shed for every tracked query it serves, needed by no query never
+        shed."""
         bitmap = self.bitmap(state)
         if self.by_instance:
-            # out only if shed for every tracked query it serves and no query never shed needs it
-            return not bitmap & ~self.tracked_bits and not bitmap & self.tracked_bits & ~dropped
-        node.mask &= ~dropped
-        return not node.mask & bitmap
+            leaves = not bitmap & ~self.tracked_bits and not bitmap & self.tracked_bits & ~dropped
+            if not leaves:
+                return False
+        else:
+            node.mask &= ~dropped
+            leaves = not node.mask & bitmap
+        for k, bit in enumerate(self.bits):
+            if dropped & bit:
+                self.pms_shed[k] += 1
+        return leaves
+
+    def _take_out(self, instance: Any, state: int, ids: set[int]) -> None:
+        """Take the PMs whose ids are in ``ids`` out of ``state``'s live
+        union-list in ``instance``."""
+        ulist = instance.active.get(state)
+        if ulist is not None:
+            keep = [id(entry) not in ids for entry in ulist]
+            self.pms_removed += remove_partial_matches(self.runner, instance, state, keep)
 
     def select(self) -> None:
         """Sharp's Alg. 4 with Eq. 3, on clusters of PMs (their attribute
@@ -245,18 +251,18 @@ class SharpGroup(SketchedGroup):
         marked = [k for k in range(len(self.tracked)) if self.selecting >> k & 1 and self.cut_yield[k] is not None]
         marked_bits = sum(bits[k] for k in marked)
         # live PMs of the marked queries, and per query the overhead of each cluster
-        pms: list[tuple[Any, int, int, Node, int]] = []
+        pms: list[tuple[Any, int, Node, int]] = []
         overhead: list[dict[int, float]] = [{} for _ in self.tracked]
         for inst, state, ulist in self.live_partial_matches():
             serves = self.bitmap(state) & marked_bits
             if not serves:
                 continue  # a cluster of queries not overloaded: kept whole
-            for j, node in enumerate(ulist):
+            for node in ulist:
                 live = node.mask & serves
                 if not live:
                     continue
                 key = node_key(node)
-                pms.append((inst, state, j, node, key))
+                pms.append((inst, state, node, key))
                 for k in marked:
                     if live & bits[k]:
                         per_key = overhead[k]
@@ -264,21 +270,16 @@ class SharpGroup(SketchedGroup):
         self.considered += len(pms)
         for k in marked:
             self.shed_keys[k] = self._shed_clusters(k, overhead[k])
-        removals: dict[tuple[int, int], tuple[Any, int, list[bool]]] = {}
-        for inst, state, j, node, key in pms:
+        leaving: dict[tuple[int, int], tuple[Any, int, set[int]]] = {}
+        for inst, state, node, key in pms:
             dropped = 0
             for k in marked:
-                if key not in self.shed_keys[k] or not node.mask & bits[k]:
-                    continue
-                dropped |= bits[k]
-                self.pms_shed[k] += 1
-            if dropped and self._drop(node, state, dropped):
-                entry = removals.get((id(inst), state))
-                if entry is None:
-                    entry = removals[(id(inst), state)] = (inst, state, [True] * len(inst.active[state]))
-                entry[2][j] = False
-        for inst, state, keep in removals.values():
-            self.pms_removed += remove_partial_matches(self.runner, inst, state, keep)
+                if key in self.shed_keys[k] and node.mask & bits[k]:
+                    dropped |= bits[k]
+            if dropped and self._shed(node, state, dropped):
+                leaving.setdefault((id(inst), state), (inst, state, set()))[2].add(id(node))
+        for inst, state, ids in leaving.values():
+            self._take_out(inst, state, ids)
 
     def _shed_clusters(self, k: int, overhead: dict[int, float]) -> frozenset[int]:
         """The clusters (keys) to shed for query k: worst yield first, while

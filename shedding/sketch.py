@@ -123,10 +123,6 @@ class HistoricalSketch:
         cn = self.cn.get(key)
         return cn[query] / tn[query] if cn is not None else 0.0
 
-    def evidence(self, key: int) -> float:
-        """PMs created with ``key``, in units of the current epoch's counts."""
-        return self.pn.get(key, 0.0) / self.weight
-
     def contribution(self, key: int, query: int) -> float:
         """Matches of ``query`` a PM with ``key`` is expected to end in
         (cn / pn, unweighted)."""
@@ -134,14 +130,6 @@ class HistoricalSketch:
         if row is None:
             return 0.0
         return row[query] / max(self.pn.get(key, 0.0), row[query])
-
-    def contributions(self, key: int) -> Sequence[float]:
-        """``contribution`` for every query (a fresh list)."""
-        row = self.cn.get(key)
-        if row is None:
-            return [0.0] * self.queries
-        pn = self.pn.get(key, 0.0)
-        return [c / max(pn, c) if c else 0.0 for c in row]
 
 
 class Bucketer:
