@@ -37,3 +37,7 @@ class SheddingError(SharpCerError):
 
 class SurfaceError(SharpCerError):
     """The API, the CLI or the Spark pipeline was called inconsistently."""
+
+
+class RecognizeError(SharpCerError):
+    """A MATCH_RECOGNIZE clause is malformed, unsupported, or failed on its rows."""
