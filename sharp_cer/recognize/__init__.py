@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["parse_clause"]
+__all__ = ["match_recognize", "parse_clause"]
 
 
 def __getattr__(name: str) -> Any:
@@ -17,4 +17,8 @@ def __getattr__(name: str) -> Any:
         from .parser import parse_clause
 
         return parse_clause
+    if name == "match_recognize":
+        from .run import match_recognize
+
+        return match_recognize
     raise AttributeError(name)
