@@ -19,6 +19,8 @@ def test_case(case: Case) -> None:
         assert case.error in str(caught.value)
         return
     out = match_recognize(case.table(), case.clause)
+    if case.layout is not None:
+        assert out.column_names == case.layout
     got = [[row[name] for name in case.select] for row in out.to_pylist()]
     assert as_multiset(got) == as_multiset(case.expected or [])
 

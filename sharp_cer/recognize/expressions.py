@@ -72,13 +72,16 @@ class Compiled:
 
 
 _NAVIGATIONS = ("prev", "next", "first", "last")
-_AGGREGATES = ("count", "sum", "avg", "min", "max")
+_AGGREGATES = ("count", "sum", "avg", "min", "max", "array_agg", "arbitrary")
 
 
 def _locate(view: View, members: frozenset[int] | None, from_last: bool, offset: int, final: bool) -> int | None:
     """Row of the ``offset``-th row (from the first or the last) mapped to ``members``
-    (None: any) among the rows of the match visible under RUNNING or FINAL."""
-    visible = len(view.labels) if final else view.running
+    (None: any). LAST counts back from the current row (RUNNING) or the match's
+    last row (FINAL); FIRST counts forward over every row matched so far, as
+    Trino does: in MEASURES that is the whole match, in DEFINE the rows up to
+    the tested one."""
+    visible = len(view.labels) if final or not from_last else view.running
     if members is None:
         index = visible - 1 - offset if from_last else offset
         return view.start + index if 0 <= index < visible else None
@@ -126,7 +129,12 @@ def _modulo(a: Any, b: Any) -> Any:
     return math.fmod(a, b)
 
 
+def _concat(a: Any, b: Any) -> Any:
+    return f"{a}{b}"
+
+
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    "||": _concat,
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
@@ -367,6 +375,11 @@ class _Compiler:
         if name == "abs" and len(args) == 1:
             (a,) = args
             return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else abs(v))
+        if name in ("lower", "upper") and len(args) == 1:
+            (a,) = args
+            upper = name == "upper"
+            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else
+                              (v.upper() if upper else v.lower()))
         if name == "coalesce" and args:
 
             def coalesce(view: View, row: int | None) -> Any:
@@ -379,7 +392,8 @@ class _Compiler:
             return coalesce
         raise self.error(
             f"function {name!r} is not supported", node, NotSupportedError,
-            expected="PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, COUNT, SUM, AVG, MIN, MAX, ABS, COALESCE",
+            expected="PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, COUNT, SUM, AVG, MIN, MAX, ARRAY_AGG, "
+            "ARBITRARY, ABS, COALESCE, LOWER, UPPER",
         )
 
     def navigation(self, node: ast.Call) -> Fn:
@@ -424,6 +438,8 @@ class _Compiler:
     def aggregate(self, node: ast.Call) -> Fn:
         name = node.name
         final = self.final(node)
+        if name == "count" and not node.args:
+            node = ast.Call(name, (ast.Star(None, node.span),), node.semantics, node.span)  # COUNT() is COUNT(*)
         if len(node.args) != 1:
             raise self.error(f"{name.upper()} takes one argument", node, found=f"{len(node.args)} arguments")
         arg = node.args[0]
@@ -437,6 +453,9 @@ class _Compiler:
         variables: list[str | None] = []
         inner = self.expr(arg, variables)
         members = self.members(self.single_var(variables, node), node)
+
+        if name == "array_agg":  # keeps NULLs, in match order
+            return lambda view, row: [inner(view, r) for r in _rows(view, members, final)] or None
 
         def values(view: View) -> list[Any]:
             out = (inner(view, r) for r in _rows(view, members, final))
@@ -452,7 +471,9 @@ def _average(values: list[Any]) -> Any:
     return sum(values) / len(values)
 
 
-_REDUCERS: dict[str, Callable[[list[Any]], Any]] = {"sum": sum, "min": min, "max": max, "avg": _average}
+_REDUCERS: dict[str, Callable[[list[Any]], Any]] = {
+    "sum": sum, "min": min, "max": max, "avg": _average, "arbitrary": lambda values: values[0],
+}
 
 
 def _and(a: bool | None, b: bool | None) -> bool | None:

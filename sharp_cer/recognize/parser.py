@@ -39,6 +39,12 @@ def _span(node: Tree[Any] | Token) -> Span | None:
     return Span(meta.line, meta.column, meta.end_line, meta.end_column)
 
 
+def _variable(tree: Tree[Any]) -> str:
+    """A pattern variable's name: upper-cased unless quoted, as SQL folds identifiers."""
+    token = tree.children[0]
+    return _name(tree) if isinstance(token, Token) and token.type == "QUOTED" else str(token).upper()
+
+
 def _name(tree: Tree[Any]) -> str:
     token = tree.children[0]
     text = str(token)
@@ -112,7 +118,7 @@ class _Builder:
         for kind in ("skip_past_last", "skip_next_row", "skip_to_first", "skip_to_last"):
             if kind in parts:
                 node = parts[kind]
-                variable = _name(node.children[-1]) if isinstance(node.children[-1], Tree) else None
+                variable = _variable(node.children[-1]) if isinstance(node.children[-1], Tree) else None
                 skip = ast.Skip(kind[len("skip_"):], variable, _span(node))
         if "initial" in parts and str(parts["initial"].children[0]).upper() == "SEEK":
             raise NotSupportedError(
@@ -127,14 +133,14 @@ class _Builder:
             items = []
             for item in parts["subset"].children:
                 if isinstance(item, Tree):
-                    names = [_name(n) for n in item.children]
+                    names = [_variable(n) for n in item.children if isinstance(n, Tree)]
                     items.append((names[0], tuple(names[1:])))
                     subset_spans[names[0]] = _span(item)
             subsets = tuple(items)
         definitions: tuple[ast.Definition, ...] = ()
         if "define" in parts:
             definitions = tuple(
-                ast.Definition(_name(d.children[0]), self.expr(d.children[2]), _span(d))
+                ast.Definition(_variable(d.children[0]), self.expr(d.children[2]), _span(d))
                 for d in parts["define"].children if isinstance(d, Tree)
             )
         clause = ast.Clause(
@@ -179,7 +185,7 @@ class _Builder:
                 return body
             return self.quantifier(body, tree.children[1], span)
         if kind == "variable":
-            return ast.Variable(_name(tree.children[0]), span)
+            return ast.Variable(_variable(tree.children[0]), span)
         if kind == "group":
             inner = self.pattern(tree.children[0])
             return inner if not isinstance(inner, ast.Concatenation) or inner.items else ast.Concatenation((), span)
@@ -229,7 +235,7 @@ class _Builder:
             for right in c[2::2]:
                 result = ast.Binary(kind[:-5].upper(), result, self.expr(right), span)
             return result
-        if kind in ("sum", "product"):
+        if kind in ("sum", "product", "concat"):
             result = self.expr(c[0])
             for op, right in zip(c[1::2], c[2::2], strict=True):
                 result = ast.Binary(str(op), result, self.expr(right), span)
@@ -286,18 +292,23 @@ class _Builder:
     def _column(self, c: list[Any], span: Span | None) -> ast.Expr:
         if c[1] is None:
             return ast.Column(None, _name(c[0]), span)
-        return ast.Column(_name(c[0]), _name(c[1]), span)
+        return ast.Column(_variable(c[0]), _name(c[1]), span)
 
     def _call(self, c: list[Any], span: Span | None) -> ast.Expr:
         semantics = str(c[0].children[0]).upper() if c[0] is not None else None
-        args = tuple(self.expr(a) for a in c[2:] if a is not None)
-        return ast.Call(_name(c[1]).lower(), args, semantics, span)
+        name = _name(c[1]).lower()
+        trees = [a for a in c[2:] if a is not None]
+        if name == "classifier" and len(trees) == 1 and trees[0].data == "column" and trees[0].children[1] is None:
+            # CLASSIFIER(v) names a variable, not a column
+            variable = ast.Column(None, _variable(trees[0].children[0]), _span(trees[0]))
+            return ast.Call(name, (variable,), semantics, span)
+        return ast.Call(name, tuple(self.expr(a) for a in trees), semantics, span)
 
     def _star(self, c: list[Any], span: Span | None) -> ast.Expr:
         return ast.Star(None, span)
 
     def _var_star(self, c: list[Any], span: Span | None) -> ast.Expr:
-        return ast.Star(_name(c[0]), span)
+        return ast.Star(_variable(c[0]), span)
 
     def _case(self, c: list[Any], span: Span | None) -> ast.Expr:
         whens = tuple((self.expr(w.children[1]), self.expr(w.children[3])) for w in c if isinstance(w, Tree))

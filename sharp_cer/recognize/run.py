@@ -50,10 +50,15 @@ class Recognizer:
     labels_matter: bool
     max_threads: int
 
-    @property
-    def output_columns(self) -> list[str]:
-        """The input columns the output keeps, before the measures."""
-        return list(self.clause.partition)
+    def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Input columns before and after the measures: ONE ROW PER MATCH keeps
+        the partition columns; ALL ROWS PER MATCH the partition columns, the
+        ORDER BY columns, then (after the measures) the other input columns."""
+        clause = self.clause
+        before = list(dict.fromkeys([*clause.partition, *(k.column for k in clause.order)]))
+        if clause.rows == "one":
+            return list(clause.partition), []
+        return before, [c for c in columns if c not in before]
 
     def run(self, columns: dict[str, Sequence[Any]], size: int) -> tuple[list[int], list[list[Any]]]:
         """Match one partition in ORDER BY order: for each output row, the
@@ -135,13 +140,15 @@ class Recognizer:
         source = self.clause.source
         if not rows:
             raise MatchError(
-                f"AFTER MATCH SKIP failed: {skip.variable!r} matched no row of the match starting at row {start}",
+                f"AFTER MATCH SKIP failed: pattern variable {skip.variable!r} is not present in the match "
+                f"starting at row {start} of its partition",
                 source, skip.span, hint="skip to a variable every match contains, or SKIP PAST LAST ROW",
             )
         target = rows[0] if skip.kind == "to_first" else rows[-1]
         if target == start:
             raise MatchError(
-                f"AFTER MATCH SKIP failed: it would skip to the first row of the match (row {start}) and loop",
+                f"AFTER MATCH SKIP failed: cannot skip to first row of match (row {start} of its partition): "
+                "matching would never advance",
                 source, skip.span, hint="skip to a variable that cannot match the match's first row",
             )
         return target
@@ -225,11 +232,13 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
         rows, measured = recognizer.run(columns, end - begin)
         sources.extend(begin + r for r in rows)
         values.extend(measured)
-    kept = recognizer.output_columns if clause.rows == "one" else ordered.column_names
+    before, after = recognizer.layout(ordered.column_names)
     taken = pa.array(sources, type=pa.int64())
-    arrays = [ordered.column(name).take(taken) for name in kept]
+    arrays = [ordered.column(name).take(taken) for name in before]
     arrays += [_measure_array([v[i] for v in values]) for i in range(len(clause.measures))]
-    return pa.Table.from_arrays(arrays, names=[*kept, *(m.name for m in clause.measures)])
+    arrays += [ordered.column(name).take(taken) for name in after]
+    names = [*before, *(m.name for m in clause.measures), *after]
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 def _measure_array(values: list[Any]) -> pa.Array:
