@@ -56,6 +56,9 @@ def _name(tree: Tree[Any]) -> str:
 _PRETTY = {
     "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "NAME": "a name", "QUOTED": "a name",
     "INT": "a number", "DECIMAL": "a number", "STRING": "a string", "$END": "the end of the clause",
+    "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "MUL_OP": "'/' or '%'", "CONCAT_OP": "'||'",
+    "COMPARE": "a comparison", "EQ": "'='", "DOT": "'.'", "QMARK": "'?'", "CARET": "'^'", "DOLLAR": "'$'",
+    "EXCL_OPEN": "'{-'", "EXCL_CLOSE": "'-}'", "LBRACE": "'{'", "RBRACE": "'}'", "VBAR": "'|'",
 }
 
 
