@@ -41,14 +41,20 @@ class View:
     __slots__ = ("columns", "labels", "match_number", "running", "size", "start")
 
     def __init__(
-        self, columns: dict[str, Sequence[Any]], start: int, labels: Sequence[int], running: int, match_number: int
+        self,
+        columns: dict[str, Sequence[Any]],
+        start: int,
+        labels: Sequence[int],
+        running: int,
+        match_number: int,
+        size: int | None = None,
     ) -> None:
         self.columns = columns
         self.start = start
         self.labels = labels
         self.running = running
         self.match_number = match_number
-        self.size = len(next(iter(columns.values()))) if columns else 0
+        self.size = size if size is not None else len(next(iter(columns.values()))) if columns else 0
 
 
 @dataclass

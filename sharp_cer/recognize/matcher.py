@@ -22,7 +22,7 @@ Found(end=2, labels=(0, 1), excluded=())
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .errors import MatchError
@@ -40,7 +40,7 @@ class Found:
     """A match: rows ``start..end-1`` with ``labels``; ``excluded`` rows are not output."""
 
     end: int
-    labels: tuple[int, ...]
+    labels: Sequence[int]
     excluded: tuple[int, ...]
 
 

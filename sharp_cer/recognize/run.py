@@ -19,6 +19,7 @@ search starts.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,20 @@ from .expressions import Compiled, Scope, View, compile_expr
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .parser import parse_clause
 from .program import Program, compile_pattern
+from .vectorized import (
+    Counter,
+    FastPattern,
+    Locator,
+    Plan,
+    codes_to_text,
+    compile_regex,
+    labels_of,
+    measure_plan,
+    plan_counts,
+    plan_rows,
+    row_codes,
+    vector_conditions,
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class Recognizer:
     measures: list[Compiled]
     labels_matter: bool
     max_threads: int
+    vectorize: bool
+    fast: FastPattern | None
+    plans: list[Plan] | None
 
     def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
         """Input columns before and after the measures: ONE ROW PER MATCH keeps
@@ -60,19 +78,45 @@ class Recognizer:
             return list(clause.partition), []
         return before, [c for c in columns if c not in before]
 
-    def run(self, columns: dict[str, Sequence[Any]], size: int) -> tuple[list[int], list[list[Any]]]:
+    def run(
+        self,
+        columns: dict[str, Sequence[Any]],
+        size: int,
+        known: list[np.ndarray | None] | None = None,
+    ) -> tuple[list[int], list[list[Any]]]:
         """Match one partition in ORDER BY order: for each output row, the
-        input row it comes from and its measures' values."""
+        input row it comes from and its measures' values. ``known``: every
+        condition already evaluated over the partition's rows (the fast path)."""
         clause = self.clause
         sources: list[int] = []
         values: list[list[Any]] = []
-        memo: list[list[bool | None]] = [[None] * size for _ in self.variables]
+        text = codes_to_text(row_codes(known, size)) if known is not None and self.fast is not None else None
+        memo: list[list[bool | None]] = []
+        if known is None:
+            memo = [[None] * size for _ in self.variables]
+        elif text is None:
+            memo = [[True] * size if k is None else k.tolist() for k in known]
         row = covered = matches = 0
         while row < size:
-            found = first_match(
-                self.program, row, size, self._condition(columns, row, matches + 1, memo),
-                labels_matter=self.labels_matter, max_threads=self.max_threads,
-            )
+            if text is not None:
+                assert self.fast is not None
+                hit = self.fast.regex.search(text, row)
+                if hit is None or hit.start() >= size:
+                    begin, found = size, None
+                else:
+                    begin, found = hit.start(), Found(hit.end(), labels_of(self.fast, hit), ())
+                if clause.empty == "unmatched":
+                    for skipped in range(max(row, covered), begin):
+                        sources.append(skipped)
+                        values.append([None] * len(self.measures))
+                if found is None:
+                    break
+                row = begin
+            else:
+                found = first_match(
+                    self.program, row, size, self._condition(columns, row, matches + 1, memo),
+                    labels_matter=self.labels_matter, max_threads=self.max_threads,
+                )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
                     sources.append(row)
@@ -80,10 +124,40 @@ class Recognizer:
                 row += 1
                 continue
             matches += 1
-            self._emit(columns, row, found, matches, sources, values)
+            self._emit(columns, size, row, found, matches, sources, values)
             covered = max(covered, found.end)
             row = self._skip(row, found)
         return sources, values
+
+    def search_all(self, text: str) -> tuple[list[int], list[int]]:
+        """Every match of the regex path in one partition's text, in order,
+        with the skip rule: match starts, and each match's group spans
+        flattened (begin, end per group, the whole match first)."""
+        assert self.fast is not None
+        search = self.fast.regex.search
+        size = len(text)
+        starts: list[int] = []
+        spans: list[tuple[tuple[int, int], ...]] = []
+        skip = self.clause.skip
+        members = self.sets[skip.variable] if skip.variable is not None else frozenset()
+        targets = [g for g, v in enumerate(self.fast.groups, start=1) if v in members]
+        row = 0
+        while row < size:
+            hit = search(text, row)
+            if hit is None:
+                break
+            regs = hit.regs
+            start, end = regs[0]
+            starts.append(start)
+            spans.append(regs)
+            if skip.kind == "past_last":
+                row = end if end > start else start + 1
+            elif skip.kind == "next_row" or end == start:
+                row = start + 1
+            else:
+                row = self._skip_to(start, end, [regs[g] for g in targets])
+        flat = itertools.chain.from_iterable(itertools.chain.from_iterable(spans))
+        return starts, list(flat)
 
     def _condition(
         self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None]]
@@ -105,18 +179,18 @@ class Recognizer:
         return condition
 
     def _emit(
-        self, columns: dict[str, Sequence[Any]], start: int, found: Found, number: int,
+        self, columns: dict[str, Sequence[Any]], size: int, start: int, found: Found, number: int,
         sources: list[int], values: list[list[Any]],
     ) -> None:
         labels = found.labels
         if self.clause.rows == "one":
-            view = View(columns, start, labels, len(labels), number)
+            view = View(columns, start, labels, len(labels), number, size)
             sources.append(start)
             values.append([m.fn(view, None) for m in self.measures])
             return
         if not labels:
             if self.clause.empty != "omit":
-                view = View(columns, start, labels, 0, number)
+                view = View(columns, start, labels, 0, number, size)
                 sources.append(start)
                 values.append([m.fn(view, None) for m in self.measures])
             return
@@ -124,7 +198,7 @@ class Recognizer:
         for k in range(len(labels)):
             if start + k in excluded:
                 continue
-            view = View(columns, start, labels, k + 1, number)
+            view = View(columns, start, labels, k + 1, number, size)
             sources.append(start + k)
             values.append([m.fn(view, None) for m in self.measures])
 
@@ -136,15 +210,24 @@ class Recognizer:
             return found.end
         assert skip.variable is not None
         members = self.sets[skip.variable]
-        rows = [start + k for k, label in enumerate(found.labels) if label in members]
+        spans = [(start + k, start + k + 1) for k, label in enumerate(found.labels) if label in members]
+        return self._skip_to(start, found.end, spans)
+
+    def _skip_to(self, start: int, end: int, spans: list[tuple[int, int]]) -> int:
+        """AFTER MATCH SKIP TO FIRST/LAST v, given the spans of rows mapped to v
+        (a span's begin is -1 when it took no part)."""
+        skip = self.clause.skip
+        if end == start:
+            return start + 1  # an empty match maps no row to any variable
+        used = [(b, e) for b, e in spans if b >= 0 and e > b]
         source = self.clause.source
-        if not rows:
+        if not used:
             raise MatchError(
                 f"AFTER MATCH SKIP failed: pattern variable {skip.variable!r} is not present in the match "
                 f"starting at row {start} of its partition",
                 source, skip.span, hint="skip to a variable every match contains, or SKIP PAST LAST ROW",
             )
-        target = rows[0] if skip.kind == "to_first" else rows[-1]
+        target = min(b for b, _ in used) if skip.kind == "to_first" else max(e for _, e in used) - 1
         if target == start:
             raise MatchError(
                 f"AFTER MATCH SKIP failed: cannot skip to first row of match (row {start} of its partition): "
@@ -155,9 +238,10 @@ class Recognizer:
 
 
 def compile_clause(
-    clause: ast.Clause, columns: Sequence[str], *, max_threads: int = DEFAULT_MAX_THREADS
+    clause: ast.Clause, columns: Sequence[str], *, max_threads: int = DEFAULT_MAX_THREADS, fast: bool = True
 ) -> Recognizer:
-    """Check ``clause`` against the input's ``columns`` and compile it."""
+    """Check ``clause`` against the input's ``columns`` and compile it;
+    ``fast=False`` turns the column-wise fast path off (the tests compare both)."""
     source = clause.source
     names = set(columns)
     for name, span in clause.column_spans:
@@ -184,7 +268,15 @@ def compile_clause(
     measures = [compile_expr(m.expr, scope) for m in clause.measures]
     labels_matter = any(c is not None and not c.row_local for c in conditions)
     program = compile_pattern(clause.pattern, variables)
-    return Recognizer(clause, variables, sets, program, conditions, measures, labels_matter, max_threads)
+    regex = compile_regex(clause.pattern, variables) if fast and not labels_matter else None
+    plans: list[Plan] | None = None
+    if regex is not None and clause.rows == "one":
+        found = [measure_plan(m.expr, sets) for m in clause.measures]
+        plans = [p for p in found if p is not None] if all(p is not None for p in found) else None
+    return Recognizer(
+        clause, variables, sets, program, conditions, measures, labels_matter, max_threads,
+        fast and not labels_matter, regex, plans,
+    )
 
 
 def _sort_keys(table: pa.Table, clause: ast.Clause) -> list[np.ndarray]:
@@ -224,21 +316,97 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
     clause = recognizer.clause
     order, partitions = _partitions(_sort_keys(table, clause), len(clause.partition), table.num_rows)
     ordered = table.take(pa.array(order, type=pa.int64()))
+    known = _vectorized(ordered, recognizer, partitions) if recognizer.vectorize else None
+    before, after = recognizer.layout(ordered.column_names)
+    names = [*before, *(m.name for m in clause.measures), *after]
+    if known is not None and recognizer.plans is not None:
+        taken, measures = _one_row_batch(ordered, recognizer, partitions, known)
+        arrays = [ordered.column(name).take(taken) for name in before] + measures
+        return pa.Table.from_arrays(arrays, names=names)
     data = {name: ordered.column(name).to_pylist() for name in ordered.column_names}
     sources: list[int] = []
     values: list[list[Any]] = []
     for begin, end in partitions:
         columns = {name: column[begin:end] for name, column in data.items()}
-        rows, measured = recognizer.run(columns, end - begin)
+        slices = None if known is None else [None if k is None else k[begin:end] for k in known]
+        rows, measured = recognizer.run(columns, end - begin, slices)
         sources.extend(begin + r for r in rows)
         values.extend(measured)
-    before, after = recognizer.layout(ordered.column_names)
     taken = pa.array(sources, type=pa.int64())
     arrays = [ordered.column(name).take(taken) for name in before]
     arrays += [_measure_array([v[i] for v in values]) for i in range(len(clause.measures))]
     arrays += [ordered.column(name).take(taken) for name in after]
-    names = [*before, *(m.name for m in clause.measures), *after]
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _one_row_batch(
+    ordered: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]], known: list[np.ndarray | None]
+) -> tuple[pa.Array, list[pa.Array]]:
+    """ONE ROW PER MATCH on the fast path: the regex finds the matches, and
+    the measures (columns at the first or last row of a variable, counts,
+    match numbers) are computed for all matches at once, so Python touches
+    each match once, not each row."""
+    assert recognizer.fast is not None and recognizer.plans is not None
+    groups = recognizer.fast.groups
+    text = codes_to_text(row_codes(known, ordered.num_rows))
+    starts: list[int] = []
+    flat: list[int] = []
+    numbers: list[np.ndarray] = []
+    bounds: list[np.ndarray] = []
+    for begin, end in partitions:
+        found, spans = recognizer.search_all(text[begin:end])
+        starts.extend(begin + f for f in found)
+        flat.extend(spans)
+        numbers.append(np.arange(1, len(found) + 1))
+        bounds.append(np.repeat([[begin, end]], len(found), axis=0))
+    count = len(starts)
+    spans_all = np.asarray(flat, np.int64).reshape(count, len(groups) + 1, 2)
+    offsets = np.asarray(starts, np.int64) - spans_all[:, 0, 0]  # partition begin of each match
+    used = spans_all[:, :, 0] >= 0
+    spans_all = spans_all + np.where(used, offsets[:, None], 0)[:, :, None]
+    first, last = spans_all[:, 0, 0], spans_all[:, 0, 1]
+    group_spans = spans_all[:, 1:, :]
+    limits = np.concatenate(bounds) if bounds else np.zeros((0, 2), np.int64)
+    out: list[pa.Array] = []
+    for plan in recognizer.plans:
+        if isinstance(plan, Locator):
+            rows = plan_rows(plan, first, last, group_spans, groups)
+            moved = rows + plan.shift
+            ok = (rows >= 0) & (moved >= limits[:, 0]) & (moved < limits[:, 1])
+            index = pa.array(np.where(ok, moved, 0), mask=~ok)
+            out.append(ordered.column(plan.column).take(index).combine_chunks())
+        elif isinstance(plan, Counter):
+            out.append(pa.array(plan_counts(plan, first, last, group_spans, groups)))
+        else:
+            out.append(pa.array(np.concatenate(numbers) if numbers else np.zeros(0, np.int64)))
+    return pa.array(first), out
+
+
+def _vectorized(
+    table: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]]
+) -> list[np.ndarray | None] | None:
+    """Every DEFINE condition over all rows with numpy, when each reads only
+    its row and physical offsets from it and uses what numpy runs."""
+    values: dict[str, np.ndarray] = {}
+    valid: dict[str, np.ndarray] = {}
+    for name in table.column_names:
+        column = table.column(name)
+        kind = column.type
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+            filler: Any = False if pa.types.is_boolean(kind) else 0
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            filler = ""
+        else:
+            continue  # conditions over other types take the general path
+        values[name] = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        valid[name] = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False))
+    partition = np.zeros(table.num_rows, np.int64)
+    for i, (begin, end) in enumerate(partitions):
+        partition[begin:end] = i
+    try:
+        return vector_conditions(recognizer.clause, recognizer.variables, values, valid, partition)
+    except KeyError:
+        return None
 
 
 def _measure_array(values: list[Any]) -> pa.Array:
