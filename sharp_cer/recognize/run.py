@@ -144,8 +144,8 @@ class Recognizer:
         row = 0
         while row < size:
             hit = search(text, row)
-            if hit is None:
-                break
+            if hit is None or hit.start() >= size:
+                break  # an empty match after the last row is no match: searches start at rows
             regs = hit.regs
             start, end = regs[0]
             starts.append(start)
