@@ -36,6 +36,7 @@ from .expressions import Compiled, Scope, View, compile_expr
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .parser import parse_clause
 from .program import Program, compile_pattern
+from .types import measure_types
 from .vectorized import (
     Counter,
     FastPattern,
@@ -321,7 +322,9 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
     names = [*before, *(m.name for m in clause.measures), *after]
     if known is not None and recognizer.plans is not None:
         taken, measures = _one_row_batch(ordered, recognizer, partitions, known)
-        arrays = [ordered.column(name).take(taken) for name in before] + measures
+        kinds = measure_types(clause, ordered.schema)
+        arrays = [ordered.column(name).take(taken) for name in before]
+        arrays += [_cast(m, k) for m, k in zip(measures, kinds, strict=True)]
         return pa.Table.from_arrays(arrays, names=names)
     data = {name: ordered.column(name).to_pylist() for name in ordered.column_names}
     sources: list[int] = []
@@ -334,7 +337,8 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
         values.extend(measured)
     taken = pa.array(sources, type=pa.int64())
     arrays = [ordered.column(name).take(taken) for name in before]
-    arrays += [_measure_array([v[i] for v in values]) for i in range(len(clause.measures))]
+    kinds = measure_types(clause, ordered.schema)
+    arrays += [_measure_array([v[i] for v in values], kinds[i]) for i in range(len(clause.measures))]
     arrays += [ordered.column(name).take(taken) for name in after]
     return pa.Table.from_arrays(arrays, names=names)
 
@@ -409,11 +413,20 @@ def _vectorized(
         return None
 
 
-def _measure_array(values: list[Any]) -> pa.Array:
+def _measure_array(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A measure's values as an Arrow array of its inferred type (what the
+    values say, when the inference and the values disagree)."""
     try:
-        return pa.array(values)
+        return pa.array(values, type=None if pa.types.is_null(kind) else kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+        return pa.array(values)
+
+
+def _cast(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    try:
+        return array if pa.types.is_null(kind) or array.type == kind else array.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return array
 
 
 def _pandas_type(dtype: pa.DataType) -> Any:

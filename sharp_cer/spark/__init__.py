@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Detection", "detect", "join_events", "run_detection", "spark_session"]
+__all__ = ["Detection", "detect", "join_events", "match_recognize", "run_detection", "spark_session"]
 
 
 def __getattr__(name: str) -> Any:
@@ -15,6 +15,10 @@ def __getattr__(name: str) -> Any:
         from . import pipeline as module
 
         return getattr(module, name)
+    if name == "match_recognize":
+        from .recognize import match_recognize
+
+        return match_recognize
     if name == "spark_session":
         from .session import spark_session
 
