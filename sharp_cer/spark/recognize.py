@@ -78,4 +78,6 @@ def match_recognize(df: DataFrame, clause: str | Clause) -> DataFrame:
     table_arg = df.asTable().partitionBy(*keys)
     if order:
         table_arg = table_arg.orderBy(*order)
-    return MatchPartition(table_arg)
+    udtf: Any = MatchPartition  # arrow_udtf turns the class into a callable over table arguments
+    result: DataFrame = udtf(table_arg)
+    return result
