@@ -98,6 +98,9 @@ class _Evaluator:
         raise _Unsupported
 
     def call(self, node: ast.Call) -> Vector:
+        if node.name == "abs" and len(node.args) == 1:
+            values, valid = self.expr(node.args[0])
+            return np.abs(values), valid
         if node.name not in ("prev", "next", "last") or not node.args:
             raise _Unsupported
         offset = 1 if node.name != "last" else 0

@@ -1,0 +1,85 @@
+"""MATCH_RECOGNIZE errors: each is located with a caret and says what to do;
+none is a Python traceback from inside the library."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sharp_cer.errors import RecognizeError
+from sharp_cer.recognize import match_recognize
+from sharp_cer.recognize.errors import ClauseSyntaxError, MatchError, NotSupportedError
+
+ROWS = pa.table({"id": [1, 2, 3, 4], "price": [3, 2, 1, 4], "name": ["a", "b", "c", "d"]})
+
+
+def _error(clause: str) -> RecognizeError:
+    with pytest.raises(RecognizeError) as caught:
+        match_recognize(ROWS, clause)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("clause", "kind", "message", "underlined"),
+    [
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.price < )", ClauseSyntaxError,
+         "unexpected ')'", ")"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE C AS true)", RecognizeError,
+         "DEFINE names 'C', which the pattern does not use", "C AS true"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.prise < 3)", RecognizeError,
+         "no column 'prise'", "B.prise"),
+        ("MATCH_RECOGNIZE (ORDER BY idd PATTERN (A))", RecognizeError, "no column 'idd'", "idd"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS FINAL LAST(B.price) > 1)", RecognizeError,
+         "FINAL cannot be used in DEFINE", "FINAL LAST(B.price)"),
+        ("MATCH_RECOGNIZE (ORDER BY id MEASURES PREV(A.price + B.price) AS x PATTERN (A B))", RecognizeError,
+         "refers to several pattern variables", "PREV(A.price + B.price)"),
+        ("MATCH_RECOGNIZE (ORDER BY id MEASURES sqrt(price) AS x PATTERN (A))", NotSupportedError,
+         "function 'sqrt' is not supported", "sqrt(price)"),
+        ("MATCH_RECOGNIZE (ORDER BY id SEEK PATTERN (A))", NotSupportedError, "SEEK is not supported", "SEEK"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A{3,2}))", RecognizeError, "upper bound below its lower bound",
+         "{3,2}"),
+        ("MATCH_RECOGNIZE (ORDER BY id ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {- B -}))",
+         RecognizeError, "cannot be used with ALL ROWS PER MATCH WITH UNMATCHED ROWS", "{- B -}"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) SUBSET U = (A, C))", RecognizeError,
+         "subset 'U' names 'C', which is not a pattern variable", "U = (A, C)"),
+        ("MATCH_RECOGNIZE (ORDER BY id MEASURES A.price AS price ALL ROWS PER MATCH PATTERN (A))", RecognizeError,
+         "measure 'price' has the name of an input column", "A.price AS price"),
+        ("MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO FIRST X PATTERN (A))", RecognizeError,
+         "AFTER MATCH SKIP names 'X'", "AFTER MATCH SKIP TO FIRST X"),
+        ("MATCH_RECOGNIZE (ORDER BY id MEASURES Z.price AS p PATTERN (A))", RecognizeError,
+         "'Z' is not a pattern variable or subset", "Z.price"),
+        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A) DEFINE A AS name < 3)", MatchError,
+         "operands of incompatible types", "name < 3"),
+        ("MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO A PATTERN (A B))", MatchError,
+         "cannot skip to first row of match", "AFTER MATCH SKIP TO A"),
+    ],
+)
+def test_located_errors(clause: str, kind: type[Exception], message: str, underlined: str) -> None:
+    error = _error(clause)
+    assert isinstance(error, kind)
+    text = str(error)
+    assert message in text
+    # the caret line underlines the offending text
+    source_line, caret_line = text.splitlines()[1:3]
+    match = re.search(r"\^+", caret_line)
+    assert match is not None
+    assert source_line[match.start() : match.end()] == underlined[: match.end() - match.start()]
+    assert text.splitlines()[0].startswith("<clause>:1:")
+
+
+def test_thread_cap_is_an_error_not_a_runaway() -> None:
+    many = pa.table({"id": list(range(30))})
+    clause = ("MATCH_RECOGNIZE (ORDER BY id PATTERN ((A | B)+ X) "
+              "DEFINE X AS COUNT(A.*) = 100, A AS true, B AS true)")
+    with pytest.raises(MatchError, match="more than 1000 live threads"):
+        match_recognize(many, clause, max_threads=1000)
+
+
+def test_readme_example_runs() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("### MATCH_RECOGNIZE", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
