@@ -142,6 +142,9 @@ class Recognizer:
         skip = self.clause.skip
         members = self.sets[skip.variable] if skip.variable is not None else frozenset()
         targets = [g for g, v in enumerate(self.fast.groups, start=1) if v in members]
+        kind = skip.kind
+        # one group for the skip's variable (the common case) is read without a call
+        (only,) = targets if len(targets) == 1 else (0,)
         row = 0
         while row < size:
             hit = search(text, row)
@@ -151,10 +154,14 @@ class Recognizer:
             start, end = regs[0]
             starts.append(start)
             spans.append(regs)
-            if skip.kind == "past_last":
+            if kind == "past_last":
                 row = end if end > start else start + 1
-            elif skip.kind == "next_row" or end == start:
+            elif kind == "next_row" or end == start:
                 row = start + 1
+            elif only and regs[only][0] >= 0 and regs[only][1] > regs[only][0]:
+                row = regs[only][1] - 1 if kind == "to_last" else regs[only][0]
+                if row == start:
+                    row = self._skip_to(start, end, [regs[only]])  # the standard's error
             else:
                 row = self._skip_to(start, end, [regs[g] for g in targets])
         flat = itertools.chain.from_iterable(itertools.chain.from_iterable(spans))
@@ -393,7 +400,9 @@ def _vectorized(
     its row and physical offsets from it and uses what numpy runs."""
     values: dict[str, np.ndarray] = {}
     valid: dict[str, np.ndarray] = {}
-    for name in table.column_names:
+    for name in _define_columns(recognizer.clause):
+        if name not in table.column_names:
+            continue
         column = table.column(name)
         kind = column.type
         if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
@@ -411,6 +420,24 @@ def _vectorized(
         return vector_conditions(recognizer.clause, recognizer.variables, values, valid, partition)
     except KeyError:
         return None
+
+
+def _define_columns(clause: ast.Clause) -> set[str]:
+    """The columns DEFINE conditions read."""
+    names: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, ast.Column):
+            names.add(node.name)
+        elif isinstance(node, tuple | list):
+            for item in node:
+                walk(item)
+        elif hasattr(node, "__dataclass_fields__"):
+            for field in node.__dataclass_fields__:
+                walk(getattr(node, field))
+
+    walk([d.condition for d in clause.definitions])
+    return names
 
 
 def _measure_array(values: list[Any], kind: pa.DataType) -> pa.Array:
