@@ -13,40 +13,15 @@ saying what was expected, what was found and how to fix it.
 from __future__ import annotations
 
 from sharp_cer.errors import RecognizeError
-from sharp_cer.language.source import Source, Span, render_location
+from sharp_cer.language.errors import QueryError
 
 
-class ClauseError(RecognizeError):
-    """A located error in a MATCH_RECOGNIZE clause; ``str()`` shows a caret."""
+class ClauseError(QueryError, RecognizeError):
+    """A located error in a MATCH_RECOGNIZE clause; ``str()`` shows a caret.
 
-    def __init__(
-        self,
-        message: str,
-        source: Source | None = None,
-        span: Span | None = None,
-        *,
-        expected: str | None = None,
-        found: str | None = None,
-        hint: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.source = source
-        self.span = span
-        self.expected = expected
-        self.found = found
-        self.hint = hint
-
-    def __str__(self) -> str:
-        if self.source is not None and self.span is not None:
-            where, snippet = render_location(self.source, self.span)
-            lines = [f"{where}: error: {self.message}", snippet]
-        else:
-            lines = [f"error: {self.message}"]
-        for label, text in (("expected", self.expected), ("found", self.found), ("hint", self.hint)):
-            if text:
-                lines.append(f"  {label}: {text}")
-        return "\n".join(lines)
+    It renders like the language's errors (it is one of them) and belongs to
+    this package's own ``RecognizeError``.
+    """
 
 
 class ClauseSyntaxError(ClauseError):
