@@ -3,6 +3,14 @@
 The clause's language (``parse_clause``), its thread-list matcher and the
 run over a pandas or Arrow table (``match_recognize``). It stands beside
 CEQL and does not use the CEQL engine.
+
+>>> import pyarrow as pa
+>>> from sharp_cer.recognize import match_recognize
+>>> rows = pa.table({"id": [1, 2, 3, 4], "v": [5, 3, 4, 1]})
+>>> out = match_recognize(rows, "MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS label "
+...                             "ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS v < PREV(v))")
+>>> out.select(["id", "label"]).to_pylist()
+[{'id': 1, 'label': 'A'}, {'id': 2, 'label': 'B'}, {'id': 3, 'label': 'A'}, {'id': 4, 'label': 'B'}]
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sharp_cer.language.errors import did_you_mean, listing
-from sharp_cer.language.source import Source, Span
+from sharp_cer.language.source import Source
 
 from . import ast
 from .errors import ClauseError, MatchError, NotSupportedError
@@ -500,7 +500,3 @@ def compile_expr(node: ast.Expr, scope: Scope, *, define: str | None = None) -> 
     fn = compiler.expr(node)
     return Compiled(fn, compiler.row_local)
 
-
-def span_of(node: Any) -> Span | None:
-    """The source span of an AST node, if it has one."""
-    return getattr(node, "span", None)
