@@ -16,19 +16,22 @@ VARIABLES = ["A", "B", "C"]
 
 
 def _patterns() -> st.SearchStrategy[ast.Pattern]:
-    leaves = st.one_of(
-        st.sampled_from([ast.Variable(v) for v in VARIABLES]),
-        st.sampled_from([ast.Anchor("start"), ast.Anchor("end"), ast.Concatenation(())]),
-    )
+    """Random patterns over A, B, C: mostly variables, concatenations,
+    alternations and quantifiers; anchors, (), exclusions and PERMUTE less often."""
+    variables = st.sampled_from([ast.Variable(v) for v in VARIABLES])
+    others = st.sampled_from([ast.Anchor("start"), ast.Anchor("end"), ast.Concatenation(())])
+    leaves = st.one_of(variables, variables, variables, others)
 
     def extend(inner: st.SearchStrategy[ast.Pattern]) -> st.SearchStrategy[ast.Pattern]:
         bounds = st.sampled_from([(0, None), (1, None), (0, 1), (2, None), (0, 2), (1, 3), (2, 2), (3, None)])
+        several = st.lists(inner, min_size=2, max_size=3)
+        concatenation = several.map(lambda xs: ast.Concatenation(tuple(xs)))
+        alternation = several.map(lambda xs: ast.Alternation(tuple(xs)))
+        quantified = st.tuples(inner, bounds, st.booleans()).map(lambda t: ast.Quantified(t[0], *t[1], t[2]))
         return st.one_of(
-            st.lists(inner, min_size=2, max_size=3).map(lambda xs: ast.Concatenation(tuple(xs))),
-            st.lists(inner, min_size=2, max_size=3).map(lambda xs: ast.Alternation(tuple(xs))),
-            st.tuples(inner, bounds, st.booleans()).map(lambda t: ast.Quantified(t[0], t[1][0], t[1][1], t[2])),
+            concatenation, concatenation, alternation, alternation, quantified, quantified,
             inner.map(ast.Exclusion),
-            st.lists(inner, min_size=2, max_size=3).map(lambda xs: ast.Permute(tuple(xs))),
+            several.map(lambda xs: ast.Permute(tuple(xs))),
         )
 
     return st.recursive(leaves, extend, max_leaves=6)
@@ -68,6 +71,15 @@ def test_history_conditions_agree(pattern: ast.Pattern, size: int, limit: int) -
         assert first_match(program, start, size, condition, labels_matter=True) == expected
 
 
+def test_threads_with_different_labels_do_not_merge() -> None:
+    # (A | B) C where C fails after A and holds after B: the match is B C, found only if the
+    # B thread is not merged into the preferred A thread at C
+    pattern = parse_clause("MATCH_RECOGNIZE (PATTERN ((A | B) C))").pattern
+    condition = lambda var, labels, row: labels != (0, 2)  # noqa: E731
+    found = first_match(compile_pattern(pattern, VARIABLES), 0, 2, condition, labels_matter=True)
+    assert found is not None and found.labels == (1, 2)
+
+
 def test_greedy_and_reluctant_by_hand() -> None:
     # B+ over three B-rows is all three; B+? is one; B{2,}? is two
     for text, end in (("B+", 3), ("B+?", 1), ("B{2,}?", 2), ("B{,2}", 2), ("B*?", 0), ("(B B?)+", 3)):
@@ -81,3 +93,22 @@ def test_empty_loop_terminates() -> None:
     program = compile_pattern(pattern, ["A", "B", "C"])
     found = first_match(program, 0, 2, lambda v, labels, r: v == 0, labels_matter=False)
     assert found is not None and found.labels == (0, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_patterns(), st.integers(0, 6), st.integers(0, 2**16))
+def test_arbitrary_history_conditions_agree(pattern: ast.Pattern, size: int, seed: int) -> None:
+    """A condition that is an arbitrary (seeded, deterministic) function of the
+    whole labelling so far: threads with different labels must never merge.
+    The pattern starts with (A | B | C), so two threads with different labels
+    meet at the same instruction from the second row on."""
+    variables = VARIABLES
+    pattern = ast.Concatenation((ast.Alternation(tuple(ast.Variable(v) for v in VARIABLES)), pattern))
+    program = compile_pattern(pattern, variables)
+
+    def condition(var: int, labels: tuple[int, ...], row: int) -> bool:
+        return hash((labels, row, seed)) % 3 != 0
+
+    for start in range(size + 1):
+        expected = reference_match(pattern, variables, start, size, condition)
+        assert first_match(program, start, size, condition, labels_matter=True) == expected
