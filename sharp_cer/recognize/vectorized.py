@@ -232,12 +232,12 @@ def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | N
         text = f"{{{node.low},{high}}}"
         return text + ("" if node.greedy else "?")
 
-    def walk(node: ast.Pattern, quantified: bool) -> str | None:
+    def walk(node: ast.Pattern) -> str | None:
         if isinstance(node, ast.Variable):
             groups.append(ids[node.name])
-            return f"({cls(ids[node.name])})" if not quantified else cls(ids[node.name])
+            return f"({cls(ids[node.name])})"
         if isinstance(node, ast.Quantified):
-            if quantified or _min_length(node.body) == 0:
+            if _min_length(node.body) == 0:
                 return None
             if isinstance(node.body, ast.Variable):
                 groups.append(ids[node.body.name])
@@ -248,7 +248,7 @@ def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | N
             if isinstance(node, ast.Permute):
                 items = ast.permutations_in_order(node.items).items
                 node = ast.Alternation(items)
-            parts = [walk(i, quantified) for i in items]
+            parts = [walk(i) for i in items]
             if any(p is None for p in parts):
                 return None
             joined = ("|" if isinstance(node, ast.Alternation) else "").join(p or "" for p in parts)
@@ -257,7 +257,7 @@ def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | N
             return r"\A" if node.kind == "start" else r"\Z"
         return None
 
-    text = walk(pattern, False)
+    text = walk(pattern)
     if text is None:
         return None
     return FastPattern(re.compile(text), tuple(groups))
