@@ -337,7 +337,7 @@ def plan_rows(
     if not chosen:
         return np.full(len(starts), -1)
     begins, finishes = spans[:, chosen, 0], spans[:, chosen, 1]
-    used = begins >= 0
+    used = (begins >= 0) & (finishes > begins)  # a quantified group can take part with no row
     if plan.from_last:
         return np.asarray(np.where(used, finishes - 1, -1).max(axis=1))
     big = np.iinfo(np.int64).max
