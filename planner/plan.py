@@ -145,7 +145,7 @@ class QueryPlan:
 @dataclass(frozen=True)
 class Group:
     """Queries that run as one automaton: same visible event types, same
-    PARTITION BY, same window kind. ``parts`` holds each query's own
+    partition attributes (``Query.partition_attributes``), same window kind. ``parts`` holds each query's own
     automaton (in the order of ``queries``) before their prefixes were
     shared (:mod:`planner.sharing`).
 
@@ -155,7 +155,7 @@ class Group:
 
     queries: tuple[int, ...]
     event_types: frozenset[EventSchema]
-    partition_by: tuple[tuple[str, ...], ...]
+    partition_attributes: tuple[str, ...]
     window: WindowKind
     automaton: Automaton
     parts: tuple[Automaton, ...] = ()

@@ -898,32 +898,40 @@ class _Checker:
                 self._attribute_type(p.variable, attr, p.span, ast.AttributeRef(p.variable, attr))
 
     def _check_partition(self) -> None:
-        groups = self.query.partition_by
-        if not groups:
+        """Every attribute PARTITION BY names is part of the key, whatever the
+        brackets (CORE §3): an event type of the pattern without one of them
+        would belong to no substream and could never match."""
+        q = self.query
+        if not q.partition_by:
             return
-        span = self._locate(r"\b(PARTITION\s+BY\s+\[[^\]]*\](?:\s*,\s*\[[^\]]*\])*)")
-        if len({len(g) for g in groups}) > 1:
-            self.fail(
-                ContradictoryOptionsError,
-                "PARTITION BY lists of different lengths",
-                span,
-                expected="lists of equal length, one per family of event types, e.g. [card], [card_id]",
-                found=", ".join("[" + ", ".join(g) + "]" for g in groups),
-                hint="each list names the same key in the words of different event types",
-            )
+        written = list(dict.fromkeys(a for names in q.partition_by for a in names))
+        clause = "PARTITION BY " + ", ".join("[" + ", ".join(names) + "]" for names in q.partition_by)
         for event in sorted(self.used_types, key=lambda e: e.name):
-            usable = [g for g in groups if all(a in event.attributes for a in g)]
-            if not usable:
-                missing = [a for a in groups[0] if a not in event.attributes]
+            missing = [a for a in written if a not in event.attributes]
+            if missing:
+                attribute = missing[0]
                 self.fail(
                     UndeclaredAttributeError,
-                    f"event type {event.name} has no partition attribute '{missing[0]}'",
-                    span,
+                    f"event type {event.name} has no partition attribute '{attribute}'",
+                    self._locate_partition_attribute(attribute),
                     expected=f"attributes of {event.name}: {listing(event.attributes)}",
-                    found="PARTITION BY " + ", ".join("[" + ", ".join(g) + "]" for g in groups),
-                    hint=did_you_mean(missing[0], event.attributes)
-                    or "an event without the partition key belongs to no partition and can never match",
+                    found=clause,
+                    hint=did_you_mean(attribute, event.attributes)
+                    or f"every attribute PARTITION BY names is part of the key, so {event.name} events belong "
+                    "to no partition and the query never matches; name only attributes every event type has",
                 )
+
+    def _locate_partition_attribute(self, attribute: str) -> Span | None:
+        """The span of ``attribute`` inside the PARTITION BY clause (the whole
+        clause, or query, when the text does not show it)."""
+        text = self.source.text
+        clause = re.search(r"\bPARTITION\s+BY\s+\[[^\]]*\](?:\s*,\s*\[[^\]]*\])*", text, re.IGNORECASE)
+        if not clause:
+            return self.query.span
+        name = re.compile(r"(?<![\w`])`?" + re.escape(attribute) + r"`?(?![\w`])")
+        found = name.search(text, clause.start(), clause.end())
+        start, end = (found.start(), found.end()) if found else (clause.start(), clause.end())
+        return _offset_span(text, start, end)
 
     def _check_window(self) -> None:
         within = self.query.within

@@ -162,7 +162,9 @@ def start_stream(
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
     )
-    every_route = [n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_by else 1)]
+    every_route = [
+        n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_attributes else 1)
+    ]
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
         reader = spark.readStream.format("text").option("wholetext", "true")
