@@ -913,25 +913,18 @@ class _Checker:
                 self.fail(
                     UndeclaredAttributeError,
                     f"event type {event.name} has no partition attribute '{attribute}'",
-                    self._locate_partition_attribute(attribute),
+                    # the caret on the attribute, in whichever list it is
+                    self._locate(
+                        r"\bPARTITION\s+BY\s+(?:\[[^\]]*\]\s*,\s*)*\[[^\]]*?(?<![\w`])(`?"
+                        + re.escape(attribute)
+                        + r"`?)(?![\w`])"
+                    ),
                     expected=f"attributes of {event.name}: {listing(event.attributes)}",
                     found=clause,
                     hint=did_you_mean(attribute, event.attributes)
                     or f"every attribute PARTITION BY names is part of the key, so {event.name} events belong "
                     "to no partition and the query never matches; name only attributes every event type has",
                 )
-
-    def _locate_partition_attribute(self, attribute: str) -> Span | None:
-        """The span of ``attribute`` inside the PARTITION BY clause (the whole
-        clause, or query, when the text does not show it)."""
-        text = self.source.text
-        clause = re.search(r"\bPARTITION\s+BY\s+\[[^\]]*\](?:\s*,\s*\[[^\]]*\])*", text, re.IGNORECASE)
-        if not clause:
-            return self.query.span
-        name = re.compile(r"(?<![\w`])`?" + re.escape(attribute) + r"`?(?![\w`])")
-        found = name.search(text, clause.start(), clause.end())
-        start, end = (found.start(), found.end()) if found else (clause.start(), clause.end())
-        return _offset_span(text, start, end)
 
     def _check_window(self) -> None:
         within = self.query.within
