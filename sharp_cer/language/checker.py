@@ -923,7 +923,7 @@ class _Checker:
                     found=clause,
                     hint=did_you_mean(attribute, event.attributes)
                     or f"every attribute PARTITION BY names is part of the key, so {event.name} events belong "
-                    "to no partition and the query never matches; name only attributes every event type has",
+                    "to no partition and never match; name only attributes every event type of the pattern has",
                 )
 
     def _check_window(self) -> None:
