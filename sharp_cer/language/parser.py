@@ -26,7 +26,7 @@ from .errors import (
     text_kind,
 )
 from .lexer import CeqlLexer
-from .source import Source, Span
+from .source import Source, Span, lines_of
 
 
 @functools.cache
@@ -513,7 +513,7 @@ def _syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntax
 
 def _located_syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntaxError:
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
-        line_count = max(1, len(source.text.splitlines()))
+        line_count = max(1, len(lines_of(source.text)))
         last = source.line_text(line_count)
         span = Span(line_count, len(last) + 1, line_count, len(last) + 2)
         return CeqlSyntaxError(

@@ -51,7 +51,7 @@ from .errors import (
 )
 from .files import read_source
 from .schema import Schema
-from .source import Source, Span
+from .source import Source, Span, lines_of
 
 _WORKLOAD_KEYS = {"name", "description", "schema", "schema_file", "generator", "allowed_lateness"}
 _QUERY_KEYS = {"name", "tenant", "weight", "latency_bound", "shed", "sketch_attributes", "text", "file"}
@@ -204,7 +204,7 @@ class _Locator:
     """Finds keys of a TOML text by line, since tomllib reports no positions."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = lines_of(text)
 
     def _block(self, table: str, index: int) -> tuple[int, int]:
         header = re.compile(
@@ -250,7 +250,7 @@ class _Locator:
         column = eq + 1 + (len(rest) - len(stripped))
         quote = next((q for q in _QUOTES if stripped.startswith(q)), "")
         column += len(quote)
-        first = value.splitlines()[0] if value else ""
+        first = lines_of(value)[0] if value else ""
         if len(quote) == 3 and line[column:].strip() == "":
             if line_index + 1 < len(self.lines) and self.lines[line_index + 1].startswith(first):
                 return (line_index + 1, 0)
@@ -267,7 +267,7 @@ def _toml_error(exc: tomllib.TOMLDecodeError, source: Source) -> WorkloadError:
     if m:
         line, column = int(m.group(1)), int(m.group(2))
     else:  # "(at end of document)"
-        line = max(1, len(source.text.splitlines()))
+        line = max(1, len(lines_of(source.text)))
         column = len(source.line_text(line)) + 1
     kind = text_kind(source.text)
     return WorkloadError(
