@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import SharpCerError
+from .errors import SharpCerError, SurfaceError
 from .language import Schema, Workload, load_workload, parse_and_check
 from .language.files import read_source
 from .language.printer import window as window_text
@@ -523,8 +523,13 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
-        spark = spark_session(args.master, **stream_conf())
-        summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
+        if not Path(args.source).is_dir():
+            raise SurfaceError(f"{args.source}: error: no such folder\n  hint: --source is the folder files arrive in")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        spark = spark_session(args.master, log=str(Path(args.out, "spark.log")), **stream_conf())
+        summary = run_stream(
+            workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout, progress=err
+        )
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID

@@ -97,9 +97,7 @@ def test_nesting_just_under_the_limit_runs_everywhere() -> None:
         assert parse_query(to_ceql(checked.query)) == checked.query
         found = Detector.from_queries([("q", text)], _schema()).feed(frame)
         expected = evaluate([("q", checked)], batch).matches
-        assert sorted((m.start, m.end, m.events) for m in found) == sorted(
-            (m.start, m.end, m.events) for m in expected
-        )
+        assert sorted((m.start, m.end, m.events) for m in found) == sorted((m.start, m.end, m.events) for m in expected)
         assert expected  # A events with x > 1 exist: the case is not vacuous
 
 
@@ -195,9 +193,7 @@ def test_workload_shapes_get_located_errors(text: str, message: str) -> None:
     _located(info.value, text)
 
 
-@pytest.mark.parametrize(
-    "schema_line", [f'"schema" = "{SCHEMA}"', f"'schema' = \"{SCHEMA}\"", f'schema = "{SCHEMA}"']
-)
+@pytest.mark.parametrize("schema_line", [f'"schema" = "{SCHEMA}"', f"'schema' = \"{SCHEMA}\"", f'schema = "{SCHEMA}"'])
 def test_quoted_keys_are_found(schema_line: str) -> None:
     text = _workload(schema_line).replace('text = "SELECT * WHERE A', '"text" = "SELECT * WHERE Z')
     with pytest.raises(QueryError) as info:

@@ -270,16 +270,21 @@ def _toml_error(exc: tomllib.TOMLDecodeError, source: Source) -> WorkloadError:
         line = max(1, len(lines_of(source.text)))
         column = len(source.line_text(line)) + 1
     kind = text_kind(source.text)
+    if kind in ("query", "schema"):
+        what, key = ("query", "text") if kind == "query" else ("schema", "schema")
+        message = f"this is a {what}, not a workload"
+        hint = (
+            f"a {what} goes in a .{'ceql' if what == 'query' else 'core'} file, or in a workload as {key} = '''...'''"
+        )
+    else:
+        message = "not valid TOML: " + re.sub(r"\s*\(at (line|end).*\)$", "", str(exc))
+        hint = "strings need quotes; multi-line query text goes between ''' and '''"
     return WorkloadError(
-        f"this is a {kind}, not a workload" if kind in ("query", "schema") else "not valid TOML: "
-        + re.sub(r"\s*\(at (line|end).*\)$", "", message),
+        message,
         source,
         Span(line, column, line, column + 1),
         expected="TOML: key = value lines under [workload], [defaults] and [[query]] tables",
-        hint=f"a {kind} goes in a .{'ceql' if kind == 'query' else 'core'} file, or inside a workload as "
-        f"{'text' if kind == 'query' else 'schema'} = \'\'\'...\'\'\'"
-        if kind in ("query", "schema")
-        else "strings need quotes; multi-line query text goes between \'\'\' and \'\'\'",
+        hint=hint,
     )
 
 
@@ -510,7 +515,6 @@ def _query(
     return WorkloadQuery(qname, tenant, float(weight), bound, shed, tuple(sketch), checked)
 
 
-
 def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path | None) -> Schema:
     if ("schema" in head) == ("schema_file" in head):
         raise WorkloadError(
@@ -527,7 +531,7 @@ def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path
             f"{key} must be a string",
             source,
             loc.key("workload", -1, key),
-            expected="schema = \'\'\'CREATE STREAM ...\'\'\' or schema_file = \"path.core\"",
+            expected="schema = '''CREATE STREAM ...''' or schema_file = \"path.core\"",
             found=f"{value!r} ({_toml_type(value)})",
             hint="put the schema text (or the file's path) in quotes",
         )
@@ -536,7 +540,7 @@ def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path
         try:
             text = read_source(path, "schema")
         except QueryError as exc:
-            exc.hint = f"{exc.hint}; schema_file = \"{value}\" is read relative to the workload file"
+            exc.hint = f'{exc.hint}; schema_file = "{value}" is read relative to the workload file'
             raise
         return Schema.parse(text, str(path))
     text = value
@@ -563,7 +567,7 @@ def _query_text(
             f"query {qname}: {key} must be a string",
             source,
             loc.key("query", index, key),
-            expected="text = \'\'\'SELECT ...\'\'\' or file = \"query.ceql\"",
+            expected="text = '''SELECT ...''' or file = \"query.ceql\"",
             found=f"{text!r} ({_toml_type(text)})",
         )
     if key == "file":
@@ -571,7 +575,7 @@ def _query_text(
         try:
             text = read_source(path, "query")
         except QueryError as exc:
-            exc.hint = f"{exc.hint}; file = \"{entry['file']}\" is read relative to the workload file"
+            exc.hint = f'{exc.hint}; file = "{entry["file"]}" is read relative to the workload file'
             raise
         return parse_and_check(text, schema, str(path))
     origin = loc.value_origin("query", index, "text", text)
