@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -577,7 +578,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     target = Path(options.out)
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master, **settings)
+    spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
     started = time.perf_counter()
     try:
         if options.events is not None:
@@ -739,8 +740,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped reading: what it did not read goes nowhere, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)

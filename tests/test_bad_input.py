@@ -6,6 +6,8 @@ loss before these checks existed (the issue's list of holes)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -393,3 +395,20 @@ def test_explain_options_are_validated(good: Path, capsys: pytest.CaptureFixture
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert _only_one_error(err)
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(good: Path) -> None:
+    """``sharp-cer match ... | head -1``: the pipe closes under the writer."""
+    (good / "e.csv").write_text("B,2,2\n" * 20_000)
+    (good / "every_b.ceql").write_text("SELECT * WHERE B WITHIN 1 EVENTS")  # 20,000 lines: more than a pipe holds
+    argv = ["match", "--schema", str(good / "s.core"), "--query", str(good / "every_b.ceql")]
+    argv += ["--events", str(good / "e.csv")]
+    command = subprocess.Popen(
+        [sys.executable, "-m", "sharp_cer.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert command.stdout is not None and command.stderr is not None
+    assert command.stdout.readline().startswith(b'{"query": "every_b"')
+    command.stdout.close()
+    err = command.stderr.read().decode()
+    assert command.wait() == 141  # 128 + SIGPIPE, as a Unix tool
+    assert "Traceback" not in err
