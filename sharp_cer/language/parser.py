@@ -336,8 +336,6 @@ class _ToAst:
 _TRANSFORMER = _ToAst()
 _METHODS: dict[str, Any] = {}
 
-_Position = tuple[int, int]
-
 
 @functools.cache
 def _token_rules() -> tuple[frozenset[str], frozenset[str]]:

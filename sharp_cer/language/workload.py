@@ -317,17 +317,6 @@ def parse_workload(
     ) -> NoReturn:
         raise WorkloadError(message, source, span, expected=expected, found=found, hint=hint)
 
-    def unknown_keys(table: dict[str, Any], allowed: set[str], where: str, index: int) -> None:
-        for key in table:
-            if key not in allowed:
-                fail(
-                    f"unknown key '{key}' in [{where}]" if index < 0 else f"unknown key '{key}' in query {index + 1}",
-                    loc.key(where, index, key),
-                    expected=f"one of {listing(allowed)}",
-                    found=f"'{key}'",
-                    hint=did_you_mean(key, allowed),
-                )
-
     for key in data:
         if key not in _TOP_KEYS:
             fail(
@@ -346,7 +335,7 @@ def parse_workload(
             hint="add [workload] at the top",
         )
     assert isinstance(head, dict)
-    unknown_keys(head, _WORKLOAD_KEYS, "workload", -1)
+    _unknown_keys(head, _WORKLOAD_KEYS, "workload", -1, source, loc)
     wname = head.get("name")
     if not isinstance(wname, str) or not wname:
         fail("[workload] needs a name", loc.key("workload", -1, "name"), expected='name = "..."', found=repr(wname))
@@ -355,7 +344,7 @@ def parse_workload(
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         fail("[defaults] must be a table", loc.key("defaults", -1, None))
-    unknown_keys(defaults, _DEFAULT_KEYS, "defaults", -1)
+    _unknown_keys(defaults, _DEFAULT_KEYS, "defaults", -1, source, loc)
 
     entries = data.get("query")
     if not isinstance(entries, list) or not entries:
@@ -399,6 +388,22 @@ def parse_workload(
     )
 
 
+def _unknown_keys(
+    table: dict[str, Any], allowed: set[str], where: str, index: int, source: Source, loc: _Locator
+) -> None:
+    """Refuse a key not in ``allowed`` in table ``where`` (``index``: which [[query]], or -1)."""
+    for key in table:
+        if key not in allowed:
+            raise WorkloadError(
+                f"unknown key '{key}' in [{where}]" if index < 0 else f"unknown key '{key}' in query {index + 1}",
+                source,
+                loc.key(where, index, key),
+                expected=f"one of {listing(allowed)}",
+                found=f"'{key}'",
+                hint=did_you_mean(key, allowed),
+            )
+
+
 def _query(
     entry: object,
     i: int,
@@ -424,18 +429,10 @@ def _query(
             found=repr(entry),
             hint="write each query as a [[query]] table with name = ... and text = ...",
         )
-    for key in entry:
-        if key not in _QUERY_KEYS:
-            fail(
-                f"unknown key '{key}' in query {i + 1}",
-                loc.key("query", i, key),
-                expected=f"one of {listing(_QUERY_KEYS)}",
-                found=f"'{key}'",
-                hint=did_you_mean(key, _QUERY_KEYS),
-            )
+    _unknown_keys(entry, _QUERY_KEYS, "query", i, source, loc)
     merged = {**defaults, **entry}
 
-    def where(key: str, i: int = i, entry: dict[str, Any] = entry) -> Span:
+    def where(key: str) -> Span:
         """The line that set ``key`` for this query: its own, or [defaults]'s."""
         if key not in entry and key in defaults:
             return loc.key("defaults", -1, key)
