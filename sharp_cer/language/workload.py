@@ -513,71 +513,63 @@ def _query(
 
 
 def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path | None) -> Schema:
-    if ("schema" in head) == ("schema_file" in head):
-        raise WorkloadError(
-            "[workload] needs exactly one of schema and schema_file",
-            source,
-            loc.key("workload", -1, "schema" if "schema" in head else None),
-            expected="schema = '''CREATE STREAM ...''' or schema_file = \"path.core\"",
-            found="both" if "schema" in head else "neither",
-        )
-    key = "schema_file" if "schema_file" in head else "schema"
-    value = head[key]
-    if not isinstance(value, str):
-        raise WorkloadError(
-            f"{key} must be a string",
-            source,
-            loc.key("workload", -1, key),
-            expected="schema = '''CREATE STREAM ...''' or schema_file = \"path.core\"",
-            found=f"{value!r} ({_toml_type(value)})",
-            hint="put the schema text (or the file's path) in quotes",
-        )
-    if key == "schema_file":
-        path = (base or Path(".")) / value
-        try:
-            text = read_source(path, "schema")
-        except QueryError as exc:
-            exc.hint = f'{exc.hint}; schema_file = "{value}" is read relative to the workload file'
-            raise
-        return Schema.parse(text, str(path))
-    text = value
-    origin = loc.value_origin("workload", -1, "schema", text)
-    inner = Source(text, source.name, *(origin or (0, 0))) if origin else Source(text, f"{source.name} (schema)")
-    return Schema.parse(text, source=inner)
+    text = _inline_or_file(head, ("schema", "schema_file"), "workload", -1, "[workload]", source, loc, base)
+    return Schema.parse(text.text, source=text)
 
 
 def _query_text(
     entry: dict[str, Any], qname: str, index: int, schema: Schema, source: Source, loc: _Locator, base: Path | None
 ) -> CheckedQuery:
-    if ("text" in entry) == ("file" in entry):
+    text = _inline_or_file(entry, ("text", "file"), "query", index, f"query {qname}", source, loc, base)
+    return parse_and_check(text.text, schema, source=text)
+
+
+def _inline_or_file(
+    table: dict[str, Any],
+    keys: tuple[str, str],
+    block: str,
+    index: int,
+    label: str,
+    source: Source,
+    loc: _Locator,
+    base: Path | None,
+) -> Source:
+    """The text a table gives inline (``keys[0]``) or as a file's path
+    (``keys[1]``, relative to the workload), placed where it is written so
+    that its errors point into the workload (or the file)."""
+    inline, file = keys
+    what = "schema" if block == "workload" else "query"
+    example = f"{inline} = '''{'CREATE STREAM' if what == 'schema' else 'SELECT'} ...''' or {file} = \"path\""
+    if (inline in table) == (file in table):
         raise WorkloadError(
-            f"query {qname} needs exactly one of text and file",
+            f"{label} needs exactly one of {inline} and {file}",
             source,
-            loc.key("query", index, "text" if "text" in entry else "name"),
-            expected="text = '''SELECT ...''' or file = \"query.ceql\"",
-            found="both" if "text" in entry else "neither",
+            loc.key(block, index, inline if inline in table else "name" if "name" in table else None),
+            expected=example,
+            found="both" if inline in table else "neither",
         )
-    key = "file" if "file" in entry else "text"
-    text = entry[key]
-    if not isinstance(text, str):
+    key = file if file in table else inline
+    value = table[key]
+    if not isinstance(value, str):
         raise WorkloadError(
-            f"query {qname}: {key} must be a string",
+            f"{'' if block == 'workload' else label + ': '}{key} must be a string",
             source,
-            loc.key("query", index, key),
-            expected="text = '''SELECT ...''' or file = \"query.ceql\"",
-            found=f"{text!r} ({_toml_type(text)})",
+            loc.key(block, index, key),
+            expected=example,
+            found=f"{value!r} ({_toml_type(value)})",
+            hint=f"put the {what} text (or the file's path) in quotes",
         )
-    if key == "file":
-        path = (base or Path(".")) / text
+    if key == file:
+        path = (base or Path(".")) / value
         try:
-            text = read_source(path, "query")
+            return Source(read_source(path, what), str(path))
         except QueryError as exc:
-            exc.hint = f'{exc.hint}; file = "{entry["file"]}" is read relative to the workload file'
+            exc.hint = f'{exc.hint}; {file} = "{value}" is read relative to the workload file'
             raise
-        return parse_and_check(text, schema, str(path))
-    origin = loc.value_origin("query", index, "text", text)
-    inner = Source(text, source.name, *origin) if origin else Source(text, f"{source.name} (query {qname})")
-    return parse_and_check(text, schema, source=inner)
+    origin = loc.value_origin(block, index, inline, value)
+    if origin is None:
+        return Source(value, f"{source.name} ({'schema' if block == 'workload' else label})")
+    return Source(value, source.name, *origin)
 
 
 def _toml_type(value: object) -> str:
