@@ -186,6 +186,9 @@ def test_a_quoted_number_is_not_told_to_add_quotes() -> None:
         (_workload(f'schema = "{SCHEMA}"') + "x = = 1\n", "not valid TOML"),
         (_workload(f'schema = "{SCHEMA}"') + 'x = "open\n', "not valid TOML"),
         (_workload(f'schema = "{SCHEMA}"') + "y = [1,\n", "not valid TOML"),  # at the end of the document
+        (_workload(f'schema = "{SCHEMA}"').replace('name = "q"', 'name = "q"\nweight = nan'), "weight must be"),
+        (_workload(f'schema = "{SCHEMA}"').replace('name = "q"', 'name = "q"\nlatency_bound = inf'), "latency_bound"),
+        (_workload(f'schema = "{SCHEMA}"\nallowed_lateness = 99999999999999999999'), "allowed_lateness must be"),
     ],
 )
 def test_workload_shapes_get_located_errors(text: str, message: str) -> None:

@@ -32,6 +32,7 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -78,8 +79,8 @@ class LatencyBound:
         if isinstance(value, bool):
             raise ValueError("a boolean is not a latency bound")
         if isinstance(value, (int, float)):
-            if value <= 0:
-                raise ValueError("a latency bound must be positive")
+            if not 0 < value < math.inf:  # nan fails too
+                raise ValueError("a latency bound must be a positive, finite number")
             return cls(cost_units=float(value))
         if isinstance(value, str):
             m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", value)
@@ -371,7 +372,7 @@ def parse_workload(
 
     generator = head.get("generator")
     lateness = head.get("allowed_lateness", 0)
-    if isinstance(lateness, bool) or not isinstance(lateness, int) or lateness < 0:
+    if isinstance(lateness, bool) or not isinstance(lateness, int) or not 0 <= lateness < 2**63:
         fail(
             "allowed_lateness must be a non-negative integer",
             loc.key("workload", -1, "allowed_lateness"),
@@ -459,7 +460,7 @@ def _query(
     if not isinstance(tenant, str) or not tenant:
         fail(f"query {qname}: tenant must be a string", where("tenant"), found=repr(tenant))
     weight = merged.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
         fail(
             f"query {qname}: weight must be a positive number",
             where("weight"),
