@@ -24,7 +24,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -558,12 +558,13 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
         return EXIT_INVALID
     from .spark.prepare import format_of
 
-    try:  # the input is checked before Spark starts: a mistyped path costs no JVM
-        problem = None if options.events is None else _events_problem(options.events, folder=True)
-        if problem is None and options.events is not None:
+    # the input is checked before Spark starts: a mistyped path costs no JVM
+    problem = None if options.events is None else _events_problem(options.events, folder=True)
+    if problem is None and options.events is not None:
+        try:
             format_of(options.events)
-    except SharpCerError as exc:
-        problem = str(exc)
+        except SharpCerError as exc:
+            problem = str(exc)
     if problem is not None:
         print(problem, file=err)
         return EXIT_INVALID
@@ -633,7 +634,7 @@ def _complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
         detection.close()
 
 
-def _at_least(lowest: int) -> Any:
+def _at_least(lowest: int) -> Callable[[str], int]:
     """An argparse type: an integer no smaller than ``lowest``.
 
     >>> _at_least(1)("3"), _at_least(0)("0")
