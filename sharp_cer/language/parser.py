@@ -384,9 +384,9 @@ def _walk(root: Tree[Token] | None) -> Any:
     first one too deep, since every later pass walks the AST recursively."""
     if root is None:
         return None
-    # a frame: the tree, its next child, the children's values, and its first
-    # and last positions; ``depth`` counts the frames that are not parentheses
-    stack: list[list[Any]] = [[root, 0, [], None, None]]
+    # a frame: the tree, its next child, the children's values, its first and
+    # last positions, and its rule; ``depth`` counts the frames that are not parentheses
+    stack: list[list[Any]] = [[root, 0, [], None, None, str(root.data)]]
     depth = 1
     while True:
         frame = stack[-1]
@@ -404,19 +404,19 @@ def _walk(root: Tree[Token] | None) -> Any:
                         f"at most {MAX_NESTING} operators (AND, OR, NOT, +, AS, calls, ...) inside one another",
                         "split the query, or write long lists of conditions as IN {...} sets",
                     )
-                stack.append([child, 0, [], None, None])
+                stack.append([child, 0, [], None, None, str(child.data)])
             elif child is None:
                 frame[2].append(None)
             else:
                 if frame[3] is None:
                     frame[3] = (child.line or 1, child.column or 1)
                 frame[4] = (child.end_line or 1, child.end_column or 1)
-                if not _dropped(child, str(tree.data)):
+                if not _dropped(child, frame[5]):
                     frame[2].append(child)
             continue
         stack.pop()
-        depth -= tree.data not in _TRANSPARENT
-        rule = str(tree.data)
+        rule = frame[5]
+        depth -= rule not in _TRANSPARENT
         first, last = frame[3], frame[4]
         span = Span(first[0], first[1], last[0], last[1]) if first and last else None
         method = _METHODS.get(rule)
