@@ -596,6 +596,9 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
+    except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
+        print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {target / 'spark.log'}", file=err)
+        return EXIT_INVALID
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID

@@ -120,3 +120,24 @@ def test_an_empty_input_plots_without_a_warning(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         summary.plot(str(tmp_path / "empty.png"))
     assert (tmp_path / "empty.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("broken", [BrokenPipeError, ConnectionResetError])
+def test_a_broken_worker_connection_ends_run_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], broken: type[OSError]
+) -> None:
+    import sharp_cer.spark.pipeline as pipeline
+    import sharp_cer.spark.session as session
+    from sharp_cer.cli import main
+
+    def run_detection(*args: object, **kwargs: object) -> None:
+        raise broken(104, "Connection reset by peer")
+
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
+    monkeypatch.setattr(pipeline, "run_detection", run_detection)
+    workload = Path(__file__).parent.parent / "configs" / "stock_trading.toml"
+    (tmp_path / "e.csv").write_text("")
+    assert main(["run", str(workload), "--events", str(tmp_path / "e.csv"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Spark lost a worker's connection") and "Traceback" not in err
+    assert f"see {tmp_path / 'o' / 'spark.log'}" in err
