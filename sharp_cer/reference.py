@@ -4,7 +4,7 @@ It is the oracle of the test suite: slow, exhaustive and written straight from
 the definitions below, never used on the hot path. It imports only the
 language and events layers.
 
-The rules (CORE §2–3, CEL §2–5):
+The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
 
 1. **Valuations.** A pattern denotes a set of valuations ``(interval, data,
    vars)``: an interval ``[start, end]`` of stream positions, the output

@@ -706,7 +706,7 @@ class _Checker:
                     node.span,
                     expected=f"both sides of '{node.op}' of one type",
                     found=f"{expr_text(node.left)} ({left}) {node.op} {expr_text(node.right)} ({right})",
-                    hint="string values need quotes: name = 'MSFT'" if "string" in (lf, rf) else None,
+                    hint=_mixed_types_hint(node, lf, rf),
                 )
             if lf in ("string", "bool") and node.op not in ("=", "!="):
                 self.fail(
@@ -1049,3 +1049,18 @@ def _re2_refuses(pattern: str) -> str | None:
     except pa.ArrowInvalid as exc:
         return str(exc).removeprefix("Invalid regular expression: ")
     return None
+
+
+def _mixed_types_hint(node: ast.Comparison, left: str, right: str) -> str | None:
+    """Quotes to add or to drop, for a comparison of a string with a number."""
+    if "string" not in (left, right):
+        return None
+    quoted = node.left if isinstance(node.left, ast.StringLiteral) else node.right
+    other = node.right if quoted is node.left else node.left
+    if isinstance(quoted, ast.StringLiteral):
+        try:
+            float(quoted.value)
+        except ValueError:
+            return f"{expr_text(other)} is a number: compare it with a number"
+        return f"numbers go without quotes: {expr_text(other)} {node.op} {quoted.value}"
+    return "string values need quotes: name = 'MSFT'"
