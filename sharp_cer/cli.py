@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import SharpCerError
+from .errors import SharpCerError, SurfaceError
 from .language import Schema, Workload, load_workload, parse_and_check
+from .language.files import read_source
 from .language.printer import window as window_text
 from .language.source import Source
 
@@ -48,14 +51,6 @@ _SHEDDER_NAMES = (
 EXIT_INVALID = 2
 
 
-def _read(path: Path, err: TextIO) -> str | None:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        print(f"{path}: error: cannot read file: {exc.strerror}", file=err)
-        return None
-
-
 def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err: TextIO) -> int:
     """Check each file; print ``ok`` lines to ``out`` and problems to ``err``.
 
@@ -66,11 +61,8 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
     schema: Schema | None = None
     schema_paths = [Path(schema_file)] if schema_file else [p for p in paths if p.suffix == ".core"][:1]
     if schema_paths:
-        text = _read(schema_paths[0], err)
-        if text is None:
-            return EXIT_INVALID
         try:
-            schema = Schema.parse(text, str(schema_paths[0]))
+            schema = Schema.parse(read_source(schema_paths[0], "schema"), str(schema_paths[0]))
         except SharpCerError as exc:
             print(exc, file=err)
             return EXIT_INVALID
@@ -86,11 +78,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     file=out,
                 )
             elif path.suffix == ".core":
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
-                parsed = Schema.parse(text, str(path))
+                parsed = Schema.parse(read_source(path, "schema"), str(path))
                 print(f"ok {path}: {len(parsed.event_types())} event types", file=out)
             elif path.suffix == ".ceql":
                 if schema is None:
@@ -101,10 +89,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     )
                     failed = True
                     continue
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
+                text = read_source(path, "query")
                 checked = parse_and_check(text, schema, source=Source(text, str(path)))
                 for query_warning in checked.warnings:
                     print(query_warning, file=err)
@@ -228,10 +213,10 @@ def _demo_on_spark(
 
 def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Schema, list[tuple[str, Any]]]:
     """A .core schema and the .ceql queries checked against it, each named by its file's stem."""
-    schema = Schema.parse(Path(schema_file).read_text(), schema_file)
+    schema = Schema.parse(read_source(Path(schema_file), "schema"), schema_file)
     queries = []
     for q in query_files:
-        text = Path(q).read_text()
+        text = read_source(Path(q), "query")
         queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
     return schema, queries
 
@@ -241,11 +226,26 @@ def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, An
     from .events.loaders import load_csv, load_jsonl, load_parquet
 
     loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
+    problem = _events_problem(events_file, folder=False)
+    if problem is not None:
+        print(problem, file=err)
+        return None
     loader = loaders.get(Path(events_file).suffix)
     if loader is None:
         print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
         return None
     return loader(events_file, schema)
+
+
+def _events_problem(path: str, *, folder: bool) -> str | None:
+    """What is wrong with an ``--events`` path before anything reads it: a
+    missing file, or a folder where one file is needed."""
+    p = Path(path)
+    if not p.exists():
+        return f"{path}: error: no such events file{' or folder' if folder else ''}\n  hint: check the --events path"
+    if p.is_dir() and not folder:
+        return f"{path}: error: a folder, not an events file\n  hint: give one .csv, .jsonl or .parquet file"
+    return None
 
 
 @dataclass(frozen=True)
@@ -266,10 +266,13 @@ class ShedOptions:
         """What is inconsistent, if anything."""
         if self.bound_units is not None and self.bound_fraction is not None:
             return "give --latency-bound or --latency-bound-fraction, not both"
-        if self.bound_units is not None and not self.bound_units > 0:
-            return f"--latency-bound must be a positive number of cost units, not {self.bound_units}"
+        if self.bound_units is not None and not 0 < self.bound_units < math.inf:
+            return f"--latency-bound must be a positive, finite number of cost units, not {self.bound_units}"
         if self.bound_fraction is not None and not 0 < self.bound_fraction <= 1:
             return f"--latency-bound-fraction must be in (0, 1], not {self.bound_fraction}"
+        if self.stats is not None and Path(self.stats).is_dir():
+            folder = self.stats.rstrip("/")
+            return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
         return None
@@ -410,7 +413,7 @@ def explain_plan(
     dot_file: str | None,
     png_file: str | None,
     events_file: str | None,
-    generate: int,
+    generate: int | None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -425,6 +428,10 @@ def explain_plan(
 
     from .events.loaders import load_pandas
 
+    if events_file is not None and generate is not None:
+        print("error: give --events FILE or --generate N, not both", file=err)
+        return EXIT_INVALID
+    generate = 20_000 if generate is None else generate
     try:
         generator: str | None = None
         if len(files) == 1 and files[0].endswith(".toml") and schema_file is None:
@@ -517,8 +524,13 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
-        spark = spark_session(args.master, **stream_conf())
-        summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
+        if not Path(args.source).is_dir():
+            raise SurfaceError(f"{args.source}: error: no such folder\n  hint: --source is the folder files arrive in")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        spark = spark_session(args.master, log=str(Path(args.out, "spark.log")), **stream_conf())
+        summary = run_stream(
+            workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout, progress=err
+        )
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -544,6 +556,18 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     if options.generate and not workload.generator:
         print(f"error: workload {workload.name} names no generator\n  hint: give --events PATH", file=err)
         return EXIT_INVALID
+    from .spark.prepare import format_of
+
+    # the input is checked before Spark starts: a mistyped path costs no JVM
+    problem = None if options.events is None else _events_problem(options.events, folder=True)
+    if problem is None and options.events is not None:
+        try:
+            format_of(options.events)
+        except SharpCerError as exc:
+            problem = str(exc)
+    if problem is not None:
+        print(problem, file=err)
+        return EXIT_INVALID
     from .spark.pipeline import run_detection
     from .spark.progress import Progress
     from .spark.session import spark_session
@@ -555,7 +579,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     target = Path(options.out)
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master, **settings)
+    spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
     started = time.perf_counter()
     try:
         if options.events is not None:
@@ -571,6 +595,9 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
             summary = _complete(detection, target, "", options.format)
     except SharpCerError as exc:
         print(exc, file=err)
+        return EXIT_INVALID
+    except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
+        print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {target / 'spark.log'}", file=err)
         return EXIT_INVALID
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
@@ -610,6 +637,25 @@ def _complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
         detection.close()
 
 
+def _at_least(lowest: int) -> Callable[[str], int]:
+    """An argparse type: an integer no smaller than ``lowest``.
+
+    >>> _at_least(1)("3"), _at_least(0)("0")
+    (3, 0)
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {lowest}, found {value}")
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -621,7 +667,7 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument("--query", required=True, action="append", metavar="FILE", help=".ceql file (repeatable)")
     run_match.add_argument("--events", required=True, metavar="FILE", help=".csv, .jsonl or .parquet events")
     run_match.add_argument("--engine", choices=["core", "reference"], default="core")
-    run_match.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N matches")
+    run_match.add_argument("--limit", type=_at_least(1), default=None, metavar="N", help="print at most N matches")
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
@@ -649,16 +695,19 @@ def _parser() -> argparse.ArgumentParser:
     run_explain.add_argument("--events", metavar="FILE", help="run once over these events (.csv, .jsonl, .parquet)")
     run_explain.add_argument(
         "--generate",
-        type=int,
-        default=20_000,
+        type=_at_least(0),
         metavar="N",
-        help="without --events, run over N events of the workload's generator (0: no run)",
+        help="without --events, run over N events of the workload's generator (default 20,000; 0: no run)",
     )
     run_spark = sub.add_parser("run", help="run a workload over events on Spark (batch)")
     run_spark.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
     run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
     run_spark.add_argument(
-        "--generate", type=int, default=0, metavar="N", help="instead of --events: N events of the workload's generator"
+        "--generate",
+        type=_at_least(0),
+        default=0,
+        metavar="N",
+        help="instead of --events: N events of the workload's generator",
     )
     run_spark.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_spark.add_argument("--out", default="out/run", metavar="DIR", help="where matches and the summary go")
@@ -695,8 +744,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped reading: what it did not read goes nowhere, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)

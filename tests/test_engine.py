@@ -25,7 +25,7 @@ from tests.engine_cases import SCHEMA, to_batch
 def rows(spec: str, **columns: list[Any]) -> list[dict[str, Any]]:
     out = []
     for i, kind in enumerate(spec.split()):
-        row = {"type": kind, "x": 0, "k": 0, "t": i}
+        row = {"type": kind, "x": 0, "k": 0, "j": 0, "t": i}
         row.update({name: values[i] for name, values in columns.items()})
         out.append(row)
     return out
@@ -209,11 +209,11 @@ def test_detector_feeds_across_batches_like_one() -> None:
 
 def test_detector_reports_bad_rows_and_keeps_positions() -> None:
     detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA)
-    frame = pd.DataFrame([*rows("A"), {"type": "Z", "x": 0, "k": 0, "t": 1}, *rows("B")])
+    frame = pd.DataFrame([*rows("A"), {"type": "Z", "x": 0, "k": 0, "j": 0, "t": 1}, *rows("B")])
     (match,) = detector.feed(frame)
     assert (match.start, match.end) == (0, 2)
     assert detector.reports[0].counts == {"unknown_type": 1}
-    assert detector.events_of(match)["B"] == [{"type": "B", "position": 2, "x": 0, "k": 0, "t": 0}]
+    assert detector.events_of(match)["B"] == [{"type": "B", "position": 2, "x": 0, "k": 0, "j": 0, "t": 0}]
 
 
 def test_matches_as_arrow() -> None:
