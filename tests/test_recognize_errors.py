@@ -83,3 +83,28 @@ def test_readme_example_runs() -> None:
     section = readme.split("### MATCH_RECOGNIZE", 1)[1]
     code = section.split("```python", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "MATCH_RECOGNIZE (PATTERN (" + "(" * 3000 + "A" + ")" * 3000 + "))",
+        "MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS " + " + ".join(["price"] * 5000) + " > 1)",
+        "MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS " + "NOT " * 400 + "price > 1)",
+    ],
+)
+def test_deep_nesting_is_a_located_error(clause: str) -> None:
+    error = _error(clause)
+    assert "nested more than 200 deep" in str(error) and error.span is not None  # type: ignore[attr-defined]
+
+
+def test_bound_beyond_what_re_repeats_takes_the_general_matcher() -> None:
+    clause = "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A{99999999999999999999}))"
+    out = match_recognize(ROWS, clause)
+    assert out.num_rows == 0
+
+
+def test_case_expression() -> None:
+    out = match_recognize(ROWS, "MATCH_RECOGNIZE (ORDER BY id MEASURES CASE WHEN price > 2 THEN 'high' ELSE 'low' END "
+                                "AS level ALL ROWS PER MATCH PATTERN (A))")
+    assert out.column("level").to_pylist() == ["high", "low", "low", "high"]

@@ -314,7 +314,9 @@ class _Builder:
         return ast.Star(_variable(c[0]), span)
 
     def _case(self, c: list[Any], span: Span | None) -> ast.Expr:
-        whens = tuple((self.expr(w.children[1]), self.expr(w.children[3])) for w in c if isinstance(w, Tree))
+        whens = tuple(
+            (self.expr(w.children[1]), self.expr(w.children[3])) for w in c if isinstance(w, Tree) and w.data == "when"
+        )
         otherwise = None
         for i, item in enumerate(c):
             if isinstance(item, Token) and item.type == "ELSE":
@@ -394,4 +396,43 @@ def parse_clause(text: str, name: str = "<clause>") -> ast.Clause:
         tree = _lark().parse(text)
     except UnexpectedInput as err:
         raise _syntax_error(err, source) from None
-    return _Builder(source).build(tree)
+    _check_depth(tree, source)
+    clause = _Builder(source).build(tree)
+    for node in [*(m.expr for m in clause.measures), *(d.condition for d in clause.definitions)]:
+        _check_depth(node, source)
+    return clause
+
+
+MAX_DEPTH = 200
+
+
+def _children(node: object) -> list[object]:
+    if isinstance(node, Tree):
+        return [c for c in node.children if isinstance(c, Tree)]
+    fields = getattr(node, "__dataclass_fields__", {})
+    out: list[object] = []
+    for field in fields:
+        if field == "span":
+            continue
+        value = getattr(node, field)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, tuple):
+                out.extend(item)  # CASE's (condition, value) pairs
+            elif hasattr(item, "__dataclass_fields__"):
+                out.append(item)
+    return out
+
+
+def _check_depth(root: object, source: Source) -> None:
+    """Nesting deeper than MAX_DEPTH (parentheses, operators, calls) is a
+    located error: the parser and the evaluator would run out of stack."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            span = _span(node) if isinstance(node, Tree) else getattr(node, "span", None)
+            raise ClauseError(
+                f"the clause is nested more than {MAX_DEPTH} deep", source, span,
+                hint="split the expression or the pattern into simpler parts",
+            )
+        stack.extend((child, depth + 1) for child in _children(node))

@@ -260,7 +260,10 @@ def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | N
     text = walk(pattern)
     if text is None:
         return None
-    return FastPattern(re.compile(text), tuple(groups))
+    try:
+        return FastPattern(re.compile(text), tuple(groups))
+    except (OverflowError, re.error):  # a bound beyond what re repeats: the general matcher has no such limit
+        return None
 
 
 # --- ONE ROW PER MATCH measures over all matches at once ----------------------
