@@ -108,3 +108,14 @@ def test_case_expression() -> None:
     out = match_recognize(ROWS, "MATCH_RECOGNIZE (ORDER BY id MEASURES CASE WHEN price > 2 THEN 'high' ELSE 'low' END "
                                 "AS level ALL ROWS PER MATCH PATTERN (A))")
     assert out.column("level").to_pylist() == ["high", "low", "low", "high"]
+
+
+def test_wrong_inputs_are_errors_not_tracebacks() -> None:
+    import pandas as pd
+
+    with pytest.raises(RecognizeError, match="pandas DataFrame or an Arrow table, found list"):
+        match_recognize([1, 2], "MATCH_RECOGNIZE (PATTERN (A))")
+    with pytest.raises(RecognizeError, match="clause as text, found int"):
+        match_recognize(ROWS, 5)  # type: ignore[arg-type]
+    with pytest.raises(RecognizeError, match="cannot be read as typed columns"):
+        match_recognize(pd.DataFrame({"x": [1, "a"]}), "MATCH_RECOGNIZE (PATTERN (A))")

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sharp_cer.errors import RecognizeError
 from sharp_cer.language.errors import did_you_mean, listing
 
 from . import ast
@@ -475,8 +476,19 @@ def match_recognize(frame: Any, clause: str | ast.Clause, *, max_threads: int = 
     Arrow table; the result is of the same kind, NULLs as nulls (pandas'
     nullable types). ONE ROW PER MATCH gives the partition columns and the
     measures; ALL ROWS PER MATCH the input columns and the measures."""
+    import pandas as pd
+
+    if not isinstance(clause, str | ast.Clause):
+        raise RecognizeError(f"match_recognize takes the clause as text, found {type(clause).__name__}")
     parsed = parse_clause(clause) if isinstance(clause, str) else clause
     is_arrow = isinstance(frame, pa.Table)
-    table = frame if is_arrow else pa.Table.from_pandas(frame, preserve_index=False)
+    if not is_arrow and not isinstance(frame, pd.DataFrame):
+        raise RecognizeError(
+            f"match_recognize takes a pandas DataFrame or an Arrow table, found {type(frame).__name__}"
+        )
+    try:
+        table = frame if is_arrow else pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise RecognizeError(f"the DataFrame cannot be read as typed columns: {err}") from None
     result = recognize_table(table, compile_clause(parsed, table.column_names, max_threads=max_threads))
     return result if is_arrow else result.to_pandas(types_mapper=_pandas_type)
