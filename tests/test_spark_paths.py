@@ -64,6 +64,8 @@ class FakeQuery:
 def test_a_signal_stops_the_stream_at_a_micro_batch_boundary_with_one_line(sent: signal.Signals) -> None:
     query = FakeQuery(batches=10, on_batch=lambda k: k == 1 and os.kill(os.getpid(), sent))
     out = io.StringIO()
+    # A SparkContext started earlier in the session installs its own SIGINT handler: restored is "as before".
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert watch(query, out, None, poll=0.001) == sent.name
     assert query.stopped_mid_trigger is False  # stopped between micro-batches
     lines = out.getvalue().splitlines()
@@ -73,7 +75,7 @@ def test_a_signal_stops_the_stream_at_a_micro_batch_boundary_with_one_line(sent:
     ]
     assert [line for line in lines if line.startswith("stopped")] == [lines[-1]]
     assert lines[-1].startswith(f"stopped ({sent.name}) after micro-batch {len(lines) - 2};")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # handlers restored
 
 
 def test_every_micro_batch_gets_one_line_and_an_ended_stream_none_about_stopping() -> None:
