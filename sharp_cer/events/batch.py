@@ -22,6 +22,7 @@ attribute); the value there is a filler (0, NaN, False or None).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,7 +260,10 @@ class DeadLetter:
 @dataclass(frozen=True)
 class LoadReport:
     """What a load did: ``read`` rows, ``accepted`` events, and a dead letter
-    for every other row (``accepted + len(dead_letters) == read``, checked).
+    for every other row (``accepted + len(dead_letters) == read``, checked);
+    ``skipped`` counts the lines of a text input that hold no row (blank
+    lines, the header), so the lines read are ``read + skipped`` (a quoted
+    CSV field spanning lines makes its row more than one line).
 
     >>> r = LoadReport("x.csv", 2, 2, [])
     >>> r.counts, r.summary()
@@ -270,6 +274,7 @@ class LoadReport:
     read: int
     accepted: int
     dead_letters: list[DeadLetter]
+    skipped: int = 0
 
     def __post_init__(self) -> None:
         if self.accepted + len(self.dead_letters) != self.read:
@@ -298,4 +303,33 @@ class LoadReport:
         text = f"{self.source}: {self.read} rows read, {self.accepted} accepted, {len(self.dead_letters)} dead-lettered"
         if self.dead_letters:
             text += " (" + ", ".join(f"{kind} {count}" for kind, count in self.counts.items()) + ")"
+        if self.skipped:
+            text += f"; {self.skipped} line{'s' if self.skipped > 1 else ''} skipped"
         return text
+
+
+def concat_batches(batches: Sequence[EventBatch]) -> EventBatch:
+    """One batch of several loaded with one schema, in the order given.
+
+    >>> from sharp_cer.language import Schema
+    >>> a = Schema.parse("CREATE STREAM S { EVENT A { x:int } }").event("A")
+    >>> one = EventBatch((a,), np.array([0]), np.array([0], dtype=np.int32),
+    ...                  {"x": Column("int", np.array([5]), np.array([True]))})
+    >>> concat_batches([one, one.take([0])]).columns["x"].to_list()
+    [5, 5]
+    """
+    if len(batches) == 1:
+        return batches[0]
+    if not batches:
+        raise EventsError("concat_batches needs at least one batch")
+    first = batches[0]
+    columns = {
+        name: Column(
+            column.kind,
+            np.concatenate([b.columns[name].values for b in batches]),
+            np.concatenate([b.columns[name].valid for b in batches]),
+        )
+        for name, column in first.columns.items()
+    }
+    positions = np.concatenate([b.positions for b in batches])
+    return EventBatch(first.event_types, positions, np.concatenate([b.codes for b in batches]), columns)

@@ -37,16 +37,16 @@ type first.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +58,8 @@ from sharp_cer.errors import EventsError
 from sharp_cer.language.errors import did_you_mean, listing
 from sharp_cer.language.schema import EventSchema, Schema
 
-from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport
+from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
+from .csv_blocks import BLOCK_BYTES, CsvBlock, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
@@ -153,19 +154,84 @@ def load_csv(
     field is no event type and it is ``type`` or the rest are attribute
     names; a header naming only attributes must list one event type's
     attributes in order (rows are read by position, not by header name).
+    A line is a row (a quoted field may span lines when its quotes balance);
+    blank lines and the header are counted as ``skipped``. This reads the
+    whole input: :func:`iter_csv` reads it block by block.
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { ok:bool, x:int } }")
     >>> batch, report = load_csv("type,x\\nA,1\\nB,TRUE,2\\nB,3\\n", s)
-    >>> [batch.row(i)["attributes"] for i in range(len(batch))], report.summary()
-    ([{'x': 1}, {'ok': True, 'x': 2}], '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1)')
+    >>> [batch.row(i)["attributes"] for i in range(len(batch))]
+    [{'x': 1}, {'ok': True, 'x': 2}]
+    >>> report.summary()
+    '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1); 1 line skipped'
+    """
+    return collect(
+        iter_csv(source, schema, header=header, strict=strict, allowed_lateness=allowed_lateness, stream=stream),
+        _source_name(source, "<csv text>"),
+    )
+
+
+def iter_csv(
+    source: Source,
+    schema: Schema,
+    *,
+    header: bool | None = None,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_csv` block by block: each block of about ``block_bytes``
+    bytes gives its batch and its report, with positions and lateness
+    running on across blocks, so memory stays with one block.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> [(b.positions.tolist(), r.read) for b, r in iter_csv("A,1\\nA,2\\nA,x\\nA,4\\n", s, block_bytes=8)]
+    [([0, 1], 2), ([3], 2)]
     """
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
-    name, data = _read_source(source, "<csv text>")
-    text = data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
-    raw = _read_csv(text.removeprefix("\ufeff"), name, etypes, kinds, header)
-    return _judge(raw, etypes, kinds, strict, lateness)
+    name = _source_name(source, "<csv text>")
+    by_name = {e.name: e for e in etypes}
+
+    def is_header(fields: list[str] | None, line: int, text: str) -> bool:
+        if header or (fields is not None and _looks_like_header(fields, by_name, kinds)):
+            _check_header(line, text, fields, name, etypes, kinds)
+            return True
+        return False
+
+    progress = _Progress()
+    with _open_bytes(source, name) as data:
+        layouts = {e.name: tuple(e.attributes) for e in etypes}
+        for block in read_blocks(data, layouts, None if header is False else is_header, block_bytes):
+            yield _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
+
+
+def collect(chunks: Iterable[tuple[EventBatch, LoadReport]], name: str) -> tuple[EventBatch, LoadReport]:
+    """One batch and one report from the chunks of one input.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> batch, report = collect(iter_csv("A,1\\n\\nA,2\\n", s, block_bytes=4), "t")
+    >>> batch.positions.tolist(), report.summary()
+    ([0, 1], 't: 2 rows read, 2 accepted, 0 dead-lettered; 1 line skipped')
+    """
+    batches: list[EventBatch] = []
+    reports: list[LoadReport] = []
+    for batch, report in chunks:
+        batches.append(batch)
+        reports.append(report)
+    letters = [d for r in reports for d in r.dead_letters]
+    report = LoadReport(
+        name,
+        sum(r.read for r in reports),
+        sum(r.accepted for r in reports),
+        letters,
+        sum(r.skipped for r in reports),
+    )
+    return concat_batches(batches), report
 
 
 def load_jsonl(
@@ -346,101 +412,68 @@ def _read_source(source: Source, label: str) -> tuple[str, str | bytes]:
         ) from exc
 
 
-class _Tap:
-    """Lines fed to csv.reader, remembered so each record keeps its text."""
-
-    def __init__(self, text: str) -> None:
-        self._lines = iter(io.StringIO(text, newline=""))
-        self.taken: list[str] = []
-        self.count = 0
-
-    def __iter__(self) -> _Tap:
-        return self
-
-    def __next__(self) -> str:
-        line = next(self._lines)
-        self.taken.append(line)
-        self.count += 1
-        return line
+def _source_name(source: Source, label: str) -> str:
+    return label if _is_text(source) else str(Path(source))
 
 
-def _read_csv(
-    text: str, name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str], header: bool | None
-) -> _Raw:
-    by_name = {e.name: e for e in etypes}
-    tap = _Tap(text)
-    reader = csv.reader(tap)
-    records: list[tuple[int, str, list[str] | None, str]] = []  # line, text, fields, parse error
-    while True:
-        start = tap.count + 1
-        try:
-            fields: list[str] | None = next(reader)
-            error = ""
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            fields, error = None, str(exc)
-        row_text = "".join(tap.taken).rstrip("\r\n")
-        tap.taken.clear()
-        if fields is not None and not row_text.strip(_BLANK):
-            continue
-        records.append((start, row_text, fields, error))
+def _is_text(source: Source) -> bool:
+    return isinstance(source, str) and (source == "" or "\n" in source or "\r" in source)
 
-    if records and header is not False:
-        first = records[0][2]
-        if header or (first is not None and _looks_like_header(first, by_name, kinds)):
-            _check_header(records[0], name, etypes, kinds)
-            records = records[1:]
 
-    n = len(records)
-    pre: dict[int, _Problem] = {}
-    type_names: list[str | None] = []
-    rows_of: dict[str, list[int]] = {}
-    row_fields: list[list[str]] = [fields or [] for _, _, fields, _ in records]
-    undecoded = _SURROGATE.search(text) is not None  # bytes that were not UTF-8 became surrogates
-    for pos, (_, row_text, fields, error) in enumerate(records):
-        if fields is None or (undecoded and _SURROGATE.search(row_text)):
-            found = f"a CSV parse error ({error})" if fields is None else "bytes that are not UTF-8"
-            pre[pos] = _Problem(
-                "malformed_row",
-                "malformed row",
-                None,
-                "a CSV record in UTF-8",
-                found,
-                "fix the quoting (a quote inside a quoted field is doubled) or re-encode the file as UTF-8",
-            )
-            type_names.append(None)
-            continue
-        kind = fields[0].strip(_BLANK) or None
-        type_names.append(kind)
-        event = by_name.get(kind) if kind is not None else None
-        if event is None:
-            continue  # judged with every loader's unknown types
-        if len(fields) != 1 + len(event.attributes):
-            layout = ", ".join(["type", *event.attributes])
-            pre[pos] = _Problem(
+@contextmanager
+def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
+    """The input as a binary stream: the file, or the text given."""
+    if _is_text(source):
+        yield io.BytesIO(str(source).encode("utf-8", "surrogatepass"))
+        return
+    try:
+        handle = open(source, "rb")  # noqa: SIM115 - closed below, after the caller's reading
+    except OSError as exc:
+        raise _error(
+            name,
+            "cannot read the events file",
+            "a readable file",
+            exc.strerror or str(exc),
+            "check the path; to pass the data itself, give a str that holds a newline",
+        ) from exc
+    with handle:
+        yield handle
+
+
+def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Raw:
+    """A block's rows for judging: unreadable records and wrong field counts found."""
+    pre = {
+        i: _Problem(
+            "malformed_row",
+            "malformed row",
+            None,
+            "a CSV record in UTF-8",
+            found,
+            "fix the quoting (a quote inside a quoted field is doubled) or re-encode the file as UTF-8",
+        )
+        for i, found in block.malformed.items()
+    }
+    names = pa.array([e.name for e in etypes], pa.string())
+    codes = np.asarray(pc.index_in(block.types, value_set=names).fill_null(-1).to_numpy(zero_copy_only=False))
+    for code, event in enumerate(etypes):
+        wanted = 1 + len(event.attributes)
+        layout = ", ".join(["type", *event.attributes])
+        for i in np.flatnonzero((codes == code) & (block.counts >= 0) & (block.counts != wanted)).tolist():
+            pre[i] = _Problem(
                 "field_count",
                 f"wrong field count for {event.name}",
                 None,
-                f"{1 + len(event.attributes)} fields ({layout})",
-                f"{len(fields)} fields",
+                f"{wanted} fields ({layout})",
+                f"{int(block.counts[i])} fields",
                 f"write {event.name} rows as {layout} (CORE's CSV: the type, then its attributes in declaration order)",
             )
-            continue
-        rows_of.setdefault(event.name, []).append(pos)
-
-    values = {attr: np.full(n, None, dtype=object) for attr in kinds}
-    for event_name, rows in rows_of.items():
-        idx = np.asarray(rows, dtype=np.intp)
-        for j, attr in enumerate(by_name[event_name].attributes):
-            values[attr][idx] = np.array([row_fields[i][1 + j] or None for i in rows], dtype=object)
     return _Raw(
         name=name,
-        n=n,
-        lines=np.array([r[0] for r in records], dtype=np.int64),
-        types=_Col([(None, pa.array(type_names, pa.string()))]),
-        columns={attr: _Col([(None, pa.array(v, pa.string()))]) for attr, v in values.items()},
-        raw=lambda i: records[i][1],
+        n=len(block),
+        lines=block.lines,
+        types=_Col([(None, block.types)]),
+        columns={attr: _Col([(None, arr)]) for attr, arr in block.values.items()},
+        raw=block.text,
         pre=pre,
         null_text="an empty field",
         csv_fields=True,
@@ -455,11 +488,15 @@ def _looks_like_header(fields: list[str], by_name: Mapping[str, EventSchema], ki
 
 
 def _check_header(
-    record: tuple[int, str, list[str] | None, str], name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str]
+    line: int,
+    row_text: str,
+    fields: list[str] | None,
+    name: str,
+    etypes: tuple[EventSchema, ...],
+    kinds: dict[str, str],
 ) -> None:
-    line, row_text, fields, error = record
     if fields is None:
-        raise _error(f"{name}, line {line}", "cannot read the header row", "a CSV record", error, None)
+        raise _error(f"{name}, line {line}", "cannot read the header row", "a CSV record", repr(row_text), None)
     rest = [f.strip(_BLANK) for f in fields[1:]]
     if rest and all(f in kinds for f in rest) and not any(rest == list(e.attributes) for e in etypes):
         layouts = "; ".join(f"{e.name}: {', '.join(e.attributes)}" for e in etypes)
@@ -701,7 +738,11 @@ _FLOAT = r"(?i)^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infini
 
 def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
     if kind == "string":
-        return _Converted(np.array(arr.to_numpy(zero_copy_only=False), dtype=object), ~null, null)
+        return _Converted(_strings(arr), ~null, null)
+    if kind != "bool":
+        quick = _quick_cast(arr, kind, null)
+        if quick is not None:
+            return quick
     text = pc.utf8_trim(arr, characters=_BLANK)
     if kind == "bool":
         lower = pc.utf8_lower(text)
@@ -728,6 +769,36 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
             ns, good = _parse_iso(text.take(pa.array(rest)).to_pylist())
             values[rest[good]], ok[rest[good]] = ns[good], True
     return _Converted(values, ok, null)
+
+
+def _strings(arr: Any) -> npt.NDArray[Any]:
+    """Strings as an object array; a column of few distinct values (names,
+    symbols) is built from its dictionary, one Python str per value."""
+    if len(arr) > 1000:
+        encoded = pc.dictionary_encode(arr)
+        if len(encoded.dictionary) * 4 < len(arr):
+            words = np.array(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+            indices = np.asarray(encoded.indices.fill_null(0).to_numpy(zero_copy_only=False))
+            values = words[indices] if len(words) else np.full(len(arr), None, dtype=object)
+            values[np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False))] = None
+            return values
+    return np.array(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
+    """Arrow's cast when it takes every string and reads each as the
+    patterns below would (its hexadecimal ints excluded); else None."""
+    try:
+        if kind == "double":
+            floats = np.array(pc.cast(arr, pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+            nan = np.isnan(floats) & ~null
+            return _Converted(floats, ~null & ~nan, null | nan)
+        if any(pc.any(pc.match_substring(arr, x)).as_py() for x in "xX"):
+            return None
+        ints = np.array(pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    except _ARROW_FAILURES:
+        return None
+    return _Converted(ints, ~null, null)
 
 
 def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
@@ -771,10 +842,27 @@ def _safe(parse: Callable[[list[str]], Any], values: list[str]) -> Any:
 # ---------------------------------------------------------------- judging
 
 
+@dataclass
+class _Progress:
+    """Where a stream read in chunks stands: the next row's position and
+    the largest primary time accepted so far."""
+
+    position: int = 0
+    latest: int = _I64_MIN
+
+
 def _judge(
-    raw: _Raw, etypes: tuple[EventSchema, ...], kinds: dict[str, str], strict: bool, lateness: int
+    raw: _Raw,
+    etypes: tuple[EventSchema, ...],
+    kinds: dict[str, str],
+    strict: bool,
+    lateness: int,
+    progress: _Progress | None = None,
+    skipped: int = 0,
 ) -> tuple[EventBatch, LoadReport]:
-    """Find each row's first problem, split off the bad rows, build the batch."""
+    """Find each row's first problem, split off the bad rows, build the batch
+    (numbered on from ``progress``, which it advances)."""
+    progress = progress if progress is not None else _Progress()
     n = raw.n
     problems = dict(raw.pre)
     bad = np.zeros(n, dtype=np.bool_)
@@ -789,7 +877,9 @@ def _judge(
             arr = arr.dictionary_decode()
         type_null[where] = _mask(arr.is_null())
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
+            found = pc.index_in(arr, value_set=pa.array(names, pa.string()))
+            if found.null_count > arr.null_count:  # names padded with blanks are names too
+                found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
             codes[where] = np.array(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int32)
     for i in np.flatnonzero(~bad & (codes < 0)):
         problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
@@ -813,18 +903,22 @@ def _judge(
     if n and timed.any():
         marked = np.where(timed, times, _I64_MIN)
         latest = np.empty(n, dtype=np.int64)
-        latest[0] = _I64_MIN
-        latest[1:] = np.maximum.accumulate(marked)[:-1]
+        latest[0] = progress.latest
+        latest[1:] = np.maximum(np.maximum.accumulate(marked)[:-1], progress.latest)
         late = timed & (marked < np.maximum(latest, np.int64(_I64_MIN + lateness)) - np.int64(lateness))
         for i in np.flatnonzero(late):
             event = etypes[codes[i]]
             problems[int(i)] = _late_problem(event, int(times[i]), int(latest[i]), lateness)
         bad |= late
 
+    if n and timed.any():
+        progress.latest = max(progress.latest, int(marked.max()))
+    start = progress.position
+    progress.position += n
     order = sorted(problems)
     if strict and order:
         raise _strict_error(raw, order[0], problems[order[0]])
-    letters = [_letter(raw, i, problems[i]) for i in order]
+    letters = [_dead_letter(start + i, int(raw.lines[i]), problems[i], raw.raw(i)) for i in order]
     keep = np.flatnonzero(~bad)
     kept_codes = codes[keep]
     columns: dict[str, Column] = {}
@@ -834,8 +928,8 @@ def _judge(
         values = converted[attr].values[keep]
         values[~valid] = FILLER[kind]
         columns[attr] = Column(kind, values, valid)
-    batch = EventBatch(etypes, keep.astype(np.int64), kept_codes, columns)
-    return batch, LoadReport(raw.name, n, len(keep), letters)
+    batch = EventBatch(etypes, keep.astype(np.int64) + start, kept_codes, columns)
+    return batch, LoadReport(raw.name, n, len(keep), letters, skipped)
 
 
 def _show(value: Any) -> str:
@@ -887,10 +981,6 @@ def _late_problem(event: EventSchema, t: int, latest: int, lateness: int) -> _Pr
         f"sort the input by {attr}, or allow a lateness of at least {latest - t}",
         list(event.attributes).index(attr) + 2 if attr in event.attributes else None,
     )
-
-
-def _letter(raw: _Raw, i: int, p: _Problem) -> DeadLetter:
-    return _dead_letter(i, int(raw.lines[i]), p, raw.raw(i))
 
 
 def _dead_letter(position: int, line: int, p: _Problem, raw: str | dict[str, Any]) -> DeadLetter:
