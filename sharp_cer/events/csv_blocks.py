@@ -89,6 +89,7 @@ def read_blocks(
     buffer = b""
     line = 1
     first = True
+    yielded = False
     while True:
         chunk = stream.read(size)
         final = not chunk
@@ -98,15 +99,21 @@ def read_blocks(
         cut = len(buffer) if final else buffer.rfind(b"\n") + 1
         if cut == 0 and not final:
             continue  # no whole line yet
-        if cut == 0:
-            return
-        block, used, lines = _read_block(buffer[:cut], line, final, layouts, header)
-        if block is not None:
-            header = None  # only the first record can be a header
-            yield block
-        buffer, line = buffer[used:], line + lines
+        if cut:
+            block, used, lines = _read_block(buffer[:cut], line, final, layouts, header)
+            if block is not None:
+                header = None  # only the first record can be a header
+                yielded = True
+                yield block
+            buffer, line = buffer[used:], line + lines
         if final and not buffer:
-            return
+            break
+    if not yielded:  # an empty input is one empty block
+        nothing = pa.array([], pa.string())
+        attributes = dict.fromkeys(a for attrs in layouts.values() for a in attrs)
+        yield CsvBlock(
+            np.zeros(0, np.int64), nothing, np.zeros(0, np.int64), dict.fromkeys(attributes, nothing), {}, 0, str
+        )
 
 
 def _read_block(
