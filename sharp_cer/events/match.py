@@ -1,8 +1,10 @@
 """Matches: what every evaluator (the reference and the engine) outputs.
 
->>> m = Match("q", 1, 3, (2, 3), {"b": (2,)})
+>>> m = Match("q", 1, 3, (2, 3), {"b": (2,)}, tenant="acme")
 >>> m.to_json()
-'{"query": "q", "start": 1, "end": 3, "events": [2, 3], "vars": {"b": [2]}}'
+'{"query": "q", "tenant": "acme", "start": 1, "end": 3, "events": [2, 3], "vars": {"b": [2]}}'
+>>> m == Match("q", 1, 3, (2, 3))  # the tenant follows from the query; variables are labels
+True
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ class Match:
 
     ``start`` and ``end`` are the stream positions that open and close the
     interval; ``events`` the output positions after projection (sorted);
-    ``vars`` the positions each variable holds (sorted tuples).
+    ``vars`` the positions each variable holds (sorted tuples); ``tenant``
+    the query's tenant when it came from a workload (None otherwise).
     """
 
     query: str
@@ -25,6 +28,7 @@ class Match:
     end: int
     events: tuple[int, ...]
     vars: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
+    tenant: str | None = field(default=None, compare=False)
 
     def key(self) -> tuple[str, int, int, tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
         """Everything that identifies the match, variables included, hashable."""
@@ -35,6 +39,7 @@ class Match:
         return json.dumps(
             {
                 "query": self.query,
+                "tenant": self.tenant,
                 "start": self.start,
                 "end": self.end,
                 "events": list(self.events),
