@@ -247,7 +247,7 @@ def test_detector_keeps_only_the_latest_feed_by_default() -> None:
     found = detector.feed(pd.DataFrame(rows("B A B")))  # positions 2, 3, 4
     assert detector.matches == found and [(m.start, m.end) for m in found] == [(0, 2), (0, 4), (3, 4)]
     across = found[0]
-    assert detector.events_of(detector.matches[2])["B"] == [{"type": "B", "position": 4, "x": 0, "k": 0, "t": 0}]
+    assert detector.events_of(detector.matches[2])["B"] == [{"type": "B", "position": 4, "x": 0, "k": 0, "t": 2}]
     for old in (first, across):  # their A at position 0 came in the first feed
         with pytest.raises(SurfaceError, match="history=True"):
             detector.events_of(old)
