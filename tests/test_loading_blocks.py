@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharp_cer.events.loaders import collect, iter_csv, load_csv
+from sharp_cer.events.loaders import collect, iter_csv, iter_jsonl, iter_parquet, load_csv, load_jsonl, load_parquet
 from sharp_cer.language import Schema
 
 STOCK = Schema.parse(
@@ -30,7 +31,7 @@ def test_one_unbalanced_quote_costs_one_line(tmp_path: Path) -> None:
 
 
 def test_lines_read_are_rows_plus_skipped_lines() -> None:
-    text = "type,id\r\n\r\nSELL,1\r\n   \r\nSELL,x\r\nBUY,2,\"a\r\nb\",1.5,3\r\nSELL,3\r\n"
+    text = 'type,id\r\n\r\nSELL,1\r\n   \r\nSELL,x\r\nBUY,2,"a\r\nb",1.5,3\r\nSELL,3\r\n'
     batch, report = load_csv(text, STOCK)
     # lines: header, blank, SELL 1, blank, SELL x, BUY (two lines), SELL 3
     assert (report.read, report.accepted, report.skipped) == (4, 3, 3)
@@ -82,3 +83,21 @@ def test_blocks_of_any_size_load_alike(lines: list[str], end: str, block_bytes: 
         assert (report.read, report.skipped) == (physical - blank, blank)
         for d in report.dead_letters:
             assert d.raw == lines[d.line - 1]
+
+
+def test_jsonl_and_parquet_in_pieces_load_alike(tmp_path: Path) -> None:
+    lines = [f'{{"type": "SELL", "id": {i}}}' if i % 7 else '{"type": "SELL", "id": "x"' for i in range(40)]
+    text = "\n".join(lines[:20]) + "\n\n" + "\n".join(lines[20:]) + "\n"
+    whole_batch, whole = load_jsonl(text, STOCK)
+    batch, report = collect(iter_jsonl(text, STOCK, block_bytes=50), "<jsonl text>")
+    assert report.dead_letters == whole.dead_letters and (report.read, report.skipped) == (40, 1)
+    assert [d.line for d in report.dead_letters] == [1, 8, 15, 23, 30, 37]  # the blank line 21 shifts the rest
+    assert batch.columns["id"].to_list() == whole_batch.columns["id"].to_list()
+
+    path = tmp_path / "e.parquet"
+    pd.DataFrame({"type": ["SELL", "BUY", "SELL"] * 5, "id": [str(i) for i in range(15)]}).to_parquet(path)
+    whole_batch, whole = load_parquet(path, STOCK)
+    batch, report = collect(iter_parquet(path, STOCK, batch_rows=4), str(path))
+    assert report.dead_letters == whole.dead_letters and report.read == 15
+    assert [d.line for d in report.dead_letters] == [2, 5, 8, 11, 14]  # BUY rows lack name, price, volume
+    assert batch.positions.tolist() == whole_batch.positions.tolist() == [0, 2, 3, 5, 6, 8, 9, 11, 12, 14]

@@ -116,6 +116,31 @@ def read_blocks(
         )
 
 
+def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    """Blocks of about ``size`` bytes that end at a line break (or the end),
+    each with the number of its first line; an empty input is one empty block.
+
+    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"a\\nb\\nc"), 2)]
+    [(b'a\\n', 1), (b'b\\n', 2), (b'c', 3)]
+    """
+    buffer = b""
+    line = 1
+    yielded = False
+    while True:
+        chunk = stream.read(size)
+        buffer += chunk
+        cut = buffer.rfind(b"\n") + 1 if chunk else len(buffer)
+        if cut:
+            yield buffer[:cut], line
+            yielded = True
+            line += buffer.count(b"\n", 0, cut)
+            buffer = buffer[cut:]
+        if not chunk:
+            break
+    if not yielded:
+        yield b"", 1
+
+
 def _read_block(
     data: bytes, first_line: int, final: bool, layouts: Mapping[str, tuple[str, ...]], header: HeaderCheck | None
 ) -> tuple[CsvBlock | None, int, int]:

@@ -59,7 +59,7 @@ from sharp_cer.language.errors import did_you_mean, listing
 from sharp_cer.language.schema import EventSchema, Schema
 
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
-from .csv_blocks import BLOCK_BYTES, CsvBlock, read_blocks
+from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
@@ -253,10 +253,36 @@ def load_jsonl(
     >>> batch.row(0), report.dead_letters[0].kind
     ({'type': 'A', 'position': 0, 'attributes': {'x': 1, 't': 1709544600000000000}}, 'malformed_json')
     """
+    chunks = iter_jsonl(source, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
+    return collect(chunks, _source_name(source, "<jsonl text>"))
+
+
+def iter_jsonl(
+    source: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_jsonl` in blocks of about ``block_bytes`` bytes, each
+    giving its batch and report (positions and lateness run on).
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> text = '{"type": "A", "x": 1}\\n\\n{"type": "A", "x": 2}\\n'
+    >>> [(b.positions.tolist(), r.skipped) for b, r in iter_jsonl(text, s, block_bytes=16)]
+    [([0], 1), ([1], 0)]
+    """
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
-    name, data = _read_source(source, "<jsonl text>")
-    return _judge(_read_jsonl(data, name, kinds), etypes, kinds, strict, lateness)
+    name = _source_name(source, "<jsonl text>")
+    progress = _Progress()
+    with _open_bytes(source, name) as data:
+        for block, first_line in line_blocks(data, block_bytes):
+            raw, skipped = _read_jsonl(block, name, kinds, first_line)
+            yield _judge(raw, etypes, kinds, strict, lateness, progress, skipped)
 
 
 def load_parquet(
@@ -281,17 +307,50 @@ def load_parquet(
     >>> batch.columns["x"].to_list(), report.dead_letters[0].reason
     ([1.5], "missing attribute 'x' of A: expected a double, found null")
     """
+    chunks = iter_parquet(path, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
+    return collect(chunks, str(path))
+
+
+def iter_parquet(
+    path: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    batch_rows: int = 131_072,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_parquet` in record batches of ``batch_rows`` rows, each
+    giving its batch and report (positions and lateness run on)."""
     import pyarrow.parquet as pq
 
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
+    name = str(path)
+    progress = _Progress()
+
+    def fail(exc: Exception) -> EventsError:
+        return _error(name, "cannot read the Parquet file", "a readable Parquet file", str(exc), None)
+
     try:
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[c for c in dict.fromkeys(names) if c == "type" or c in kinds])
+        parquet = pq.ParquetFile(path)
+        wanted = [c for c in dict.fromkeys(parquet.schema_arrow.names) if c == "type" or c in kinds]
+        batches = parquet.iter_batches(batch_size=batch_rows, columns=wanted)
+        empty = parquet.schema_arrow.empty_table().select(wanted)
     except (OSError, pa.ArrowException) as exc:
-        raise _error(str(path), "cannot read the Parquet file", "a readable Parquet file", str(exc), None) from exc
-    raw = _read_table(_arrow_columns(table, str(path)), table.num_rows, str(path), "null")
-    return _judge(raw, etypes, kinds, strict, lateness)
+        raise fail(exc) from exc
+    with parquet:
+        while True:
+            try:
+                table = pa.Table.from_batches([next(batches)])
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowException) as exc:
+                raise fail(exc) from exc
+            raw = _read_table(_arrow_columns(table, name), table.num_rows, name, "null", progress.position)
+            yield _judge(raw, etypes, kinds, strict, lateness, progress)
+    if progress.position == 0:  # no rows: one empty chunk
+        yield _judge(_read_table(_arrow_columns(empty, name), 0, name, "null"), etypes, kinds, strict, lateness)
 
 
 def load_pandas(
@@ -395,23 +454,6 @@ def _check_lateness(value: int) -> int:
     return value
 
 
-def _read_source(source: Source, label: str) -> tuple[str, str | bytes]:
-    """(name for messages, text or bytes): a str holding a newline is the data itself."""
-    if isinstance(source, str) and (source == "" or "\n" in source or "\r" in source):
-        return label, source
-    path = Path(source)
-    try:
-        return str(path), path.read_bytes()
-    except OSError as exc:
-        raise _error(
-            str(path),
-            "cannot read the events file",
-            "a readable file",
-            exc.strerror or str(exc),
-            "check the path; to pass the data itself, give a str that holds a newline",
-        ) from exc
-
-
 def _source_name(source: Source, label: str) -> str:
     return label if _is_text(source) else str(Path(source))
 
@@ -513,21 +555,26 @@ def _check_header(
 _ABSENT = object()
 
 
-def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
-    lines: list[Any] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+def _read_jsonl(data: bytes, name: str, kinds: dict[str, str], first_line: int = 1) -> tuple[_Raw, int]:
+    """The rows of a block of lines starting at ``first_line``, and how many
+    lines were blank."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()  # the break ends the last line: no line follows
     keys = ["type", *kinds]
     values: dict[str, list[Any]] = {k: [] for k in keys}
     absent: dict[str, list[bool]] = {k: [] for k in keys}
     texts: list[str] = []
     numbers: list[int] = []
     pre: dict[int, _Problem] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip(_BLANK.encode() if isinstance(line, bytes) else _BLANK):
+    blank = _BLANK.encode()
+    for number, line in enumerate(lines, first_line):
+        if not line.strip(blank):
             continue
         pos = len(numbers)
         numbers.append(number)
         obj, found = _parse_json_line(line)
-        texts.append((line.decode("utf-8", "replace") if isinstance(line, bytes) else line).rstrip("\r"))
+        texts.append(line.decode("utf-8", "replace").rstrip("\r"))
         if found is not None:
             pre[pos] = _Problem(
                 "malformed_json",
@@ -542,7 +589,7 @@ def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
             value = obj.get(key, _ABSENT)
             absent[key].append(value is _ABSENT)
             values[key].append(None if value is _ABSENT else value)
-    return _Raw(
+    raw = _Raw(
         name=name,
         n=len(numbers),
         lines=np.array(numbers, dtype=np.int64),
@@ -552,12 +599,13 @@ def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
         pre=pre,
         absent={k: np.array(v, dtype=np.bool_) for k, v in absent.items()},
     )
+    return raw, len(lines) - len(numbers)
 
 
-def _parse_json_line(line: str | bytes) -> tuple[dict[str, Any], str | None]:
+def _parse_json_line(line: bytes) -> tuple[dict[str, Any], str | None]:
     """(the object, None), or ({}, what was found instead)."""
     try:
-        text = (line.decode("utf-8") if isinstance(line, bytes) else line).rstrip("\r")
+        text = line.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError as exc:
         return {}, f"bytes that are not UTF-8 (at byte {exc.start + 1})"
     try:
@@ -581,7 +629,8 @@ def _json_kind(value: Any) -> str:
     return "number"
 
 
-def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str) -> _Raw:
+def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str, before: int = 0) -> _Raw:
+    """Rows of a table, numbered on after ``before`` rows."""
     if "type" not in columns:
         raise _error(
             name,
@@ -593,7 +642,7 @@ def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str) -> 
     return _Raw(
         name=name,
         n=n,
-        lines=np.arange(1, n + 1, dtype=np.int64),
+        lines=np.arange(before + 1, before + n + 1, dtype=np.int64),
         types=columns["type"],
         columns={k: v for k, v in columns.items() if k != "type"},
         raw=lambda i: {k: col.value(i) for k, col in columns.items()},
