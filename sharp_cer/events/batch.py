@@ -300,12 +300,47 @@ class LoadReport:
         >>> LoadReport("x.csv", 3, 2, [d]).summary()
         'x.csv: 3 rows read, 2 accepted, 1 dead-lettered (late 1)'
         """
-        text = f"{self.source}: {self.read} rows read, {self.accepted} accepted, {len(self.dead_letters)} dead-lettered"
-        if self.dead_letters:
-            text += " (" + ", ".join(f"{kind} {count}" for kind, count in self.counts.items()) + ")"
-        if self.skipped:
-            text += f"; {self.skipped} line{'s' if self.skipped > 1 else ''} skipped"
-        return text
+        return _summary(self.source, self.read, self.accepted, self.counts, self.skipped)
+
+
+def _summary(source: str, read: int, accepted: int, counts: dict[str, int], skipped: int) -> str:
+    text = f"{source}: {read} rows read, {accepted} accepted, {sum(counts.values())} dead-lettered"
+    if counts:
+        text += " (" + ", ".join(f"{kind} {count}" for kind, count in counts.items()) + ")"
+    if skipped:
+        text += f"; {skipped} line{'s' if skipped > 1 else ''} skipped"
+    return text
+
+
+@dataclass
+class LoadTally:
+    """The totals of an input loaded in chunks, without keeping its dead
+    letters (so a long stream of bad rows costs no memory).
+
+    >>> tally = LoadTally("x.csv")
+    >>> d = DeadLetter(0, 1, "late", "late event", "t", "t >= 5", "4", "sort by t", "A,4")
+    >>> tally.add(LoadReport("x.csv", 3, 2, [d], 1)); tally.add(LoadReport("x.csv", 1, 1, []))
+    >>> tally.summary()
+    'x.csv: 4 rows read, 3 accepted, 1 dead-lettered (late 1); 1 line skipped'
+    """
+
+    source: str
+    read: int = 0
+    accepted: int = 0
+    skipped: int = 0
+    found: Counter[str] = field(default_factory=Counter)
+
+    def add(self, report: LoadReport) -> None:
+        """Count one chunk's report."""
+        self.read += report.read
+        self.accepted += report.accepted
+        self.skipped += report.skipped
+        self.found.update(report.counts)
+
+    def summary(self) -> str:
+        """The line :meth:`LoadReport.summary` gives for the whole input."""
+        counts = {kind: self.found[kind] for kind in REASON_KINDS if self.found[kind]}
+        return _summary(self.source, self.read, self.accepted, counts, self.skipped)
 
 
 def concat_batches(batches: Sequence[EventBatch]) -> EventBatch:
