@@ -734,8 +734,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="stop once N matches are out, within one event's enumeration if need be (with several query "
-        "groups, or a strategy or LIMIT, the N are true matches but not always the first N by end)",
+        help="stop once N matches are out, within one event's enumeration if need be (true matches; with one "
+        "query group and no strategy or LIMIT, every match ending before the last one printed is printed)",
     )
     run_match.add_argument(
         "--out",
