@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 #: bytes read at a time; a block holds this much and ends at a line break
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 8 << 20
 _BLANK = " \t\r\n\x0b\x0c"
 _LIMIT = csv.field_size_limit()
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
@@ -208,7 +208,7 @@ def _read_even(data: bytes) -> Any:
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 20),  # threads share a block
             parse_options=pcsv.ParseOptions(
                 quote_char=False, ignore_empty_lines=False, newlines_in_values=False, invalid_row_handler=_uneven
             ),

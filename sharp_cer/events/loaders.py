@@ -43,6 +43,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -723,6 +724,20 @@ def _mask(arr: Any) -> _Mask:
     return np.array(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
+_PARALLEL_ROWS = 50_000  # a batch this large converts its columns in parallel
+
+
+def _convert_all(raw: _Raw, kinds: dict[str, str], n: int) -> dict[str, _Converted]:
+    """Every attribute column converted to its kind; on a large batch in
+    threads, as arrow's compute and numpy release the GIL (a pool per batch:
+    a pool kept across a fork would hang in the child)."""
+    if n < _PARALLEL_ROWS or len(kinds) < 2:
+        return {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        futures = {attr: pool.submit(_convert, raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+        return {attr: future.result() for attr, future in futures.items()}
+
+
 def _convert(col: _Col | None, kind: str, n: int) -> _Converted:
     values = np.full(n, FILLER[kind], dtype=STORAGE[kind])
     ok = np.zeros(n, dtype=np.bool_)
@@ -834,6 +849,16 @@ def _strings(arr: Any) -> npt.NDArray[Any]:
     return np.array(arr.to_numpy(zero_copy_only=False), dtype=object)
 
 
+def _may_hold(arr: Any, letters: bytes) -> bool:
+    """Whether some string of ``arr`` may hold one of ``letters``: its
+    character buffer is searched whole (a slice's neighbours may say yes)."""
+    chars = arr.buffers()[2]
+    if chars is None:
+        return False
+    data = chars.to_pybytes()
+    return any(data.find(letter) >= 0 for letter in letters)
+
+
 def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
     """Arrow's cast when it takes every string and reads each as the
     patterns below would (its hexadecimal ints excluded); else None."""
@@ -842,7 +867,7 @@ def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
             floats = np.array(pc.cast(arr, pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
             nan = np.isnan(floats) & ~null
             return _Converted(floats, ~null & ~nan, null | nan)
-        if any(pc.any(pc.match_substring(arr, x)).as_py() for x in "xX"):
+        if _may_hold(arr, b"xX"):
             return None
         ints = np.array(pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
     except _ARROW_FAILURES:
@@ -934,7 +959,7 @@ def _judge(
         problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
     bad |= codes < 0
 
-    converted = {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+    converted = _convert_all(raw, kinds, n)
     times = np.zeros(n, dtype=np.int64)
     timed = np.zeros(n, dtype=np.bool_)
     for code, event in enumerate(etypes):
