@@ -206,7 +206,7 @@ def iter_csv(
     progress = _Progress()
     with _open_bytes(source, name) as data:
         layouts = {e.name: tuple(e.attributes) for e in etypes}
-        for block in read_blocks(data, layouts, None if header is False else is_header, block_bytes):
+        for block in _ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes)):
             yield _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
 
 
@@ -481,6 +481,19 @@ def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
         ) from exc
     with handle:
         yield handle
+
+
+_END = object()
+
+
+def _ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """The items, each read in a thread while the one before is used (the
+    reading is mostly arrow's, which releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(next, items, _END)
+        while (item := future.result()) is not _END:
+            future = pool.submit(next, items, _END)
+            yield item
 
 
 def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Raw:
