@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 #: bytes read at a time; a block holds this much and ends at a line break
-BLOCK_BYTES = 8 << 20
+BLOCK_BYTES = 4 << 20
 _BLANK = " \t\r\n\x0b\x0c"
 _LIMIT = csv.field_size_limit()
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
