@@ -183,3 +183,20 @@ def test_two_queries_of_one_stem_are_refused(files: Path, capsys: pytest.Capture
     args = ["match", "--schema", str(files / "s.core"), "--query", str(files / "ab.ceql")]
     code, out, err = run([*args, "--query", str(files / "other" / "ab.ceql"), "--events", str(files / "e.csv")], capsys)
     assert (code, out) == (2, "") and "two query files named 'ab'" in err and "rename one" in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from("ABC"), max_size=30), st.integers(0, 12), st.sampled_from([0, 3]))
+def test_a_quota_stops_at_true_matches_and_skips_no_earlier_end(kinds: list[str], quota: int, query: int) -> None:
+    schema = Schema.parse(SCHEMA)
+    text = "".join(f"{k},{i}\n" if k == "C" else f"{k},{i % 3},{i}\n" for i, k in enumerate(kinds)) or "\n"
+    batch, _ = load_csv(text, schema)
+    checked = [("q", parse_and_check(QUERIES[query], schema))]
+    everything = {m.key() for m in evaluate(checked, batch).matches}
+    detector = Detector.from_queries(checked, schema)
+    detector.engine.quota = quota
+    found = detector.feed(batch)
+    assert len(found) == min(quota, len(everything)) and {m.key() for m in found} <= everything
+    if found:  # one query group: every match ending before the last one out is out
+        last = max(m.end for m in found)
+        assert {k for k in everything if k[2] < last} <= {m.key() for m in found}
