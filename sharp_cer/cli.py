@@ -431,7 +431,8 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 tally.add(report)
                 result = evaluate(queries, batch)
                 found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
-                sink.write(in_order(found)[:left])
+                if not options.count:
+                    sink.write(in_order(found)[:left])
                 footer = f"conditions out of their math domain: {result.domain_errors}"
                 per_query = {name: len(result.per_query[name]) for name, _ in queries}
             else:
