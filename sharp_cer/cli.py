@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -480,6 +481,8 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
                 if left == 0 and options.limit:
                     footer += f"; stopped after --limit {options.limit} matches"
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): see main
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
@@ -848,7 +851,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=args.out,
             allowed_lateness=args.allowed_lateness,
         )
-        return match(asked, sys.stdout, sys.stderr, shedding)
+        try:
+            return match(asked, sys.stdout, sys.stderr, shedding)
+        except BrokenPipeError:  # the reader of stdout stopped (``| head``): it has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
     if args.command == "explain":
         return explain_plan(
             args.files,
