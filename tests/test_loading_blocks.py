@@ -11,6 +11,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sharp_cer.events.csv_blocks import JOIN_LINES
 from sharp_cer.events.loaders import (
     _read_jsonl_block,
     collect,
@@ -154,3 +155,14 @@ def test_a_clean_jsonl_block_is_read_by_pyarrow() -> None:
     assert batch.columns["price"].to_list()[6:9] == [1.5, None, 2.0]
     # a null where the type declares the attribute: pyarrow cannot tell it from an absent key
     assert _read_jsonl_block(b'{"type": "SELL", "id": null}\n', "t", STOCK.event_types(), 1) is None
+
+
+def test_an_open_quote_holds_back_a_bounded_number_of_lines() -> None:
+    rows = ["SELL,1", 'SELL,"2'] + [f"SELL,{i}" for i in range(3, 400)] + ['SELL,"x",1"']
+    text = "".join(r + "\n" for r in rows)
+    reads = [report.read for _, report in iter_csv(text, STOCK, block_bytes=256)]
+    # the quote of line 2 finds its partner only on the last line, 398 lines on: it stands alone
+    assert sum(reads) == len(rows) and max(reads) < JOIN_LINES + 40
+    batch, report = load_csv(text, STOCK)
+    assert [(d.line, d.kind) for d in report.dead_letters] == [(400, "field_count")]
+    assert batch.columns["id"].to_list()[:3] == [1, 2, 3]

@@ -7,8 +7,9 @@ is not UTF-8 or breaks lines with a bare carriage return is read that way as
 a whole. A line is a row, as in Spark's reading, with one exception kept from
 the csv module: a quoted field may hold line breaks, so a line with an odd
 number of quotes is joined with the lines up to the next such line when the
-joined text is exactly one well-formed CSV record; otherwise the line stands
-alone, and an unbalanced quote costs that one line.
+joined text is exactly one well-formed CSV record of at most ``JOIN_LINES``
+lines; otherwise the line stands alone, and an unbalanced quote costs that
+one line (and holds back at most ``JOIN_LINES`` lines while it waits).
 
 >>> import io
 >>> blocks = list(read_blocks(io.BytesIO(b'A,1\\n\\nB,"x\\ny",2\\nA,"3\\n'), {"A": ("v",), "B": ("s", "v")}, None))
@@ -38,6 +39,8 @@ import pyarrow.csv as pcsv
 
 #: bytes read at a time; a block holds this much and ends at a line break
 BLOCK_BYTES = 4 << 20
+#: the most lines one record (a quoted field holding line breaks) may span
+JOIN_LINES = 100
 _BLANK = " \t\r\n\x0b\x0c"
 _LIMIT = csv.field_size_limit()
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
@@ -288,9 +291,9 @@ def _python_records(
             continue
         if quotes[k] % 2 == 1:
             later = odd[np.searchsorted(odd, k, side="right") :]
-            if not len(later) and not final:
+            if not len(later) and not final and n - k < JOIN_LINES:
                 return records, k  # the record may go on in the next block
-            if len(later):
+            if len(later) and later[0] - k < JOIN_LINES:
                 end = int(later[0])
                 joined = "".join(line(j) for j in range(k, end + 1))
                 fields = _strict_record(joined)
