@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.events.loaders import iter_csv, load_csv
+from sharp_cer.events.match import Match
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.reference import evaluate
 
@@ -200,3 +201,18 @@ def test_a_quota_stops_at_true_matches_and_skips_no_earlier_end(kinds: list[str]
     if found:  # one query group: every match ending before the last one out is out
         last = max(m.end for m in found)
         assert {k for k in everything if k[2] < last} <= {m.key() for m in found}
+
+
+POSITIONS = st.lists(st.integers(0, 10**12), max_size=4).map(lambda p: tuple(sorted(p)))
+
+
+@given(
+    st.text(max_size=5),
+    st.one_of(st.none(), st.text(max_size=5)),
+    POSITIONS,
+    st.dictionaries(st.text(max_size=3), POSITIONS, max_size=3),
+)
+def test_a_match_line_is_json_of_the_match(query: str, tenant: str | None, events: tuple[int, ...], held: dict) -> None:
+    m = Match(query, 1, 2, events, held, tenant)
+    record = {"query": query, "tenant": tenant, "start": 1, "end": 2, "events": list(events)}
+    assert m.to_json() == json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 @dataclass(frozen=True, order=True)
@@ -35,14 +36,16 @@ class Match:
         return (self.query, self.start, self.end, self.events, tuple(sorted(self.vars.items())))
 
     def to_json(self) -> str:
-        """The ``sharp-cer match`` output line."""
-        return json.dumps(
-            {
-                "query": self.query,
-                "tenant": self.tenant,
-                "start": self.start,
-                "end": self.end,
-                "events": list(self.events),
-                "vars": {k: list(v) for k, v in sorted(self.vars.items())},
-            }
+        """The ``sharp-cer match`` output line: ``json.dumps`` of the match as
+        a dict, written out directly (the output of a long run is mostly
+        these lines)."""
+        events = ", ".join(map(str, self.events))
+        held = ", ".join(f"{_quoted(k)}: [{', '.join(map(str, v))}]" for k, v in sorted(self.vars.items()))
+        return (
+            f'{{"query": {_quoted(self.query)}, "tenant": {_quoted(self.tenant)}, "start": {self.start}, '
+            f'"end": {self.end}, "events": [{events}], "vars": {{{held}}}}}'
         )
+
+
+#: names (queries, tenants, variables) recur in every line: quoted once each
+_quoted = lru_cache(maxsize=4096)(json.dumps)
