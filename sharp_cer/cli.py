@@ -21,10 +21,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -32,6 +33,7 @@ from typing import Any, TextIO
 from .errors import SharpCerError, SurfaceError
 from .events.match import Match
 from .language import Schema, Workload, load_workload, parse_and_check
+from .language.files import read_source
 from .language.printer import window as window_text
 from .language.source import Source
 
@@ -51,14 +53,6 @@ _SHEDDER_NAMES = (
 EXIT_INVALID = 2
 
 
-def _read(path: Path, err: TextIO) -> str | None:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        print(f"{path}: error: cannot read file: {exc.strerror}", file=err)
-        return None
-
-
 def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err: TextIO) -> int:
     """Check each file; print ``ok`` lines to ``out`` and problems to ``err``.
 
@@ -69,11 +63,8 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
     schema: Schema | None = None
     schema_paths = [Path(schema_file)] if schema_file else [p for p in paths if p.suffix == ".core"][:1]
     if schema_paths:
-        text = _read(schema_paths[0], err)
-        if text is None:
-            return EXIT_INVALID
         try:
-            schema = Schema.parse(text, str(schema_paths[0]))
+            schema = Schema.parse(read_source(schema_paths[0], "schema"), str(schema_paths[0]))
         except SharpCerError as exc:
             print(exc, file=err)
             return EXIT_INVALID
@@ -89,11 +80,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     file=out,
                 )
             elif path.suffix == ".core":
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
-                parsed = Schema.parse(text, str(path))
+                parsed = Schema.parse(read_source(path, "schema"), str(path))
                 print(f"ok {path}: {len(parsed.event_types())} event types", file=out)
             elif path.suffix == ".ceql":
                 if schema is None:
@@ -104,10 +91,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     )
                     failed = True
                     continue
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
+                text = read_source(path, "query")
                 checked = parse_and_check(text, schema, source=Source(text, str(path)))
                 for query_warning in checked.warnings:
                     print(query_warning, file=err)
@@ -242,10 +226,10 @@ def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[S
                 f"  expected: one query file per name (a query is named by its file's stem)\n"
                 f"  found: {other} and {q}\n  hint: rename one of them"
             )
-    schema = Schema.parse(Path(schema_file).read_text(), schema_file)
+    schema = Schema.parse(read_source(Path(schema_file), "schema"), schema_file)
     queries = []
     for q in query_files:
-        text = Path(q).read_text()
+        text = read_source(Path(q), "query")
         queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
     return schema, queries
 
@@ -257,11 +241,12 @@ def _event_chunks(events_file: str, schema: Schema, allowed_lateness: int = 0) -
     """The batches and load reports of an events file, chunk by chunk."""
     from .events.loaders import iter_csv, iter_jsonl, iter_parquet
 
+    problem = _events_problem(events_file, folder=False)
+    if problem is not None:
+        raise SurfaceError(problem)
     kind = _FORMATS.get(Path(events_file).suffix)
     if kind is None:
         raise SurfaceError(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet")
-    if not Path(events_file).is_file():
-        raise SurfaceError(f"{events_file}: error: cannot read the events file\n  found: no such file")
     if kind == "csv":
         return iter_csv(events_file, schema, allowed_lateness=allowed_lateness)
     if kind == "jsonl":
@@ -274,6 +259,17 @@ def _load_events(events_file: str, schema: Schema) -> Any:
     from .events.loaders import collect
 
     return collect(_event_chunks(events_file, schema), events_file)[0]
+
+
+def _events_problem(path: str, *, folder: bool) -> str | None:
+    """What is wrong with an ``--events`` path before anything reads it: a
+    missing file, or a folder where one file is needed."""
+    p = Path(path)
+    if not p.exists():
+        return f"{path}: error: no such events file{' or folder' if folder else ''}\n  hint: check the --events path"
+    if p.is_dir() and not folder:
+        return f"{path}: error: a folder, not an events file\n  hint: give one .csv, .jsonl or .parquet file"
+    return None
 
 
 @dataclass(frozen=True)
@@ -294,10 +290,13 @@ class ShedOptions:
         """What is inconsistent, if anything."""
         if self.bound_units is not None and self.bound_fraction is not None:
             return "give --latency-bound or --latency-bound-fraction, not both"
-        if self.bound_units is not None and not self.bound_units > 0:
-            return f"--latency-bound must be a positive number of cost units, not {self.bound_units}"
+        if self.bound_units is not None and not 0 < self.bound_units < math.inf:
+            return f"--latency-bound must be a positive, finite number of cost units, not {self.bound_units}"
         if self.bound_fraction is not None and not 0 < self.bound_fraction <= 1:
             return f"--latency-bound-fraction must be in (0, 1], not {self.bound_fraction}"
+        if self.stats is not None and Path(self.stats).is_dir():
+            folder = self.stats.rstrip("/")
+            return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
         return None
@@ -375,10 +374,6 @@ class MatchOptions:
             return "give a WORKLOAD.toml, or --schema FILE.core with --query FILE.ceql (repeatable)"
         if self.workload is not None and self.allowed_lateness is not None:
             return "a workload sets its own allowed_lateness: drop --allowed-lateness, or edit the workload"
-        if self.allowed_lateness is not None and self.allowed_lateness < 0:
-            return f"--allowed-lateness must be 0 or more nanoseconds, not {self.allowed_lateness}"
-        if self.limit is not None and self.limit < 0:
-            return f"--limit must be 0 or more, not {self.limit}"
         if self.count and self.out is not None:
             return "--count prints counts: drop --out, or drop --count to write the matches"
         return None
@@ -513,7 +508,7 @@ def explain_plan(
     dot_file: str | None,
     png_file: str | None,
     events_file: str | None,
-    generate: int,
+    generate: int | None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -528,6 +523,10 @@ def explain_plan(
 
     from .events.loaders import load_pandas
 
+    if events_file is not None and generate is not None:
+        print("error: give --events FILE or --generate N, not both", file=err)
+        return EXIT_INVALID
+    generate = 20_000 if generate is None else generate
     try:
         generator: str | None = None
         if len(files) == 1 and files[0].endswith(".toml") and schema_file is None:
@@ -617,8 +616,13 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
-        spark = spark_session(args.master, **stream_conf())
-        summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
+        if not Path(args.source).is_dir():
+            raise SurfaceError(f"{args.source}: error: no such folder\n  hint: --source is the folder files arrive in")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        spark = spark_session(args.master, log=str(Path(args.out, "spark.log")), **stream_conf())
+        summary = run_stream(
+            workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout, progress=err
+        )
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -644,6 +648,18 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     if options.generate and not workload.generator:
         print(f"error: workload {workload.name} names no generator\n  hint: give --events PATH", file=err)
         return EXIT_INVALID
+    from .spark.prepare import format_of
+
+    # the input is checked before Spark starts: a mistyped path costs no JVM
+    problem = None if options.events is None else _events_problem(options.events, folder=True)
+    if problem is None and options.events is not None:
+        try:
+            format_of(options.events)
+        except SharpCerError as exc:
+            problem = str(exc)
+    if problem is not None:
+        print(problem, file=err)
+        return EXIT_INVALID
     from .spark.pipeline import run_detection
     from .spark.progress import Progress
     from .spark.session import spark_session
@@ -655,7 +671,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     target = Path(options.out)
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master, **settings)
+    spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
     started = time.perf_counter()
     try:
         if options.events is not None:
@@ -671,6 +687,9 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
             summary = _complete(detection, target, "", options.format)
     except SharpCerError as exc:
         print(exc, file=err)
+        return EXIT_INVALID
+    except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
+        print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {target / 'spark.log'}", file=err)
         return EXIT_INVALID
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
@@ -710,6 +729,25 @@ def _complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
         detection.close()
 
 
+def _at_least(lowest: int) -> Callable[[str], int]:
+    """An argparse type: an integer no smaller than ``lowest``.
+
+    >>> _at_least(1)("3"), _at_least(0)("0")
+    (3, 0)
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {lowest}, found {value}")
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -735,7 +773,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_match.add_argument(
         "--limit",
-        type=int,
+        type=_at_least(1),
         default=None,
         metavar="N",
         help="stop once N matches are out, within one event's enumeration if need be (true matches; with one "
@@ -748,7 +786,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_match.add_argument(
         "--allowed-lateness",
-        type=int,
+        type=_at_least(0),
         metavar="NS",
         help="without a workload: how far (ns) an event's time may fall behind the latest before it is late",
     )
@@ -780,16 +818,19 @@ def _parser() -> argparse.ArgumentParser:
     run_explain.add_argument("--events", metavar="FILE", help="run once over these events (.csv, .jsonl, .parquet)")
     run_explain.add_argument(
         "--generate",
-        type=int,
-        default=20_000,
+        type=_at_least(0),
         metavar="N",
-        help="without --events, run over N events of the workload's generator (0: no run)",
+        help="without --events, run over N events of the workload's generator (default 20,000; 0: no run)",
     )
     run_spark = sub.add_parser("run", help="run a workload over events on Spark (batch)")
     run_spark.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
     run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
     run_spark.add_argument(
-        "--generate", type=int, default=0, metavar="N", help="instead of --events: N events of the workload's generator"
+        "--generate",
+        type=_at_least(0),
+        default=0,
+        metavar="N",
+        help="instead of --events: N events of the workload's generator",
     )
     run_spark.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_spark.add_argument("--out", default="out/run", metavar="DIR", help="where matches and the summary go")
@@ -826,8 +867,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped reading: what it did not read goes nowhere, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)

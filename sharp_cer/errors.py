@@ -1,4 +1,5 @@
-"""The exception hierarchy: one root, one subclass per layer (DESIGN.md §1).
+"""The exception hierarchy: one root, one subclass per layer
+(language, events, plan, engine, shedding, surfaces).
 
 Catching :class:`SharpCerError` catches every error the library raises on
 purpose; each layer raises only its own subclass (or a subclass of it).

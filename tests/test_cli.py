@@ -60,7 +60,7 @@ def test_unknown_kind_and_missing_file(files: Path, capsys: pytest.CaptureFixtur
     (files / "x.txt").write_text("hello")
     assert main(["check", str(files / "x.txt"), str(files / "missing.toml")]) == 2
     err = capsys.readouterr().err
-    assert "unknown kind of file '.txt'" in err and "cannot read workload" in err
+    assert "unknown kind of file '.txt'" in err and "cannot read the workload file" in err
 
 
 def test_every_example_workload_checks(capsys: pytest.CaptureFixture[str]) -> None:

@@ -168,7 +168,6 @@ def test_limit_stops_inside_one_enumeration(tmp_path: Path, capsys: pytest.Captu
         (["--out", "m.txt"], "unknown kind of output"),
         (["--schema", "s.core"], "not both"),
         (["--allowed-lateness", "3"], "sets its own allowed_lateness"),
-        (["--limit", "-1"], "--limit must be 0 or more"),
     ],
 )
 def test_inconsistent_match_options_exit_two(

@@ -22,6 +22,8 @@ from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
 PARTITIONED = ("near_by_position", "contiguous_by_key", "next_by_key")
+#: the lane whose key has two attributes, k and j
+BY_K_AND_J = ("contiguous_by_key_and_j",)
 #: near_by_position within 20% of its unshedded latency
 BOUNDED = HAND_MADE.replace(
     'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
@@ -30,14 +32,14 @@ BOUNDED = HAND_MADE.replace(
 )
 
 
-def _stream(n: int, seed: int, groups: int) -> pa.RecordBatch:
-    """The partitioned lane's events, as the driver routes them: key groups
-    by a hash of the key, sorted by group and position."""
+def _stream(n: int, seed: int, groups: int, key: tuple[str, ...] = ("k",)) -> pa.RecordBatch:
+    """A partitioned lane's events, as the driver routes them: key groups
+    by a hash of the ``key`` attributes' values, sorted by group and position."""
     frame = hand_made_events(n, seed)
     frame["__seq"] = np.arange(n)
     frame = frame[frame["type"] != "C"].copy()
     frame["__lane"] = 0
-    frame["__group"] = frame["k"].astype(int) * 7 % groups
+    frame["__group"] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
     frame = frame.sort_values(["__group", "__seq"], kind="stable")
     return pa.RecordBatch.from_pandas(frame, preserve_index=False)
 
@@ -58,6 +60,14 @@ def _in_process(n: int, seed: int, queries: tuple[str, ...]) -> Counter[tuple[ob
 def test_key_groups_in_one_sorted_stream_give_the_in_process_matches(groups: int, seed: int) -> None:
     job = Job(WORKLOAD, (PARTITIONED,), bin_width=50, groups=groups)
     assert _matches(list(run_sorted(job, [_stream(400, seed, groups)]))) == _in_process(400, seed, PARTITIONED)
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 10_000))
+def test_key_groups_of_a_two_attribute_key_give_the_in_process_matches(groups: int, seed: int) -> None:
+    job = Job(WORKLOAD, (BY_K_AND_J,), bin_width=50, groups=groups)
+    found = _matches(list(run_sorted(job, [_stream(400, seed, groups, key=("k", "j"))])))
+    assert found == _in_process(400, seed, BY_K_AND_J) and sum(found.values()) > 0
 
 
 def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:

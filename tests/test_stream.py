@@ -128,7 +128,7 @@ def test_restart_with_another_workload_is_refused_naming_the_difference(
     # without the checkpoint's copy of the signature, the state itself refuses it (this test runs last on it)
     checkpoint, source = Path(streamed["checkpoint"]), streamed["source"]
     (checkpoint / "sharp-cer-workload.json").unlink()
-    (source / "part-99.csv").write_text("A,1,3,999000000000\n")
+    (source / "part-99.csv").write_text("A,1,3,0,999000000000\n")
     with pytest.raises(SurfaceError) as caught:
         run_stream(changed, str(source), str(checkpoint), streamed["out"], StreamSettings(), spark)
     assert "stream state" in str(caught.value) and "query near_by_position changed" in str(caught.value)

@@ -1,5 +1,6 @@
 """The hooks through which a load shedder watches and prunes the engine
-(DESIGN.md §5); the shedders themselves live in the ``shedding`` layer.
+(partial matches shed by view or by instance, input events shed); the
+shedders themselves live in the ``shedding`` layer.
 
 The engine asks a :class:`Shedder` once per group for a
 :class:`GroupShedder` (None: that group is never shed) and calls it at four

@@ -167,8 +167,9 @@ class EventBatch:
 
     def row(self, i: int) -> dict[str, Any]:
         """Event ``i`` as a dict: its type, position and declared attributes
-        (Python scalars, in declaration order); meant for the reference
-        evaluator and for tests, not for hot loops.
+        (Python scalars, in declaration order; None where a column is not
+        valid, as in ``Column.to_list``); meant for the reference evaluator
+        and for tests, not for hot loops.
 
         >>> from sharp_cer.language import Schema
         >>> a = Schema.parse("CREATE STREAM S { EVENT A { x:double } }").event("A")
@@ -177,7 +178,10 @@ class EventBatch:
         {'type': 'A', 'position': 3, 'attributes': {'x': 2.5}}
         """
         event = self.event_types[int(self.codes[i])]
-        attributes = {name: _scalar(self.columns[name].values[i]) for name in event.attributes}
+        columns = self.columns
+        attributes = {
+            name: _scalar(columns[name].values[i]) if columns[name].valid[i] else None for name in event.attributes
+        }
         return {"type": event.name, "position": int(self.positions[i]), "attributes": attributes}
 
     def take(self, indices: npt.ArrayLike) -> EventBatch:

@@ -33,11 +33,12 @@ of earlier ones.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
@@ -70,6 +71,7 @@ from .stream_input import (
     stage_zero_schema,
 )
 from .summary import Summary
+from .watch import EVENTS_IN, MATCHES_OUT, watch
 from .worker import GROUP, LANE, Job
 
 if TYPE_CHECKING:
@@ -162,7 +164,9 @@ def start_stream(
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
     )
-    every_route = [n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_by else 1)]
+    every_route = [
+        n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_attributes else 1)
+    ]
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
         reader = spark.readStream.format("text").option("wholetext", "true")
@@ -196,6 +200,7 @@ def start_stream(
     numbered = staged.groupBy("__stream").transformWithStateInPandas(
         Sequencer(workload, every_route, staged.columns), NUMBERED_DDL, "Append", "None"
     )
+    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
     code = F.col("__code")
     keyed = (
         numbered.select("*", F.explode_outer(ROUTE).alias("__code"))
@@ -211,6 +216,8 @@ def start_stream(
     output = keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
     )
+    # counted per micro-batch for `watch`: events as they are numbered (once each), matches as written
+    output = output.observe(MATCHES_OUT, F.count(F.when(F.col("kind") == "match", 1)).alias("n"))
     writer = (
         output.writeStream.format("parquet")
         .option("path", out)
@@ -329,24 +336,21 @@ def run_stream(
     settings: StreamSettings,
     spark: SparkSession,
     timeout: float | None = None,
+    progress: TextIO | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
-    batches every ``trigger`` seconds until ``timeout`` seconds have passed
-    or Ctrl-C; events the watermark has not passed stay held in the
-    checkpoint for the next run."""
+    batches every ``trigger`` seconds, a line each on ``progress``, until
+    ``timeout`` seconds have passed or SIGINT / SIGTERM (then at a
+    micro-batch boundary); events the watermark has not passed stay held in
+    the checkpoint for the next run."""
     if settings.trigger is None:
         run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
         request_flush(checkpoint)
         run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
     else:
         query = start_stream(workload, source, checkpoint, out, settings, spark)
-        try:
-            query.awaitTermination(None if timeout is None else round(timeout))
-        except KeyboardInterrupt:
-            pass
-        except Exception as error:  # Spark wraps the workers' errors
-            raise SurfaceError(_cause(str(error))) from None
-        finally:
-            query.stop()
+        watch(query, progress or io.StringIO(), timeout)
+        if query.exception() is not None:  # Spark wraps the workers' errors
+            raise SurfaceError(_cause(str(query.exception())))
     return stream_summary(spark, out, workload, settings)
