@@ -19,17 +19,19 @@ on local Spark.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import SharpCerError, SurfaceError
+from .events.match import Match
 from .language import Schema, Workload, load_workload, parse_and_check
 from .language.files import read_source
 from .language.printer import window as window_text
@@ -212,7 +214,18 @@ def _demo_on_spark(
 
 
 def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Schema, list[tuple[str, Any]]]:
-    """A .core schema and the .ceql queries checked against it, each named by its file's stem."""
+    """A .core schema and the .ceql queries checked against it, each named
+    by its file's stem (two files of one stem are refused: their matches
+    would merge under one name)."""
+    stems: dict[str, str] = {}
+    for q in query_files:
+        other = stems.setdefault(Path(q).stem, q)
+        if other != q:
+            raise SurfaceError(
+                f"{q}: error: two query files named {Path(q).stem!r}\n"
+                f"  expected: one query file per name (a query is named by its file's stem)\n"
+                f"  found: {other} and {q}\n  hint: rename one of them"
+            )
     schema = Schema.parse(read_source(Path(schema_file), "schema"), schema_file)
     queries = []
     for q in query_files:
@@ -221,20 +234,31 @@ def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[S
     return schema, queries
 
 
-def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, Any] | None:
-    """The batch and load report of an events file, or None (said on ``err``) for an unknown format."""
-    from .events.loaders import load_csv, load_jsonl, load_parquet
+_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
-    loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
+
+def _event_chunks(events_file: str, schema: Schema, allowed_lateness: int = 0) -> Iterator[tuple[Any, Any]]:
+    """The batches and load reports of an events file, chunk by chunk."""
+    from .events.loaders import iter_csv, iter_jsonl, iter_parquet
+
     problem = _events_problem(events_file, folder=False)
     if problem is not None:
-        print(problem, file=err)
-        return None
-    loader = loaders.get(Path(events_file).suffix)
-    if loader is None:
-        print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
-        return None
-    return loader(events_file, schema)
+        raise SurfaceError(problem)
+    kind = _FORMATS.get(Path(events_file).suffix)
+    if kind is None:
+        raise SurfaceError(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet")
+    if kind == "csv":
+        return iter_csv(events_file, schema, allowed_lateness=allowed_lateness)
+    if kind == "jsonl":
+        return iter_jsonl(events_file, schema, allowed_lateness=allowed_lateness)
+    return iter_parquet(events_file, schema, allowed_lateness=allowed_lateness)
+
+
+def _load_events(events_file: str, schema: Schema) -> Any:
+    """The whole batch of an events file."""
+    from .events.loaders import collect
+
+    return collect(_event_chunks(events_file, schema), events_file)[0]
 
 
 def _events_problem(path: str, *, folder: bool) -> str | None:
@@ -283,14 +307,15 @@ class ShedOptions:
         return self.bound_units is not None or self.bound_fraction is not None
 
 
-def _shedder(options: ShedOptions, plan: Any, batch: Any) -> Any:
-    """The shedder the options ask for, with every query bounded."""
+def _shedder(options: ShedOptions, plan: Any, batches: Iterable[Any], allowed_lateness: int = 0) -> Any:
+    """The shedder the options ask for, with every query bounded (a
+    fraction bound runs the engine unshedded over ``batches`` first)."""
     from shedding import ShedConfig, make_shedder
     from shedding.bounds import reference_latency
 
     names = [q.name for q in plan.queries]
     if options.bound_fraction is not None:
-        reference = reference_latency(plan, [batch])
+        reference = reference_latency(plan, batches, allowed_lateness=allowed_lateness)
         bounds = {name: max(1.0, options.bound_fraction * reference[name]) for name in names}
     else:
         bounds = dict.fromkeys(names, float(options.bound_units or 0))
@@ -326,83 +351,153 @@ def _shed_stats(detector: Any, shedder: Any, options: ShedOptions) -> dict[str, 
     }
 
 
-def match(
-    schema_file: str,
-    query_files: Sequence[str],
-    events_file: str,
-    engine: str,
-    limit: int | None,
-    out: TextIO,
-    err: TextIO,
-    count: bool = False,
-    shedding: ShedOptions | None = None,
-) -> int:
-    """Run queries over an events file; print one JSON match per line on
-    ``out``, or with ``count`` one line per query with its number of matches.
+@dataclass(frozen=True)
+class MatchOptions:
+    """What ``sharp-cer match`` was asked for: a workload, or a schema and
+    query files; the events; the engine; where matches go and how many."""
+
+    events: str
+    workload: str | None = None
+    schema: str | None = None
+    queries: tuple[str, ...] = ()
+    engine: str = "core"
+    limit: int | None = None
+    count: bool = False
+    out: str | None = None
+    allowed_lateness: int | None = None
+
+    def problem(self) -> str | None:
+        """What is inconsistent, if anything."""
+        if self.workload is not None and (self.schema is not None or self.queries):
+            return "give a WORKLOAD.toml, or --schema with --query files, not both"
+        if self.workload is None and (self.schema is None or not self.queries):
+            return "give a WORKLOAD.toml, or --schema FILE.core with --query FILE.ceql (repeatable)"
+        if self.workload is not None and self.allowed_lateness is not None:
+            return "a workload sets its own allowed_lateness: drop --allowed-lateness, or edit the workload"
+        if self.count and self.out is not None:
+            return "--count prints counts: drop --out, or drop --count to write the matches"
+        return None
+
+
+def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions | None = None) -> int:
+    """Run queries over an events file, chunk by chunk: write each chunk's
+    matches, in order of their end, as JSON lines on ``out`` (or to
+    ``options.out``), or with ``count`` one line per query with its number
+    of matches. Memory holds one chunk and the engine's live state.
 
     ``engine`` is ``core`` (the engine) or ``reference`` (the brute-force
-    oracle, for small inputs); summaries go to ``err``. ``shedding`` bounds
-    every query's latency and writes statistics (see ``ShedOptions``).
+    oracle, for small inputs: it reads the whole file); summaries go to
+    ``err``. ``shedding`` bounds every query's latency and writes statistics
+    (see ``ShedOptions``); a fraction bound reads the events twice.
     """
+    from .events.batch import LoadTally
+    from .sinks import check_out, open_sink
+
     shedding = shedding or ShedOptions()
-    problem = shedding.problem(count, engine)
+    problem = options.problem() or shedding.problem(options.count, options.engine)
     if problem is not None:
         print(f"error: {problem}", file=err)
         return EXIT_INVALID
     try:
-        schema, queries = _schema_and_queries(schema_file, query_files)
-        loaded = _load_events(events_file, schema, err)
-        if loaded is None:
-            return EXIT_INVALID
-        batch, report = loaded
-        if engine == "reference":
-            from .reference import evaluate
-
-            result = evaluate(queries, batch)
-            matches, footer = result.matches, f"conditions out of their math domain: {result.domain_errors}"
-            per_query = {name: len(result.per_query[name]) for name, _ in queries}
+        check_out(options.out)
+        if options.workload is not None:
+            workload = load_workload(options.workload)
+            schema, lateness = workload.schema, workload.allowed_lateness
+            queries: list[tuple[str, Any]] = [(q.name, q.checked) for q in workload.queries]
+            tenants = {q.name: q.tenant for q in workload.queries}
         else:
-            from planner import compile_plan
+            assert options.schema is not None
+            schema, queries = _schema_and_queries(options.schema, options.queries)
+            lateness, tenants = options.allowed_lateness or 0, {}
+        chunks = _event_chunks(options.events, schema, lateness)
+        tally = LoadTally(options.events)
+        order = {name: i for i, (name, _) in enumerate(queries)}
 
-            from .api import Detector
+        def in_order(found: list[Any]) -> list[Any]:
+            # by end, then by query as given, start and events (the reference's order within an end)
+            return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
-            plan = compile_plan(queries, counting=count)
-            shedder = _shedder(shedding, plan, batch) if shedding.bounded else None
-            detector = Detector(
-                plan, schema, count_only=count, shedder=shedder, record_latency=shedding.stats is not None
-            )
-            order = {name: i for i, (name, _) in enumerate(queries)}
-            # the reference's order: by query as given, then by end, start and events
-            matches = sorted(detector.feed(batch), key=lambda m: (order[m.query], m.end, m.start, m.events))
-            per_query = detector.counts
-            stats = detector.stats()
-            footer = (
-                f"conditions out of their math domain: {stats['domain_errors']}; "
-                f"cost units per event: {stats['units_per_event']:.1f}; "
-                f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
-                f"events skipped in bulk: {stats['events_skipped']} of "
-                f"{stats['events_skipped'] + stats['events_processed']} (per group)"
-            )
-            if shedder is not None:
-                footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
-            if shedding.stats is not None:
-                Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
+        with open_sink(options.out, out) if not options.count else _no_sink() as sink:
+            left = options.limit
+            if options.engine == "reference":
+                from .events.loaders import collect
+                from .reference import evaluate
+
+                batch, report = collect(chunks, options.events)
+                tally.add(report)
+                result = evaluate(queries, batch)
+                found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
+                if not options.count:
+                    sink.write(in_order(found)[:left])
+                footer = f"conditions out of their math domain: {result.domain_errors}"
+                per_query = {name: len(result.per_query[name]) for name, _ in queries}
+            else:
+                from planner import compile_plan
+
+                from .api import Detector
+
+                plan = compile_plan(queries, counting=options.count)
+                shedder = None
+                if shedding.bounded:
+                    again = _event_chunks(options.events, schema, lateness)
+                    shedder = _shedder(shedding, plan, (b for b, _ in again), lateness)
+                detector = Detector(
+                    plan,
+                    schema,
+                    count_only=options.count,
+                    shedder=shedder,
+                    record_latency=shedding.stats is not None,
+                    allowed_lateness=lateness,
+                    tenants=tenants,
+                )
+                if left is not None and not options.count:
+                    detector.engine.quota = left
+                for batch, report in chunks:
+                    if left is not None and left <= 0 and not options.count:
+                        break
+                    tally.add(report)
+                    found = in_order(detector.feed(batch))
+                    if left is not None:
+                        found = found[:left]
+                        left -= len(found)
+                    sink.write(found)
+                per_query = detector.counts
+                stats = detector.stats()
+                footer = (
+                    f"conditions out of their math domain: {stats['domain_errors']}; "
+                    f"cost units per event: {stats['units_per_event']:.1f}; "
+                    f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
+                    f"events skipped in bulk: {stats['events_skipped']} of "
+                    f"{stats['events_skipped'] + stats['events_processed']} (per group)"
+                )
+                if shedder is not None:
+                    footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                if shedding.stats is not None:
+                    Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
+                if left == 0 and options.limit:
+                    footer += f"; stopped after --limit {options.limit} matches"
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): see main
     except OSError as exc:
-        print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
+        print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
-    if count:
+    if options.count:
         for name, n in per_query.items():
             print(json.dumps({"query": name, "count": n}), file=out)
-    else:
-        for m in matches[:limit]:
-            print(m.to_json(), file=out)
-    print(report.summary(), file=err)
+    print(tally.summary(), file=err)
     counts = ", ".join(f"{name}={n}" for name, n in per_query.items())
     print(f"matches: {counts}; {footer}", file=err)
     return EXIT_OK
+
+
+def _no_sink() -> Any:
+    """A sink that takes nothing (``--count``)."""
+    from .sinks import MatchSink
+
+    return MatchSink(io.StringIO())
 
 
 def explain_plan(
@@ -452,10 +547,7 @@ def explain_plan(
         planned = time.perf_counter() - began
         batch = None
         if events_file:
-            loaded = _load_events(events_file, schema, err)
-            if loaded is None:
-                return EXIT_INVALID
-            batch = loaded[0]
+            batch = _load_events(events_file, schema)
         elif generator and generate > 0:
             from .events.generators import generate as generate_events
 
@@ -662,12 +754,42 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate query, schema and workload files")
     check.add_argument("files", nargs="+", metavar="FILE", help=".ceql, .core or .toml files")
     check.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
-    run_match = sub.add_parser("match", help="print the matches of queries over an events file (JSON lines)")
-    run_match.add_argument("--schema", required=True, metavar="FILE", help="the .core schema")
-    run_match.add_argument("--query", required=True, action="append", metavar="FILE", help=".ceql file (repeatable)")
+    run_match = sub.add_parser(
+        "match",
+        help="write the matches of a workload or of queries over an events file (JSON lines)",
+        description="Read the events chunk by chunk and write each chunk's matches as they complete, in order "
+        "of their end: memory holds one chunk and the engine's live state, not the input.",
+    )
+    run_match.add_argument(
+        "workload", nargs="?", metavar="WORKLOAD", help="a workload (.toml): its queries, tenants and lateness"
+    )
+    run_match.add_argument("--schema", metavar="FILE", help="without a workload: the .core schema")
+    run_match.add_argument(
+        "--query", action="append", default=[], metavar="FILE", help="without a workload: a .ceql file (repeatable)"
+    )
     run_match.add_argument("--events", required=True, metavar="FILE", help=".csv, .jsonl or .parquet events")
-    run_match.add_argument("--engine", choices=["core", "reference"], default="core")
-    run_match.add_argument("--limit", type=_at_least(1), default=None, metavar="N", help="print at most N matches")
+    run_match.add_argument(
+        "--engine", choices=["core", "reference"], default="core", help="the reference oracle reads the whole file"
+    )
+    run_match.add_argument(
+        "--limit",
+        type=_at_least(1),
+        default=None,
+        metavar="N",
+        help="stop once N matches are out, within one event's enumeration if need be (true matches; with one "
+        "query group and no strategy or LIMIT, every match ending before the last one printed is printed)",
+    )
+    run_match.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write matches to FILE.jsonl, FILE.csv or FILE.parquet (default: stdout, JSON lines)",
+    )
+    run_match.add_argument(
+        "--allowed-lateness",
+        type=_at_least(0),
+        metavar="NS",
+        help="without a workload: how far (ns) an event's time may fall behind the latest before it is late",
+    )
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
@@ -676,7 +798,8 @@ def _parser() -> argparse.ArgumentParser:
         "--latency-bound-fraction",
         type=float,
         metavar="F",
-        help="every query's bound, as a fraction of its largest latency in an unshedded run over the events",
+        help="every query's bound, as a fraction of its largest latency in an unshedded run over the events "
+        "(reads the events file twice: once unshedded, once shedding)",
     )
     run_match.add_argument(
         "--shedder", choices=sorted(_SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
@@ -773,17 +896,22 @@ def _command(argv: Sequence[str] | None) -> int:
             sketch_attributes=tuple(args.sketch_attribute),
             stats=args.stats,
         )
-        return match(
-            args.schema,
-            args.query,
+        asked = MatchOptions(
             args.events,
-            args.engine,
-            args.limit,
-            sys.stdout,
-            sys.stderr,
+            workload=args.workload,
+            schema=args.schema,
+            queries=tuple(args.query),
+            engine=args.engine,
+            limit=args.limit,
             count=args.count,
-            shedding=shedding,
+            out=args.out,
+            allowed_lateness=args.allowed_lateness,
         )
+        try:
+            return match(asked, sys.stdout, sys.stderr, shedding)
+        except BrokenPipeError:  # the reader of stdout stopped (``| head``): it has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
     if args.command == "explain":
         return explain_plan(
             args.files,

@@ -254,6 +254,9 @@ class GroupRunner:
                     if progress is not None:
                         self.latest_time = max(self.latest_time, progress[i])
                     self._sweep_at(clock.events + i + 1, positions[i])
+                if self.engine.quota is not None and self.engine.quota <= 0:
+                    position = n  # enough matches are out: the rest of the batch is not needed
+                    break
                 if index is not None and index.grew:
                     index.grew = False
                     stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
@@ -508,6 +511,8 @@ class GroupRunner:
             found = count_matches(nodes, test, test, steps)
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
+        if engine.quota is not None and engine.quota <= 0:
+            return  # enough matches are out (see Engine.quota)
         began = time.perf_counter() if engine.latency is not None else 0.0
         control = WalkControl()
         shedder = self.shedder if query.sheddable else None
@@ -527,6 +532,8 @@ class GroupRunner:
         variables = self.variables
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+        # a strategy or LIMIT chooses among all candidates: no early stop there
+        quota = engine.quota if query.strategy not in SELECT and limit is None else None
         for bottom_node, marks in walk.run(nodes):
             if seen is not None:
                 if (bottom_node.pos, marks) in seen:
@@ -537,6 +544,8 @@ class GroupRunner:
             if query.strict_by_filter and len(marks) != local - bottom_node.label + 1:
                 continue
             candidates.append((bottom_node.pos, marks))
+            if quota is not None and len(candidates) >= quota:
+                break  # enough matches are out (see Engine.quota)
         if shedder is not None:
             shedder.enumerated(query, floor, walk, candidates)
         if query.strategy in SELECT:
@@ -564,6 +573,8 @@ class GroupRunner:
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
             out.extend(sorted(matches, key=end_order) if len(matches) > 1 else matches)
+            if engine.quota is not None:
+                engine.quota -= len(matches)
         if engine.latency is not None:
             engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
 
@@ -660,6 +671,10 @@ class Engine:
         self.allowed_lateness = allowed_lateness
         self.clock = CostClock()
         self.late_window_values = 0
+        #: matches still wanted (None: all). Once it reaches 0, enumeration
+        #: stops, even within one event's, and so does processing: the
+        #: matches out are true ones, the first in end order for one group
+        self.quota: int | None = None
         self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
         self._bits: PredicateBits | None = None
 
@@ -687,6 +702,8 @@ class Engine:
         floors = list(units)
         out: list[Match] = []
         for runner in self.runners:
+            if self.quota is not None and self.quota <= 0:
+                break
             update += runner.run(batch, atoms, out, units, floors)
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end

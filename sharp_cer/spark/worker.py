@@ -158,6 +158,7 @@ class GroupRun:
             allowed_lateness=self.workload.allowed_lateness,
             shedder=self.shedder,
             record_latency=True,
+            tenants=self.tenant,
         )
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
@@ -200,8 +201,7 @@ class GroupRun:
         self.match_bins.update((m.query, m.end // width) for m in matches)
         found = matches_to_arrow(matches)
         columns = {name: found.column(name) for name in found.column_names}
-        tenants = [self.tenant[m.query] for m in matches]
-        return rows_of(kind=[MATCH] * len(matches), tenant=tenants, **columns)
+        return rows_of(kind=[MATCH] * len(matches), **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
