@@ -907,11 +907,7 @@ def _command(argv: Sequence[str] | None) -> int:
             out=args.out,
             allowed_lateness=args.allowed_lateness,
         )
-        try:
-            return match(asked, sys.stdout, sys.stderr, shedding)
-        except BrokenPipeError:  # the reader of stdout stopped (``| head``): it has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return EXIT_OK
+        return match(asked, sys.stdout, sys.stderr, shedding)  # a closed pipe (``| head``) ends in main
     if args.command == "explain":
         return explain_plan(
             args.files,
