@@ -40,8 +40,10 @@ from sharp_cer.events.generators import generate
 from sharp_cer.language import Workload, load_workload
 from sharp_cer.spark.session import spark_session
 from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream, stream_conf
+from sharp_cer.spark.stream_processors import RESTORED
 
 ROOT = Path(__file__).resolve().parent
+GROUPS: int | None = None  # key groups per lane (None: the stream's default)
 
 
 def write_file(folder: Path, name: str, part: pd.DataFrame) -> None:
@@ -64,6 +66,12 @@ def truth(workload: Workload, frame: pd.DataFrame) -> Counter[tuple[str, tuple[i
 def streamed(spark: Any, out: str) -> Counter[tuple[str, tuple[int, ...]]]:
     rows = read_output(spark, out).where("kind = 'match'").select("query", "events").collect()
     return Counter((r["query"], tuple(sorted(r["events"]))) for r in rows)
+
+
+def restores(spark: Any, out: str) -> int:
+    """How often a key group's engine was restored from the state, not reused from the worker's memory."""
+    rows = read_output(spark, out).where(f"kind = 'counter' AND name = '{RESTORED}'").count()
+    return int(rows)
 
 
 def wait_for(condition: Any, limit: float) -> bool:
@@ -91,13 +99,14 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        query = start_stream(workload, str(source), checkpoint, out, StreamSettings(trigger=trigger, format="jsonl"), spark)
+        settings = StreamSettings(trigger=trigger, format="jsonl", groups=GROUPS)
+        query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
             ran = _ran(progress(query))
             write_file(source, f"part-{k:04d}.jsonl", frame.iloc[k * events : (k + 1) * events])
             # the file's micro-batch, then the no-data one its new watermark runs
-            wait_for(lambda: len(_ran(progress(query))) >= len(ran) + 2, 300)
+            wait_for(lambda: len(_ran(progress(query))) >= len(ran) + 2, 300)  # noqa: B023 (called at once)
             time.sleep(trigger)
             read, release = _ran(progress(query))[len(ran) : len(ran) + 2]
             print(f"  file {k}: read {read} ms, release {release} ms", flush=True)
@@ -105,6 +114,7 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
                 reads.append(read)
                 releases.append(release)
         query.stop()
+        restored = restores(spark, out)
     both = [a + b for a, b in zip(reads, releases, strict=True)]
     return {
         "events": events,
@@ -113,6 +123,7 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
         "p50_read_ms": float(np.median(reads)),
         "p50_release_ms": float(np.median(releases)),
         "p50_both_ms": float(np.median(both)),
+        "engines_restored": restored,
     }
 
 
@@ -122,7 +133,7 @@ def sustained(spark: Any, workload: Workload, rate: int, seconds: int, trigger: 
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl")
+        settings = StreamSettings(trigger=trigger, format="jsonl", groups=GROUPS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         first = query.lastProgress["batchId"]
@@ -185,10 +196,13 @@ def main() -> None:
     parser.add_argument("--trigger", type=float, default=1.0)
     parser.add_argument("--batch-events", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--groups", type=int, help="key groups per lane (default: the stream's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--out", default=str(ROOT / "results" / "stream.json"))
     args = parser.parse_args()
     workload = load_workload(ROOT.parent / "configs" / "stock_trading.toml")
+    global GROUPS
+    GROUPS = args.groups
     conf = dict(c.split("=", 1) for c in args.conf)
     spark = spark_session("local[2]", **{**stream_conf(), **conf})
     result: dict[str, Any] = {"trigger_s": args.trigger, "master": "local[2]", "conf": conf}

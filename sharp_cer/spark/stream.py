@@ -86,7 +86,10 @@ class StreamSettings:
     that is there, then stop), at most ``max_files`` new files per
     micro-batch, the watermark ``watermark_ms`` behind the latest time
     (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
-    (None: four per shuffle partition), bins of ``bin_width`` positions."""
+    (None: four per shuffle partition), the stream's shuffle partitions
+    (None: one per core: each is a state store committed every micro-batch;
+    a checkpoint keeps the number it started with), bins of ``bin_width``
+    positions."""
 
     trigger: float | None = None
     max_files: int | None = None
@@ -94,6 +97,7 @@ class StreamSettings:
     shedder: str | None = None
     seed: int = 0
     groups: int | None = None
+    partitions: int | None = None
     bin_width: int = 1000
     format: str | None = None
 
@@ -112,19 +116,28 @@ class StreamSettings:
 
 
 def stream_conf() -> dict[str, str]:
-    """The Spark settings a stream needs: the RocksDB state store."""
-    return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB}
+    """The Spark settings a stream needs: the RocksDB state store, whose
+    commits write a changelog rather than a snapshot of every partition (the
+    snapshots are made in the background)."""
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    }
 
 
 def check_checkpoint(checkpoint: str, workload: Workload) -> None:
-    """Refuse a checkpoint made by another workload (naming the difference);
-    remember this workload's signature in a new one."""
+    """Refuse a checkpoint written in another format or by another workload
+    (naming the difference); remember this workload's signature in a new one."""
+    from .stream_group import FORMAT, check_format
+
     path = Path(checkpoint) / SIGNATURE_FILE
     if path.exists():
-        check_signature(path.read_text(), workload.signature(), str(path))
+        stored = json.loads(path.read_text())
+        check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
+        check_signature(json.dumps(stored["signature"]), workload.signature(), str(path))
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(workload.signature(), indent=1))
+        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature()}, indent=1))
 
 
 def request_flush(checkpoint: str) -> None:
@@ -157,7 +170,7 @@ def start_stream(
     check_checkpoint(checkpoint, workload)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
     found = lanes(workload)
-    parts = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
+    parts = settings.partitions or spark.sparkContext.defaultParallelism
     groups = settings.groups or 4 * parts
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
@@ -221,7 +234,13 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
-    return writer.start()
+    # the query takes the session's settings as it starts (a restart: the checkpoint's)
+    before = str(spark.conf.get("spark.sql.shuffle.partitions"))
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    try:
+        return writer.start()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 def run_until_done(query: StreamingQuery) -> None:

@@ -46,6 +46,11 @@ from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, GroupRun, Job, rows_of
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
 E2E = "e2e"
 E2E_MS = 10
+#: the format of a stream's state and of its checkpoint's workload file.
+#: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine
+#: re-pickled whole into the state each micro-batch, beside the fingerprint);
+#: 2: the engine's state split from a token naming it (kept in worker memory)
+FORMAT = 2
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound"}) | MAX_COUNTERS
 
@@ -92,6 +97,33 @@ class StreamGroup(GroupRun):
             keep.append(i)
         stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
         return stats.take(keep)
+
+
+def check_format(found: int, where: str) -> None:
+    """Refuse state written in another format than this sharp-cer's,
+    saying which wrote it and what to do.
+
+    >>> check_format(FORMAT, "ck")
+    >>> check_format(1, "ck")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
+      expected: stream format 2
+      hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
+    """
+    if found == FORMAT:
+        return
+    older = found < FORMAT
+    raise SurfaceError(
+        f"{where}: error: this checkpoint was written by {'an older' if older else 'a newer'} sharp-cer "
+        f"(stream format {found})\n  expected: stream format {FORMAT}\n  hint: "
+        + (
+            "finish that stream with the sharp-cer that wrote it (sharp-cer stream without --trigger flushes it), "
+            "then start this version with a new --checkpoint and --out"
+            if older
+            else "upgrade sharp-cer to the version that wrote it"
+        )
+    )
 
 
 def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:

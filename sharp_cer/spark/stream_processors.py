@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import math
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -40,19 +42,25 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
 from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
-from .stream_group import StreamGroup, restore, snapshot
+from .stream_group import FORMAT, StreamGroup, check_format, restore, snapshot
 from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
 
 #: the stream's output: ``worker.OUTPUT`` plus dead letters' fields
 #: (kind ``dead_letter``: position in ``start``, its kind in ``name``)
 DEAD_LETTER = "dead_letter"
+#: the counter of engines restored from the state's snapshot (not the worker's own copy)
+RESTORED = "engines_restored"
 LETTER_FIELDS = ("file", "line", "reason", "column", "expected", "found", "hint", "raw")
 STREAM_DDL = (
     "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
     "vars map<string, array<bigint>>, bin bigint, name string, value double, file string, line bigint, "
     "reason string, `column` string, expected string, found string, hint string, raw string"
 )
+
+#: each key group's engine, kept in the worker's memory across micro-batches
+#: with the token of the state it matches: (fingerprint, lane, group) -> (token, engine)
+_ENGINES: dict[tuple[str, int, int], tuple[str, StreamGroup]] = {}
 
 
 class Sequencer(StatefulProcessor):
@@ -94,7 +102,8 @@ class KeyGroups(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.group = handle.getValueState("group", "fingerprint string, snapshot binary")
+        self.engine = handle.getValueState("engine", "format int, fingerprint string, token string")
+        self.snapshot = handle.getValueState("snapshot", "data binary")
         self.buffer = handle.getListState("buffer", "seq bigint, clock bigint, arrived bigint, text string")
 
     def handleInputRows(
@@ -110,14 +119,15 @@ class KeyGroups(StatefulProcessor):
             columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
             self.buffer.appendList(list(zip(*columns, strict=True)))
         flush = bool((frame[KIND] == FLUSH).any())
-        yield from self._release(lane, timerValues, flush)
+        yield from self._release(key, timerValues, flush)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        yield from self._release(int(key[0]), timerValues, flush=False)
+        yield from self._release(key, timerValues, flush=False)
 
-    def _release(self, lane: int, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+    def _release(self, key: Any, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+        lane = int(key[0])
         held = sorted(self.buffer.get()) if self.buffer.exists() else []
         watermark = timer_values.getCurrentWatermarkInMs()
         limit = math.inf if flush else watermark * 1_000_000
@@ -133,25 +143,39 @@ class KeyGroups(StatefulProcessor):
             self.buffer.clear()
         if not n:
             return
-        state = self._load(lane)
+        cache = (self.job.fingerprint, lane, int(key[1]))
+        state, restored = self._load(lane, cache)
         out = state.release(
             [h[3] for h in held[:n]], [h[0] for h in held[:n]], [h[2] for h in held[:n]], int(time.time() * 1000)
         )
-        self.group.update((self.job.fingerprint, snapshot(state)))
+        token = uuid.uuid4().hex
+        self.engine.update((FORMAT, self.job.fingerprint, token))
+        self.snapshot.update((snapshot(state),))
+        _ENGINES[cache] = (token, state)
+        if restored:  # counted: how often the worker's own copy could not be used
+            out = pa.concat_tables([out, rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0])])
         yield _frame(out)
 
-    def _load(self, lane: int) -> StreamGroup:
-        if not self.group.exists():
-            return StreamGroup(self.job, lane)
-        fingerprint, data = self.group.get()  # type: ignore[misc]
+    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
+        """The group's engine as the last committed micro-batch left it: the
+        worker's own copy when the state's token says it is that one, else
+        restored from the state's snapshot (a restart, a retried micro-batch,
+        a group another worker ran)."""
+        mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
+        if not self.engine.exists():
+            return StreamGroup(self.job, lane), False
+        written, fingerprint, token = self.engine.get()  # type: ignore[misc]
+        check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
             raise SurfaceError(
                 f"stream state (lane {lane}): error: this checkpoint's engines were built for workload "
                 f"fingerprint {fingerprint}, not {self.job.fingerprint}\n"
                 "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
             )
-        group: StreamGroup = restore(bytes(data))
-        return group
+        if mine is not None and mine[0] == token:
+            return mine[1], False
+        group: StreamGroup = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
+        return group, True
 
     def close(self) -> None:
         pass
