@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -42,7 +41,7 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
 from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
-from .stream_group import FORMAT, StreamGroup, check_format, restore, snapshot
+from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot
 from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
 
@@ -54,13 +53,16 @@ RESTORED = "engines_restored"
 LETTER_FIELDS = ("file", "line", "reason", "column", "expected", "found", "hint", "raw")
 STREAM_DDL = (
     "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
-    "vars map<string, array<bigint>>, bin bigint, name string, value double, file string, line bigint, "
+    "vars map<string, array<bigint>>, bin bigint, name string, value double, attributes array<string>, "
+    "end_time bigint, file string, line bigint, "
     "reason string, `column` string, expected string, found string, hint string, raw string"
 )
 
 #: each key group's engine, kept in the worker's memory across micro-batches
 #: with the token of the state it matches: (fingerprint, lane, group) -> (token, engine)
 _ENGINES: dict[tuple[str, int, int], tuple[str, StreamGroup]] = {}
+#: the stream's columns, in order
+COLUMNS = [*OUTPUT.names, *ALERT.names, *LETTER_FIELDS]
 
 
 class Sequencer(StatefulProcessor):
@@ -153,8 +155,10 @@ class KeyGroups(StatefulProcessor):
         self.snapshot.update((snapshot(state),))
         _ENGINES[cache] = (token, state)
         if restored:  # counted: how often the worker's own copy could not be used
-            out = pa.concat_tables([out, rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0])])
-        yield _frame(out)
+            counted = rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0])
+            yield pd.concat([_frame(out), _frame(counted)], ignore_index=True)
+        else:
+            yield _frame(out)
 
     def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
         """The group's engine as the last committed micro-batch left it: the
@@ -190,12 +194,12 @@ def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 
 def _frame(table: Any) -> pd.DataFrame:
-    """An ``OUTPUT`` table as the stream's rows (``STREAM_DDL``)."""
+    """An ``OUTPUT`` table (with or without the alerts' columns) as the stream's rows (``STREAM_DDL``)."""
     frame = table.to_pandas()
     frame["vars"] = [None if v is None else dict(v) for v in frame["vars"]]
-    for name in LETTER_FIELDS:
+    for name in [*(ALERT.names if "end_time" not in frame else ()), *LETTER_FIELDS]:
         frame[name] = None
-    return frame
+    return frame[COLUMNS]
 
 
 def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
@@ -216,4 +220,4 @@ def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
             value=counts[VALUE].astype(float).tolist(),
         )
     )
-    return pd.concat([out, counted], ignore_index=True)[[f.name for f in OUTPUT] + list(LETTER_FIELDS)]
+    return pd.concat([out, counted], ignore_index=True)[COLUMNS]
