@@ -229,3 +229,126 @@ def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(
     assert first < sum(truth.values())
     assert committed_matches(out) == truth  # nothing lost, nothing doubled
     assert sum(q.matches for q in summary.summary.queries) == sum(truth.values())
+
+
+def _shuffled_parts(frame: Any, folder: Path, parts: int, seed: int) -> None:
+    """``frame`` with a row number ``n``, as JSONL files (rows shuffled within
+    each file) appearing one after the other."""
+    import numpy as np
+
+    folder.mkdir(parents=True)
+    numbered = frame.assign(n=range(len(frame)))
+    step = -(-len(frame) // parts)
+    for k in range(parts):
+        part = numbered.iloc[k * step : (k + 1) * step].sample(frac=1, random_state=np.random.default_rng(seed + k))
+        path = folder / f"part-{k}.jsonl"
+        path.write_text(part.to_json(orient="records", lines=True))
+        os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
+
+
+def _run_to_end(frame: Any, folder: Path, checkpoint: Path, out: Path, control: Path) -> None:
+    """Write ``frame`` (a streaming DataFrame) to Parquet: everything there, then a flush."""
+    from sharp_cer.spark.stream import request_flush
+
+    for run in range(2):
+        if run:
+            request_flush(str(control.parent))  # writes to the control folder, ck/control
+        writer = frame.writeStream.format("parquet").option("path", str(out))
+        writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start().awaitTermination()
+
+
+def _check_alerts(output: Any, frame: Any, workload: Workload) -> None:
+    """Every alert carries its events whole (type and attributes, as given) and its last event's time."""
+    events = frame.astype(object).to_dict("records")
+    schema = workload.schema
+    alerts = output[output["kind"] == "match"].to_dict("records")
+    assert alerts
+    for alert in alerts:
+        whole = [{"type": events[p]["type"], **{a: events[p][a] for a in schema.event(events[p]["type"]).attributes}}
+                 for p in alert["events"]]  # fmt: skip
+        assert [json.loads(e) for e in alert["attributes"]] == whole
+        assert alert["end_time"] == events[int(alert["end"])]["t"]
+
+
+def test_detect_stream_over_a_file_source_numbers_by_order_by_and_alerts_carry_their_events(
+    spark: Any, tmp_path: Path
+) -> None:
+    from sharp_cer.spark import detect_stream
+    from sharp_cer.spark.stream_output import read_committed
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(600, 13)
+    _shuffled_parts(frame, tmp_path / "in", 3, 13)
+    events = (
+        spark.readStream.schema("type string, k bigint, x bigint, t bigint, n bigint")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(tmp_path / "in"))
+    )
+    control = tmp_path / "ck" / "control"
+    alerts = detect_stream(events, workload, order_by=["n"], control=str(control))
+    _run_to_end(alerts, tmp_path / "in", tmp_path / "ck" / "query", tmp_path / "out", control)
+    assert committed_matches(tmp_path / "out") == expected(workload, frame)  # in the order of n, not the files'
+    _check_alerts(read_committed(tmp_path / "out"), frame, workload)
+
+
+def _events_source() -> Any:
+    """A Python streaming data source (``sharp_cer_test_events``) serving a
+    JSONL file's rows (option ``path``) 150 a micro-batch."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    class Reader(DataSourceStreamReader):
+        def __init__(self, path: str) -> None:
+            self.path = path
+            self.total = len(Path(path).read_text().splitlines())
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"index": 0}
+
+        def getDefaultReadLimit(self) -> Any:
+            return ReadMaxRows(150)
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+            step = limit.max_rows if isinstance(limit, ReadMaxRows) else self.total
+            return {"index": min(start["index"] + step, self.total)}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+            return [InputPartition((start["index"], end["index"]))]
+
+        def read(self, partition: Any) -> Any:
+            first, last = partition.value
+            with open(self.path) as lines:
+                for i, line in enumerate(lines):
+                    if first <= i < last:
+                        r = json.loads(line)
+                        yield (r["type"], r["k"], r["x"], r["t"])
+
+    class Events(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "sharp_cer_test_events"
+
+        def schema(self) -> str:
+            return "type string, k bigint, x bigint, t bigint"
+
+        def streamReader(self, schema: Any) -> Reader:
+            return Reader(self.options["path"])
+
+    return Events
+
+
+def test_detect_stream_over_a_python_streaming_data_source_equals_the_batch_result(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark import detect_stream
+    from sharp_cer.spark.stream_output import read_committed
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(600, 17)
+    path = tmp_path / "events.jsonl"
+    path.write_text(frame.to_json(orient="records", lines=True))
+    spark.dataSource.register(_events_source())
+    events = spark.readStream.format("sharp_cer_test_events").option("path", str(path)).load()
+    control = tmp_path / "ck" / "control"
+    alerts = detect_stream(events, workload, control=str(control))  # the source's order
+    _run_to_end(alerts, tmp_path, tmp_path / "ck" / "query", tmp_path / "out", control)
+    assert committed_matches(tmp_path / "out") == expected(workload, frame)
+    _check_alerts(read_committed(tmp_path / "out"), frame, workload)

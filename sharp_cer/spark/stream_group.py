@@ -92,7 +92,10 @@ class StreamGroup(GroupRun):
         alerts = self._alerts(found)
         self._forget()
         return pa.concat_tables(
-            [alerts, *(_alert_columns(t) for t in (self._increments(stats), _e2e(found, positions, arrived, now_ms)))]
+            [
+                alerts,
+                *(with_alert_columns(t) for t in (self._increments(stats), _e2e(found, positions, arrived, now_ms))),
+            ]
         )
 
     def _alerts(self, found: list[Match]) -> pa.Table:
@@ -100,7 +103,7 @@ class StreamGroup(GroupRun):
         order) and the time of its last event."""
         rows = self._matches(found)
         events = [[self.recent[p][1] for p in e] for e in rows.column("events").to_pylist()]
-        return _alert_columns(rows, events, [self.recent[m.end][0] for m in found])
+        return with_alert_columns(rows, events, [self.recent[m.end][0] for m in found])
 
     def _forget(self) -> None:
         """Drop the events no live run reaches (released in stream order:
@@ -130,7 +133,7 @@ class StreamGroup(GroupRun):
 ALERT = pa.schema([("attributes", pa.list_(pa.string())), ("end_time", pa.int64())])
 
 
-def _alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
+def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
     """``table`` with the alert's columns (null unless given)."""
     n = table.num_rows
     table = table.append_column(

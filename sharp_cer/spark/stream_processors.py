@@ -10,10 +10,18 @@ released events in stream order. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
   watermark judges them by (ns), arrival (ms), the event as JSON;
-- ``group`` (value): the workload's fingerprint and the engine's snapshot
-  (``stream_group.StreamGroup``: the tECS, partitions, counters and the
-  shedder, exactly as the last committed micro-batch left them);
+- ``engine`` (value): the state's format (``stream_group.FORMAT``), the
+  workload's fingerprint and a token naming the snapshot;
+- ``snapshot`` (value): the engine (``stream_group.StreamGroup``: the tECS,
+  partitions, counters, shedder and the events live runs still reach,
+  exactly as the last committed micro-batch left them);
 - one timer, at the time of the oldest event still held.
+
+A worker keeps each group's engine in memory after a release, under the
+token it wrote; the next release uses that copy when the state's token is
+the same (the committed state is the one the worker left), and otherwise
+restores the snapshot (a restart, a retried micro-batch, or a group last
+run by another Python worker: Spark gives a task any idle one).
 
 A flush row releases everything held. Lane -1 is not a lane: it carries
 dead letters and counters to the output unchanged.
@@ -30,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -41,7 +50,7 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
 from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
-from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot
+from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
 from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
 
@@ -68,8 +77,9 @@ COLUMNS = [*OUTPUT.names, *ALERT.names, *LETTER_FIELDS]
 class Sequencer(StatefulProcessor):
     """Stage 1 (see the module docstring)."""
 
-    def __init__(self, workload: Workload, routes: list[int], columns: list[str]) -> None:
+    def __init__(self, workload: Workload, routes: list[int], columns: list[str], order: list[str] | None) -> None:
         self.columns = columns
+        self.order = order
         self.workload = workload
         self.routes = routes
         self.signature = workload.signature()
@@ -87,7 +97,8 @@ class Sequencer(StatefulProcessor):
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             check_signature(cursor.signature, self.signature, "stream state (positions)")
-        out, cursor = number_rows(frame, cursor, self.workload.schema, self.workload.allowed_lateness, self.routes)
+        lateness = self.workload.allowed_lateness
+        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
 
@@ -155,10 +166,9 @@ class KeyGroups(StatefulProcessor):
         self.snapshot.update((snapshot(state),))
         _ENGINES[cache] = (token, state)
         if restored:  # counted: how often the worker's own copy could not be used
-            counted = rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0])
-            yield pd.concat([_frame(out), _frame(counted)], ignore_index=True)
-        else:
-            yield _frame(out)
+            counted = with_alert_columns(rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0]))
+            out = pa.concat_tables([out, counted])
+        yield _frame(out)
 
     def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
         """The group's engine as the last committed micro-batch left it: the
