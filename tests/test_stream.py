@@ -1,9 +1,11 @@
 """Spark streaming against the batch pipeline and the in-process engine:
-stopped mid-stream and restarted from its checkpoint, the stream's output
-(matches and dead letters, late events included) is exactly the batch
-result, nothing lost, nothing doubled; a restart with another workload is
-refused, naming the difference (from the checkpoint, and from the state
-itself); ``sharp-cer stream``."""
+stopped mid-stream (or its driver killed mid-micro-batch) and restarted
+from its checkpoint, the stream's committed output (matches and dead
+letters, late events included) is exactly the batch result, nothing lost,
+nothing doubled; a restart with another workload, or from an older
+checkpoint format, is refused, saying why; ``detect_stream`` over a file
+source (numbered by ``order_by``) and a Python streaming data source, with
+alerts carrying their events; ``sharp-cer stream``."""
 
 from __future__ import annotations
 
@@ -246,7 +248,7 @@ def _shuffled_parts(frame: Any, folder: Path, parts: int, seed: int) -> None:
         os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
 
 
-def _run_to_end(frame: Any, folder: Path, checkpoint: Path, out: Path, control: Path) -> None:
+def _run_to_end(frame: Any, checkpoint: Path, out: Path, control: Path) -> None:
     """Write ``frame`` (a streaming DataFrame) to Parquet: everything there, then a flush."""
     from sharp_cer.spark.stream import request_flush
 
@@ -286,7 +288,7 @@ def test_detect_stream_over_a_file_source_numbers_by_order_by_and_alerts_carry_t
     )
     control = tmp_path / "ck" / "control"
     alerts = detect_stream(events, workload, order_by=["n"], control=str(control))
-    _run_to_end(alerts, tmp_path / "in", tmp_path / "ck" / "query", tmp_path / "out", control)
+    _run_to_end(alerts, tmp_path / "ck" / "query", tmp_path / "out", control)
     assert committed_matches(tmp_path / "out") == expected(workload, frame)  # in the order of n, not the files'
     _check_alerts(read_committed(tmp_path / "out"), frame, workload)
 
@@ -349,6 +351,6 @@ def test_detect_stream_over_a_python_streaming_data_source_equals_the_batch_resu
     events = spark.readStream.format("sharp_cer_test_events").option("path", str(path)).load()
     control = tmp_path / "ck" / "control"
     alerts = detect_stream(events, workload, control=str(control))  # the source's order
-    _run_to_end(alerts, tmp_path, tmp_path / "ck" / "query", tmp_path / "out", control)
+    _run_to_end(alerts, tmp_path / "ck" / "query", tmp_path / "out", control)
     assert committed_matches(tmp_path / "out") == expected(workload, frame)
     _check_alerts(read_committed(tmp_path / "out"), frame, workload)
