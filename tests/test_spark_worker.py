@@ -141,3 +141,25 @@ def test_a_stream_group_sheds_to_its_bounds_measured_on_its_first_release() -> N
     assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] >= 1]  # resolved
     near = sum(v for k, v in shed.items() if k[0] == "near_by_position")
     assert near < sum(v for k, v in _in_process(1500, 4, PARTITIONED).items() if k[0] == "near_by_position")
+
+
+def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_within_the_windows() -> None:
+    import json
+
+    from sharp_cer.spark.stream_group import StreamGroup
+
+    frame = hand_made_events(6000, 3)
+    rows = {p: r for p, r in enumerate(frame.to_dict("records")) if r["type"] != "C"}
+    texts = {p: json.dumps({k: v for k, v in r.items()}, default=int) for p, r in rows.items()}
+    group = StreamGroup(Job(WORKLOAD, (PARTITIONED,), bin_width=50), lane=0)
+    positions, alerts, sizes = sorted(texts), [], []
+    for a in range(0, len(positions), 100):
+        some = positions[a : a + 100]
+        out = group.release([texts[p] for p in some], some, [0] * len(some), now_ms=0).to_pylist()
+        alerts += [r for r in out if r["kind"] == MATCH]
+        sizes.append(len(group.recent))
+    assert len(alerts) == sum(_in_process(6000, 3, PARTITIONED).values()) > 100
+    for alert in alerts:  # each event whole, in `events` order, and the time of the last one
+        assert [json.loads(e) for e in alert["attributes"]] == [json.loads(texts[p]) for p in alert["events"]]
+        assert alert["end_time"] == rows[alert["end"]]["t"]
+    assert max(sizes) < 100 < len(positions)  # the windows hold a few events per key: not the stream

@@ -47,7 +47,7 @@ from .selection import SELECT, end_order, limit_order, project
 from .shedding import Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
-from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
+from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge, oldest_position
 
 _INF = float("inf")
 #: The step of a run that dies at once: no move at all.
@@ -589,8 +589,14 @@ class GroupRunner:
     def live_nodes(self) -> int:
         """Nodes reachable from the live union-lists of every partition
         (see ``Engine.live_nodes``)."""
-        roots = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
-        return cut_old_branches(roots, -_INF)  # a horizon below every key cuts nothing
+        return cut_old_branches(self._roots(), -_INF)  # a horizon below every key cuts nothing
+
+    def oldest_position(self) -> float:
+        """The oldest position a live run still holds (see ``Engine.oldest_position``)."""
+        return oldest_position(self._roots())
+
+    def _roots(self) -> list[Node]:
+        return [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
 
 
 def _numeric(group: Group) -> set[str]:
@@ -724,6 +730,21 @@ class Engine:
         2
         """
         return sum(r.live_nodes() for r in self.runners)
+
+    def oldest_position(self) -> float:
+        """The smallest position any later match may still include (inf:
+        none): every event it marks is a node live runs reach, or an event
+        not processed yet.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> _ = engine.process(load_csv("B,1\\nA,1\\nB,1\\n", s)[0]); engine.oldest_position()  # the A at 1
+        1
+        """
+        return min((r.oldest_position() for r in self.runners), default=_INF)
 
     def partitions(self) -> int:
         """Partition instances alive now, over all groups (see ``sweep``)."""
