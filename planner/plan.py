@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 
 from .automaton import Automaton
 from .predicates import PredicateTable
 from .psd import SharingDegrees, prefix_graph, sharing_degrees
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: How a group measures windows: by position, by the primary time, by an
 #: attribute (``("attribute", name)``), or not at all.

@@ -24,15 +24,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 
 from sharp_cer.errors import EventsError
 from sharp_cer.language.schema import EventSchema
+
+if TYPE_CHECKING:  # pandas costs a third of a second to import: only to_pandas needs it
+    import pandas as pd
 
 #: numpy storage per attribute type; strings are object arrays of ``str`` (None where invalid).
 STORAGE: dict[str, Any] = {
@@ -223,6 +225,8 @@ class EventBatch:
         position
         2           A  5
         """
+        import pandas as pd
+
         data: dict[str, Any] = {"type": pd.array(self.types, dtype="string")}
         for name, column in self.columns.items():
             if column.kind == "primary_time" and column.valid.all():

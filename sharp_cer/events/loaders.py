@@ -42,22 +42,25 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sharp_cer.errors import EventsError
 from sharp_cer.language.errors import did_you_mean, listing
 from sharp_cer.language.schema import EventSchema, Schema
+
+if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where a path needs it
+    import pandas as pd
 
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
 from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, read_blocks
@@ -780,8 +783,14 @@ def _object_column(values: Sequence[Any]) -> _Col:
     return _Col(parts, values)
 
 
+def _pandas_missing(value: Any) -> bool:
+    """pandas' NA or NaT; only pandas makes them, so without pandas loaded there are none."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and (value is pd.NA or value is pd.NaT)
+
+
 def _tag(value: Any) -> str:
-    if value is None or value is pd.NA or value is pd.NaT:
+    if value is None or _pandas_missing(value):
         return "null"
     if isinstance(value, (bool, np.bool_)):
         return "bool"
@@ -970,6 +979,7 @@ def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], d
 
 def _parse_iso(texts: list[str]) -> tuple[npt.NDArray[np.int64], _Mask]:
     """ISO-8601 timestamps as int64 ns since the epoch (naive ones as UTC)."""
+    import pandas as pd
 
     def parse(values: list[str]) -> Any:
         return pd.to_datetime(pd.Series(values, dtype=object), format="ISO8601", utc=True, errors="coerce")
@@ -984,6 +994,8 @@ def _parse_iso(texts: list[str]) -> tuple[npt.NDArray[np.int64], _Mask]:
 
 
 def _safe(parse: Callable[[list[str]], Any], values: list[str]) -> Any:
+    import pandas as pd
+
     try:
         return parse(values)
     except (ValueError, OverflowError, TypeError):
