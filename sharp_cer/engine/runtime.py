@@ -228,7 +228,7 @@ class GroupRunner:
             # stretch ends early when a step makes an idle symbol busy (and
             # the next one is shorter, as such steps tend to come in runs)
             end = min(position + stretch, n)
-            todo = (np.flatnonzero(busy[symbols[position:end]]) + position).tolist()
+            todo = (busy[symbols[position:end]].nonzero()[0] + position).tolist()
             begun, position = position, end
             stretch = min(_STRETCH, 2 * stretch)
             for i in todo:
@@ -244,7 +244,7 @@ class GroupRunner:
                 if log is not None:
                     self.began = time.perf_counter()
                 spent = self.step(
-                    positions[i], bits[listed[i]], window[i], keys(i), out, attributes(i) if attributes else ()
+                    positions[i], bits[listed[i]], window[i], keys[i], out, attributes[i] if attributes else ()
                 )
                 update += spent
                 units[i] += spent + self.steps_here

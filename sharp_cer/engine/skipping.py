@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
 from .determinize import Determinizer
 from .symbols import SymbolTable
@@ -51,9 +50,12 @@ class SkipIndex:
     def __init__(self, det: Determinizer, symbols: SymbolTable) -> None:
         self.det = det
         self.symbols = symbols
-        self._rows: dict[int, npt.NDArray[np.int64]] = {}
+        # per state, the symbols it was judged on so far and, of those, the
+        # busy ones: a state is busy for few symbols, so a move touches only
+        # those, in plain Python (numpy's per-call cost dominated small rows)
+        self._rows: dict[int, tuple[int, list[int]]] = {}
         self.counts: dict[int, int] = {}
-        self._busy = np.zeros(0, dtype=np.int64)
+        self._busy: list[int] = []
         #: per symbol id, whether an event with it may change something, and
         #: a last entry (False) for id -1 (events the group does not see);
         #: as an array (for numpy) and a list (for the per-event loop)
@@ -68,54 +70,47 @@ class SkipIndex:
         self.counts = {}
         for state in states:
             self.counts[state] = self.counts.get(state, 0) + 1
-        busy = self._row(_NEW_RUN).copy()
-        for state in self.counts:
-            busy += self._row(state)
+        busy = [0] * len(self.symbols.bits)
+        for state in (_NEW_RUN, *self.counts):
+            for symbol in self._row(state):
+                busy[symbol] += 1
         self._busy = busy
-        self.flags = np.append(busy > 0, False)
-        self.flag_list = self.flags.tolist()
+        self.flag_list = [b > 0 for b in busy] + [False]
+        self.flags = np.array(self.flag_list, dtype=bool)
         self.grew = False
 
     def moved(self, old: Iterable[int], new: Iterable[int]) -> None:
         """A partition's live states went from ``old`` to ``new``."""
-        counts, busy = self.counts, self._busy
+        counts, busy, flags, flag_list = self.counts, self._busy, self.flags, self.flag_list
         for state in old:
             left = counts[state] - 1
             if left:
                 counts[state] = left
-            else:
-                del counts[state]
-                row = self._row(state)
-                busy -= row
-                self._flip(np.flatnonzero((busy == 0) & (row > 0)), False)
+                continue
+            del counts[state]
+            for symbol in self._row(state):
+                busy[symbol] -= 1
+                if not busy[symbol]:
+                    flags[symbol] = flag_list[symbol] = False
         for state in new:
             held = counts.get(state, 0)
             counts[state] = held + 1
-            if not held:
-                row = self._row(state)
-                waking = np.flatnonzero((busy == 0) & (row > 0))
-                busy += row
-                if len(waking):
-                    self._flip(waking, True)
+            if held:
+                continue
+            for symbol in self._row(state):
+                if not busy[symbol]:
+                    flags[symbol] = flag_list[symbol] = True
                     self.grew = True
+                busy[symbol] += 1
 
-    def _flip(self, symbols: npt.NDArray[np.intp], busy: bool) -> None:
-        self.flags[symbols] = busy
-        for symbol in symbols.tolist():
-            self.flag_list[symbol] = busy
-
-    def _row(self, state: int) -> npt.NDArray[np.int64]:
-        row = self._rows.get(state)
+    def _row(self, state: int) -> list[int]:
+        """The symbols busy for ``state`` (for ``_NEW_RUN``: those that start a run)."""
+        known, row = self._rows.get(state, (0, []))
         bits = self.symbols.bits
-        if row is None or len(row) < len(bits):
+        if known < len(bits):
             det = self.det
-            known = 0 if row is None else len(row)
-            if state == _NEW_RUN:
-                extra = [det.starts(b) for b in bits[known:]]
-            else:
-                extra = [not det.idle(state, b) for b in bits[known:]]
-            row = np.concatenate(
-                [row if row is not None else np.zeros(0, dtype=np.int64), np.array(extra, dtype=np.int64)]
-            )
-            self._rows[state] = row
+            for symbol in range(known, len(bits)):
+                if det.starts(bits[symbol]) if state == _NEW_RUN else not det.idle(state, bits[symbol]):
+                    row.append(symbol)
+            self._rows[state] = (len(bits), row)
         return row
