@@ -300,8 +300,17 @@ class GroupRunner:
         [(0, 1)]
         """
         engine = self.engine
+        initial = self.det.initial
+        start = self.det.step(initial, bits)
         instance = self.instances.get(key)
         if instance is None:
+            if start == _DEAD and engine.latency is None and self.shedder is None:
+                # a partition without runs that this event does not start: it
+                # would be made and evicted at once, with nothing to count but that
+                if value > self.latest_time:
+                    self.latest_time = value
+                self.evicted += 1
+                return 0
             instance = self.instances[key] = _Instance()
         if value > self.latest_time:
             self.latest_time = value
@@ -326,8 +335,6 @@ class GroupRunner:
         index = self.index
         old_ghosts = set(ghosts) if consumes and index is not None else ghosts
         old = instance.active
-        initial = self.det.initial
-        start = det_step(initial, bits)
         active: Iterable[tuple[int, list[Node]]] = old.items()
         if start != _DEAD:
             # a bottom node's label is the event's index in its partition (STRICT)
