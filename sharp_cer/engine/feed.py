@@ -49,7 +49,8 @@ def window_values(group: Group, batch: EventBatch, times: Column | None = None) 
     ``times`` is ``batch.times()`` if the caller has it already."""
     kind, attribute = group.window
     if kind == "events":
-        return [float(p) for p in batch.positions.tolist()]
+        positions: list[float] = batch.positions.astype(np.float64).tolist()
+        return positions
     if kind == "time":
         return values_or_nan(times if times is not None else batch.times())
     if kind == "attribute" and attribute in batch.columns:
@@ -65,12 +66,17 @@ def attribute_rows(names: Sequence[str], batch: EventBatch) -> list[tuple[Any, .
         if column is None:
             columns.append([None] * len(batch))
         else:
-            ok = column.valid.tolist()
-            columns.append([v if k else None for v, k in zip(column.values.tolist(), ok, strict=True)])
+            columns.append(_or_filler(column, None))
     return list(zip(*columns, strict=True)) if columns else [()] * len(batch)
 
 
 def values_or_nan(column: Column) -> list[float]:
     """A column's values, NaN where invalid (see the module example)."""
-    nan = float("nan")
-    return [v if ok else nan for v, ok in zip(column.values.tolist(), column.valid.tolist(), strict=True)]
+    return _or_filler(column, float("nan"))
+
+
+def _or_filler(column: Column, filler: Any) -> list[Any]:
+    values: list[Any] = column.values.tolist()
+    if column.valid.all():  # the usual case: no Python loop over the batch
+        return values
+    return [v if ok else filler for v, ok in zip(values, column.valid.tolist(), strict=True)]
