@@ -24,10 +24,11 @@ environment (``benchmarks/data/pycer-venv``, made with ``python3.13`` or
 the script says why.
 
     python benchmarks/bench_vs_core.py [--events 1000000 --events 10000000] [--runs 3] [--quick]
-        [--queries names,kleene] [--timeout 900] [--max-rss-mb 6000] [--no-pycer]
+        [--queries names,kleene] [--timeout 900] [--max-rss-mb 6000] [--no-pycer] [--name vs_core]
 
 Prints markdown tables; writes benchmarks/results/vs_core.json and
-vs_core.png (vs_core_quick.* with --quick: 100,000 events, one run).
+vs_core.png (vs_core_quick.* with --quick: 100,000 events, one run; or
+``--name``).
 """
 
 from __future__ import annotations
@@ -388,6 +389,7 @@ def main() -> None:
     parser.add_argument("--no-pycer", action="store_true", help="run sharp-cer only")
     parser.add_argument("--pycer-python", help="a Python 3.13 to make pycer's virtual environment with")
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder of the JSON and PNG")
+    parser.add_argument("--name", help="file name of the JSON and PNG (default: vs_core, or vs_core_quick)")
     parser.add_argument("--time-load", nargs=2, metavar=("READER", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.time_load:
@@ -426,7 +428,7 @@ def main() -> None:
         print(table(size, rows))
     print(load_table(loads))
     print("\nLeft out: " + "; ".join(f"{name}: {why}" for name, why in LEFT_OUT.items()))
-    suffix = "_quick" if args.quick else ""
+    name = args.name or ("vs_core_quick" if args.quick else "vs_core")
     args.results.mkdir(parents=True, exist_ok=True)
     document = {
         "runs": runs,
@@ -437,8 +439,8 @@ def main() -> None:
         "left_out": LEFT_OUT,
         "differ_by_design": DIFFER_BY_DESIGN,
     }
-    (args.results / f"vs_core{suffix}.json").write_text(json.dumps(document, indent=2) + "\n")
-    plot(args.results / f"vs_core{suffix}.png", results)
+    (args.results / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    plot(args.results / f"{name}.png", results)
 
 
 if __name__ == "__main__":
