@@ -249,7 +249,9 @@ def run_sharp(query: Path, events: Path, work: Path, *, timeout: float, max_rss_
     failure = _failure(run, out.with_suffix(".err"))
     if failure:
         return {"failed": failure, "peak_rss_mb": run.peak_rss_mb}
-    return {"matches": _lines(out), "seconds": run.seconds, "peak_rss_mb": run.peak_rss_mb}
+    matches = _lines(out)
+    out.unlink()  # it can be large
+    return {"matches": matches, "seconds": run.seconds, "peak_rss_mb": run.peak_rss_mb}
 
 
 def time_load(reader: str, events: Path) -> dict[str, Any]:
@@ -398,8 +400,8 @@ def main() -> None:
     sizes = [100_000] if args.quick else (args.events or [1_000_000, 10_000_000])
     runs = 1 if args.quick else args.runs
     limits = {"timeout": args.timeout, "max_rss_mb": args.max_rss_mb}
-    work = DATA / "vs-core"
-    chosen = queries(set(args.queries.split(",")) if args.queries else None, work / "queries")
+    work = DATA / "vs-core" / str(os.getpid())  # scratch: query files, outputs, pycer's logs
+    chosen = queries(set(args.queries.split(",")) if args.queries else None, work)
     python, how = (None, "--no-pycer given") if args.no_pycer else pycer_python(args.pycer_python)
     print(how if python else f"pycer skipped: {how}", file=sys.stderr)
     results: dict[int, list[dict[str, Any]]] = {}
@@ -441,6 +443,7 @@ def main() -> None:
     }
     (args.results / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
     plot(args.results / f"{name}.png", results)
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
