@@ -242,6 +242,8 @@ def run_pycer(
     command = [str(python), str(HERE / "pycer_worker.py"), str(SCHEMA), str(query), str(events)]
     run = run_process(command, out, timeout=timeout, max_rss_mb=max_rss_mb, cwd=work)
     failure = _failure(run, out.with_suffix(".err"))
+    if failure and "Address already in use" in failure:
+        failure += " (pycer's server port is taken: is another pycer running on this machine?)"
     if failure:
         return {"failed": failure}
     figures: dict[str, Any] = json.loads(out.read_text())
@@ -290,7 +292,8 @@ def run_load(reader: str, events: Path, work: Path, *, timeout: float, max_rss_m
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The runs' medians (and every run's seconds), or the first failure.
+    """The runs' medians of timings and memory, their counts (a list when
+    runs disagree), every run's seconds; or the first failure.
 
     >>> median_of([{"seconds": 3.0, "matches": 5}, {"seconds": 1.0, "matches": 5}, {"seconds": 2.0, "matches": 5}])
     {'seconds': 2.0, 'matches': 5, 'runs': [3.0, 1.0, 2.0]}
@@ -300,11 +303,14 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     failed = [r for r in runs if "failed" in r]
     if failed:
         return failed[0]
-    merged = {key: statistics.median(r[key] for r in runs) for key in runs[0] if isinstance(runs[0][key], float)}
-    for key in ("matches", "distinct_matches"):
-        if key in runs[0]:
-            counts = {r[key] for r in runs}
-            merged[key] = counts.pop() if len(counts) == 1 else sorted(counts)
+    merged: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r[key] for r in runs]
+        if isinstance(first, float):
+            merged[key] = statistics.median(values)
+        else:
+            distinct = sorted(set(values))
+            merged[key] = distinct[0] if len(distinct) == 1 else distinct
     merged["runs"] = [r["seconds"] for r in runs]
     return merged
 
@@ -381,6 +387,22 @@ def load_table(loads: dict[int, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def memory_table(results: dict[int, list[dict[str, Any]]]) -> str:
+    """sharp-cer's peak RSS on the largest tape over the smallest, per query."""
+    small, large = min(results), max(results)
+    lines = [
+        f"\n### Peak RSS, {large:,} against {small:,} events\n",
+        f"| query | {small:,} MB | {large:,} MB | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for before, after in zip(results[small], results[large], strict=True):
+        a, b = before["sharp_cer"].get("peak_rss_mb"), after["sharp_cer"].get("peak_rss_mb")
+        over = " (stopped: " + after["sharp_cer"]["failed"] + ")" if "failed" in after["sharp_cer"] else ""
+        ratio = f"{b / a:.2f}x" if a and b else "-"
+        lines.append(f"| {before['query']} | {a or 0:.0f} | {b or 0:.0f}{over} | {ratio} |")
+    return "\n".join(lines)
+
+
 def plot(path: Path, results: dict[int, list[dict[str, Any]]]) -> None:
     """Seconds per query, pycer's engine beside sharp-cer's whole process, one panel per tape size."""
     import matplotlib
@@ -432,13 +454,31 @@ def main() -> None:
     chosen = queries(set(args.queries.split(",")) if args.queries else None, work)
     python, how = (None, "--no-pycer given") if args.no_pycer else pycer_python(args.pycer_python)
     print(how if python else f"pycer skipped: {how}", file=sys.stderr)
+    name = args.name or ("vs_core_quick" if args.quick else "vs_core")
+    args.results.mkdir(parents=True, exist_ok=True)
     results: dict[int, list[dict[str, Any]]] = {}
     loads: dict[int, dict[str, Any]] = {}
+    document = {
+        "command": " ".join(["python", "benchmarks/bench_vs_core.py", *sys.argv[1:]]),
+        "runs": runs,
+        "pycer": how,
+        "schema": str(SCHEMA.relative_to(HERE.parent)),
+        "load_average_before": os.getloadavg(),
+        "results": results,
+        "loading": loads,
+        "left_out": LEFT_OUT,
+        "differ_by_design": DIFFER_BY_DESIGN,
+    }
+
+    def save() -> None:  # after every query, so a stopped run keeps what it measured
+        (args.results / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+
     for size in sizes:
         events = core_csv(size)
-        rows = []
-        for name, query in chosen.items():
-            pycer_runs, sharp_runs = [], []
+        results[size] = []
+        for query_name, query in chosen.items():
+            pycer_runs: list[dict[str, Any]] = []
+            sharp_runs: list[dict[str, Any]] = []
             for _ in range(runs):  # the engines take turns, so both see the same machine
                 # a run stopped (time, memory) or failed is not tried again
                 if python is not None and not any("failed" in r for r in pycer_runs):
@@ -446,31 +486,25 @@ def main() -> None:
                 if not any("failed" in r for r in sharp_runs):
                     sharp_runs.append(run_sharp(query, events, work, **limits))
             pycer = median_of(pycer_runs) if pycer_runs else None
-            row = compare(name, query.read_text(), pycer, median_of(sharp_runs))
+            row = compare(query_name, query.read_text(), pycer, median_of(sharp_runs))
             print(json.dumps({"events": size, **row}), file=sys.stderr)
-            rows.append(row)
-        results[size] = rows
+            results[size].append(row)
+            save()
         loads[size] = {
             reader: median_of([run_load(reader, events, work, **limits) for _ in range(runs)])
             for reader in ("pyarrow", "sharp_cer")
         }
+        save()
+    document["load_average_after"] = os.getloadavg()
+    save()
     print(f"# sharp-cer vs CORE's C++ engine (pycer); median of {runs} run(s); {how}")
+    print(f"load average before / after: {document['load_average_before']} / {document['load_average_after']}")
     for size, rows in results.items():
         print(table(size, rows))
+    if len(results) > 1:
+        print(memory_table(results))
     print(load_table(loads))
-    print("\nLeft out: " + "; ".join(f"{name}: {why}" for name, why in LEFT_OUT.items()))
-    name = args.name or ("vs_core_quick" if args.quick else "vs_core")
-    args.results.mkdir(parents=True, exist_ok=True)
-    document = {
-        "runs": runs,
-        "pycer": how,
-        "schema": str(SCHEMA.relative_to(HERE.parent)),
-        "results": {str(size): rows for size, rows in results.items()},
-        "loading": {str(size): load for size, load in loads.items()},
-        "left_out": LEFT_OUT,
-        "differ_by_design": DIFFER_BY_DESIGN,
-    }
-    (args.results / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    print("\nLeft out: " + "; ".join(f"{left}: {why}" for left, why in LEFT_OUT.items()))
     plot(args.results / f"{name}.png", results)
     shutil.rmtree(work)
 

@@ -8,6 +8,8 @@ one ``get_output`` at the end (calling it between two sends crashes pycer
 0.1.6, so the output of the whole run is taken once). Every complex event is
 one line of that output: its interval in time units, then its events with
 their attributes, ``[980,983], ((id: 0 attributes: [685 INTC ...]) ...)``.
+pycer's offline server listens on a fixed port (6000), so only one runs on a
+machine at a time; a second fails with "Address already in use".
 
     python pycer_worker.py SCHEMA.core QUERY.ceql EVENTS.csv [--chunk 100000]
 
