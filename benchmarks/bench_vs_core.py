@@ -401,23 +401,26 @@ def memory_table(results: dict[int, list[dict[str, Any]]]) -> str:
 
 
 def plot(path: Path, results: dict[int, list[dict[str, Any]]]) -> None:
-    """Seconds per query, pycer's engine beside sharp-cer's whole process, one panel per tape size."""
+    """Seconds per query, pycer's engine beside sharp-cer's whole process
+    (the ratio above, or why a run was stopped), one panel per tape size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(results), 1, figsize=(10, 3.6 * len(results)), squeeze=False)
+    fig, axes = plt.subplots(len(results), 1, figsize=(10, 3.8 * len(results)), squeeze=False)
     for ax, (size, rows) in zip(axes[:, 0], results.items(), strict=True):
-        names = [r["query"] for r in rows]
         xs = range(len(rows))
         for offset, key, label in ((-0.2, "pycer", "pycer engine"), (0.2, "sharp_cer", "sharp-cer match process")):
             ys = [(r[key] or {}).get("seconds", 0.0) for r in rows]
             ax.bar([x + offset for x in xs], ys, width=0.4, label=label)
-        ax.set_xticks(list(xs), names, rotation=40, ha="right")
-        ax.set_yscale("log")
+        for x, r in zip(xs, rows, strict=True):
+            sharp = r["sharp_cer"]
+            note = f"{r['ratio']:.1f}x" if r["ratio"] else ("stopped" if "failed" in sharp else "")
+            ax.annotate(note, (x + 0.2, sharp.get("seconds", 0.0)), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(list(xs), [r["query"] for r in rows], rotation=40, ha="right")
         ax.set_ylabel("seconds (median)")
-        ax.set_title(f"{size:,} CORE-style stock events (CSV)")
+        ax.set_title(f"{size:,} CORE-style stock events (CSV); sharp-cer / pycer above the bars")
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
