@@ -81,6 +81,7 @@ DIFFER_BY_DESIGN = {
 }
 STRATEGIES = ("SELECT NEXT", "SELECT LAST", "SELECT MAX", "SELECT STRICT")
 PYCER_VENV = DATA / "pycer-venv"
+PORT_TRIES, PORT_WAIT = 30, 10
 
 
 def core_csv(n: int) -> Path:
@@ -237,10 +238,14 @@ def run_pycer(
     out = work / "pycer.json"
     # pycer writes a log folder into its working directory: keep it in the scratch folder
     command = [str(python), str(HERE / "pycer_worker.py"), str(SCHEMA), str(query), str(events)]
-    run = run_process(command, out, timeout=timeout, max_rss_mb=max_rss_mb, cwd=work)
-    failure = _failure(run, out.with_suffix(".err"))
-    if failure and "Address already in use" in failure:
-        failure += " (pycer's server port is taken: is another pycer running on this machine?)"
+    for _ in range(PORT_TRIES):
+        run = run_process(command, out, timeout=timeout, max_rss_mb=max_rss_mb, cwd=work)
+        failure = _failure(run, out.with_suffix(".err"))
+        if not (failure and "Address already in use" in failure):
+            break
+        time.sleep(PORT_WAIT)  # another pycer holds its fixed port (on a shared machine): wait for it
+    else:
+        failure = f"{failure} (pycer's server port stayed taken for {PORT_TRIES * PORT_WAIT} s)"
     if failure:
         return {"failed": failure}
     figures: dict[str, Any] = json.loads(out.read_text())
