@@ -14,9 +14,9 @@ not run). For each tape size and query, the median of ``--runs`` runs of:
   (``pycer_worker.py``, events built before timing), and its match count;
 - the whole ``sharp-cer match --schema S --query Q --events F`` process
   (load included, matches written to a file), its match count (lines of
-  JSON on stdout) and its peak RSS (``wait4``).
+  JSON on stdout) and its peak RSS (its own high-water mark, ``VmHWM``).
 
-Then loading alone: ``sharp_cer.events.loaders.load_csv`` against
+Then loading alone: ``sharp_cer.events.loaders.iter_csv`` (the checked batches `match` reads) against
 ``pyarrow.csv.read_csv`` of the same file (the floor), each in a fresh
 process. pycer is installed from the package registry into its own virtual
 environment (``benchmarks/data/pycer-venv``, made with ``python3.13`` or
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -133,8 +132,14 @@ class Run:
 
 def run_process(command: list[str], stdout: Path, *, timeout: float, max_rss_mb: float, cwd: Path | None = None) -> Run:
     """Run ``command`` with stdout to a file; stop it past ``timeout``
-    seconds or ``max_rss_mb`` of resident memory (polled every 0.1 s)."""
+    seconds or ``max_rss_mb`` of resident memory (polled every 0.1 s).
+
+    The peak RSS is the child's own high-water mark (``VmHWM``, polled):
+    ``wait4``'s ``ru_maxrss`` keeps, across ``exec``, the RSS of the forked
+    copy of this process, so a child of a large parent reports the parent's
+    size."""
     stopped: list[str] = []
+    peak = [0.0]
     with stdout.open("wb") as out, stdout.with_suffix(".err").open("wb") as err:
         began = time.perf_counter()
         child = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd)
@@ -143,6 +148,7 @@ def run_process(command: list[str], stdout: Path, *, timeout: float, max_rss_mb:
         def watch() -> None:
             status = Path(f"/proc/{child.pid}/status")
             while not done.wait(0.1):
+                peak[0] = max(peak[0], _rss_mb(status, "VmHWM:"))
                 if time.perf_counter() - began > timeout:
                     stopped.append(f"timeout after {timeout:.0f} s")
                 elif _rss_mb(status) > max_rss_mb:
@@ -159,13 +165,13 @@ def run_process(command: list[str], stdout: Path, *, timeout: float, max_rss_mb:
         done.set()
         watcher.join()
         child.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, usage.ru_maxrss / 1024, child.returncode, stopped[0] if stopped else None)
+    return Run(seconds, peak[0] or usage.ru_maxrss / 1024, child.returncode, stopped[0] if stopped else None)
 
 
-def _rss_mb(status: Path) -> float:
+def _rss_mb(status: Path, field: str = "VmRSS:") -> float:
     try:
         for line in status.read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     except OSError:  # the process is gone, or no /proc here
         pass
@@ -273,13 +279,13 @@ def time_load(reader: str, events: Path) -> dict[str, Any]:
     if reader == "pyarrow":
         rows = pa_csv.read_csv(events, pa_csv.ReadOptions(autogenerate_column_names=True)).num_rows
     else:
-        from sharp_cer.events.loaders import load_csv
+        from sharp_cer.events.loaders import iter_csv
         from sharp_cer.language import Schema
 
-        batch, _ = load_csv(str(events), Schema.parse(SCHEMA.read_text(), str(SCHEMA)))
-        rows = len(batch)
+        # checked batches as `match` reads them (a table in chunks, as pyarrow's read gives one)
+        rows = sum(len(batch) for batch, _ in iter_csv(str(events), Schema.parse(SCHEMA.read_text(), str(SCHEMA))))
     seconds = time.perf_counter() - began
-    return {"seconds": seconds, "rows": rows, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"seconds": seconds, "rows": rows, "peak_rss_mb": _rss_mb(Path("/proc/self/status"), "VmHWM:")}
 
 
 def run_load(reader: str, events: Path, work: Path, *, timeout: float, max_rss_mb: float) -> dict[str, Any]:
@@ -376,7 +382,7 @@ def table(size: int, rows: list[dict[str, Any]]) -> str:
 def load_table(loads: dict[int, dict[str, Any]]) -> str:
     lines = [
         "\n### Loading alone\n",
-        "| events | pyarrow read_csv s | sharp-cer load_csv s | speed vs pyarrow | sharp-cer load peak RSS MB |",
+        "| events | pyarrow read_csv s | sharp-cer iter_csv s | speed vs pyarrow | sharp-cer load peak RSS MB |",
         "|---:|---:|---:|---:|---:|",
     ]
     for size, load in loads.items():
