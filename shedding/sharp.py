@@ -45,21 +45,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedding import Candidate, remove_partial_matches
+from sharp_cer.engine.shedding import Candidate, GroupView
 from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
 
 from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import Bucketer, HistoricalSketch
-
-if TYPE_CHECKING:
-    from sharp_cer.engine.runtime import GroupRunner
 
 #: Clusters tested less often than this by a query's cut walks have no
 #: estimate yet: they are kept, never shed on no evidence.
@@ -86,9 +83,9 @@ class SharpShedder(LoadShedder):
     name = "sharp"
     by_instance = False
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """A Sharp group shedder."""
-        return SharpGroup(self, runner, tracked, by_instance=self.by_instance)
+        return SharpGroup(self, view, tracked, by_instance=self.by_instance)
 
 
 class SharpInstanceShedder(SharpShedder):
@@ -103,9 +100,9 @@ class SketchedGroup(GroupState):
     PMs created and matches per key (see ``shedding.sketch``)."""
 
     def __init__(
-        self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan], attributes: Sequence[str]
+        self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], attributes: Sequence[str]
     ) -> None:
-        super().__init__(owner, runner, tracked)
+        super().__init__(owner, view, tracked)
         self.bucketer = Bucketer(attributes, owner.config.buckets)
         self.sketch = HistoricalSketch(len(tracked), self.bucketer.buckets, self.epoch, owner.config.decay)
         self.bucket_at: dict[int, int] = {}  # position -> bucket, of recent processed events
@@ -167,9 +164,9 @@ class SketchedGroup(GroupState):
 class SharpGroup(SketchedGroup):
     """Sharp's group shedder (see the module docstring)."""
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan], by_instance: bool) -> None:
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], by_instance: bool) -> None:
         attributes = sorted({a for q in tracked for a in owner.config.sketch_attributes.get(q.name, ())})
-        super().__init__(owner, runner, tracked, attributes)
+        super().__init__(owner, view, tracked, attributes)
         self.by_instance = by_instance
         self.uses_masks = not by_instance
         n = len(tracked)
@@ -234,10 +231,10 @@ class SharpGroup(SketchedGroup):
     def _take_out(self, instance: Any, state: int, ids: set[int]) -> None:
         """Take the PMs whose ids are in ``ids`` out of ``state``'s live
         union-list in ``instance``."""
-        ulist = instance.active.get(state)
+        ulist = self.view.union_list(instance, state)
         if ulist is not None:
             keep = [id(entry) not in ids for entry in ulist]
-            self.pms_removed += remove_partial_matches(self.runner, instance, state, keep)
+            self.pms_removed += self.view.take_out(instance, state, keep)
 
     def select(self) -> None:
         """Sharp's Alg. 4 with Eq. 3, on clusters of PMs (their attribute

@@ -200,8 +200,9 @@ def test_the_heavier_of_two_equal_queries_keeps_at_least_the_lighter_recall() ->
     shedder = make_shedder("sharp", config)
     found = Engine(plan, shedder=shedder).process(batch)
     recall = {n: len(_keys(found, n)) / len(_keys(truth, n)) for n, _ in named}
-    assert sum(r["partial_matches_shed"] for r in shedder.report().values()) > 0
-    assert recall["heavy"] >= recall["light"]
+    # one server: the heavier enumerates first and gets 3/4 of a tight budget
+    assert shedder.groups[0].ranking() == [q.id for q in plan.queries]
+    assert recall["heavy"] >= recall["light"] and recall["heavy"] < 1
 
 
 def test_a_bound_below_the_update_floor_sheds_input_and_says_so() -> None:
