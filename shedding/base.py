@@ -378,7 +378,8 @@ class GroupState:
             self.peak[k] = max(self.peak[k], demand, self.demand[k])
         else:
             self.overloaded &= ~(1 << k)
-        self.learn(k, walk, candidates)
+        if self.ever_overloaded:
+            self.learn(k, walk, candidates)
 
     def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
         """After an event: learn, and select partial matches while overloaded."""
@@ -386,7 +387,8 @@ class GroupState:
         a = self.config.smoothing
         self.floor += a * (progress.floor - self.floor)
         self.update += a * (progress.floor - self.entry_floor - self.update)
-        self.observe(instance, outputs, row)
+        if self.ever_overloaded:
+            self.observe(instance, outputs, row)
         if self.selecting and self.events - self.last_selection >= self.config.cooldown:
             self.last_selection = self.events
             self.selections += 1

@@ -162,7 +162,8 @@ class Backlog:
             total = np.cumsum(service)
             self._b: list[float] = service.tolist()
             self._sum: list[float] = total.tolist()
-            self._max: list[float] = np.maximum(server.free, np.maximum.accumulate(arrivals - (total - service))).tolist()
+            peaks = np.maximum.accumulate(arrivals - (total - service))
+            self._max: list[float] = np.maximum(server.free, peaks).tolist()
             self._wall_start: float | None = None
         else:
             self._wall_start = max(server.free, float(arrivals.max())) if len(arrivals) else 0.0
