@@ -241,7 +241,9 @@ class QueueLog:
             return out
         for name, values in (("ms", seconds * 1000), ("units", units)):
             p50, p99 = np.percentile(values, [50, 99]).tolist()
-            out[name] = {"mean": float(values.mean()), "p50": p50, "p99": p99, "max": float(values.max())}
+            # rounded where the float clock's cancellation (a finish minus an arrival) shows
+            figures = {"mean": float(values.mean()), "p50": p50, "p99": p99, "max": float(values.max())}
+            out[name] = {k: round(v, 6) for k, v in figures.items()}
         over: int | None = None
         if bound_ms is not None:
             over = int(np.count_nonzero(seconds * 1000 > bound_ms * (1 + 1e-9)))
