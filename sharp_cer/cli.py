@@ -250,76 +250,107 @@ def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, An
 
 @dataclass(frozen=True)
 class ShedOptions:
-    """The load shedding asked for on the command line: a bound for every
-    query (cost units, or a fraction of the latency measured by an unshedded
-    run over the same events), the shedder, its seed and sketch attributes,
-    and where the JSON statistics go."""
+    """The load shedding asked for on the command line: one bound for every
+    query (``LatencyBound``: ms, cost units, or a fraction of the unshedded
+    mean latency), the shedder, its seed and sketch attributes, how the
+    events arrive (``rate`` events per second, or their primary time at a
+    replay ``speed``), the engine's ``capacity`` in cost units per second
+    (None: wall time), and where the JSON statistics go."""
 
-    bound_units: float | None = None
-    bound_fraction: float | None = None
+    bound: Any = None
     shedder: str = "sharp"
     seed: int = 0
     sketch_attributes: tuple[str, ...] = ()
     stats: str | None = None
+    rate: float | None = None
+    speed: float | None = None
+    capacity: float | None = None
 
     def problem(self, count: bool, engine: str) -> str | None:
         """What is inconsistent, if anything."""
-        if self.bound_units is not None and self.bound_fraction is not None:
-            return "give --latency-bound or --latency-bound-fraction, not both"
-        if self.bound_units is not None and not self.bound_units > 0:
-            return f"--latency-bound must be a positive number of cost units, not {self.bound_units}"
-        if self.bound_fraction is not None and not 0 < self.bound_fraction <= 1:
-            return f"--latency-bound-fraction must be in (0, 1], not {self.bound_fraction}"
+        if self.rate is not None and self.speed is not None:
+            return "give --rate or --replay-speed, not both"
+        for flag, value in (("--rate", self.rate), ("--replay-speed", self.speed), ("--capacity", self.capacity)):
+            if value is not None and not value > 0:
+                return f"{flag} must be a positive number, not {value:g}"
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
+        if self.bound is not None and self.bound.cost_units is None and self.pace is None:
+            return (
+                f"a latency bound of {self.bound} is judged from each event's arrival, and a file has none\n"
+                "  hint: give the input rate (--rate EVENTS_PER_S) or replay its times (--replay-speed 1)"
+            )
         return None
 
     @property
     def bounded(self) -> bool:
         """Whether a bound was given."""
-        return self.bound_units is not None or self.bound_fraction is not None
+        return self.bound is not None
+
+    @property
+    def pace(self) -> Any:
+        """How the events arrive (``engine.queueing.Pace``), or None (all at once)."""
+        from .engine.queueing import Pace
+
+        return Pace(rate=self.rate, speed=self.speed) if self.rate or self.speed else None
 
 
-def _shedder(options: ShedOptions, plan: Any, batch: Any) -> Any:
-    """The shedder the options ask for, with every query bounded."""
+def latency_bound(text: str) -> Any:
+    """``--latency-bound``: ``250ms``, ``2s``, a number of cost units or ``40%``.
+
+    >>> latency_bound("250ms").milliseconds, latency_bound("40%").fraction, latency_bound("500").cost_units
+    (250.0, 0.4, 500.0)
+    """
+    from .language.workload import LatencyBound
+
+    try:
+        return LatencyBound.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a latency bound: give milliseconds (250ms), cost units (500) or a fraction (40%)"
+        ) from None
+
+
+def _shedder(options: ShedOptions, plan: Any, batch: Any, err: TextIO) -> Any:
+    """The shedder the options ask for, with every query bounded; a bound
+    below the update floor is said on ``err`` before the run."""
     from shedding import ShedConfig, make_shedder
-    from shedding.bounds import reference_latency
+    from shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
 
     names = [q.name for q in plan.queries]
-    if options.bound_fraction is not None:
-        reference = reference_latency(plan, [batch])
-        bounds = {name: max(1.0, options.bound_fraction * reference[name]) for name in names}
-    else:
-        bounds = dict.fromkeys(names, float(options.bound_units or 0))
+    reference_ms = None
+    if options.bound.fraction is not None:
+        arrivals = [options.pace.arrivals(batch)]
+        reference_ms = unshedded_latency(plan, [batch], arrivals, options.capacity)
+    units, ms = resolve_bounds(dict.fromkeys(names, options.bound), reference_ms=reference_ms)
     attributes = dict.fromkeys(names, options.sketch_attributes)
-    return make_shedder(options.shedder, ShedConfig(bounds=bounds, sketch_attributes=attributes, seed=options.seed))
+    config = ShedConfig(bounds=units, bounds_ms=ms, sketch_attributes=attributes, seed=options.seed)
+    for line in floor_warnings(plan, config, batch.take(list(range(min(len(batch), 2000)))), options.capacity):
+        print(f"warning: {line}", file=err)
+    return make_shedder(options.shedder, config)
 
 
-def _shed_stats(detector: Any, shedder: Any, options: ShedOptions) -> dict[str, Any]:
-    """Per query: matches, what was shed, and latency in cost units and seconds."""
-    engine, plan = detector.engine, detector.plan
-    report = shedder.report() if shedder is not None else {}
-    stats = engine.stats()
-    queries: dict[str, Any] = {}
-    per_query = engine.clock.per_query
-    for g, group in enumerate(plan.groups):
-        for qid in group.queries:
-            name = plan.queries[qid].name
-            shed = report.get(name, {})
-            queries[name] = {
-                "matches": detector.counts[name],
-                "shed": bool(shed),
-                **shed,
-                "truncated_enumerations": per_query[name].truncated if name in per_query else 0,
-                "latency": engine.latency.summary(g, name, shed.get("bound_units")),
-            }
+def _summary_table(detector: Any) -> str:
+    """The run summary per query (``latency_summary.render``)."""
+    from .latency_summary import render
+
+    return render(detector.summary())
+
+
+def _shed_stats(detector: Any, options: ShedOptions) -> dict[str, Any]:
+    """The ``--stats`` JSON: the run's settings and, per query, matches,
+    cuts by lever and latency against the bound."""
+    stats = detector.stats()
     return {
-        "shedder": options.shedder if shedder is not None else None,
+        "shedder": options.shedder if detector.shedder is not None else None,
         "seed": options.seed,
+        "rate": options.rate,
+        "replay_speed": options.speed,
+        "capacity": options.capacity,
         "events": stats["events"],
         "events_shed": stats["events_shed"],
         "wall_seconds": stats["wall_seconds"],
-        "queries": queries,
+        "queries": detector.summary(),
     }
 
 
@@ -364,9 +395,15 @@ def match(
             from .api import Detector
 
             plan = compile_plan(queries, counting=count)
-            shedder = _shedder(shedding, plan, batch) if shedding.bounded else None
+            shedder = _shedder(shedding, plan, batch, err) if shedding.bounded else None
             detector = Detector(
-                plan, schema, count_only=count, shedder=shedder, record_latency=shedding.stats is not None
+                plan,
+                schema,
+                count_only=count,
+                shedder=shedder,
+                record_latency=shedding.stats is not None or shedding.bounded,
+                capacity=shedding.capacity,
+                pace=shedding.pace,
             )
             order = {name: i for i, (name, _) in enumerate(queries)}
             # the reference's order: by query as given, then by end, start and events
@@ -382,8 +419,9 @@ def match(
             )
             if shedder is not None:
                 footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                footer += "\n" + _summary_table(detector)
             if shedding.stats is not None:
-                Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
+                Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))
     except OSError as exc:
         print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
@@ -625,13 +663,7 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
-    run_match.add_argument("--latency-bound", type=float, metavar="UNITS", help="every query's bound, in cost units")
-    run_match.add_argument(
-        "--latency-bound-fraction",
-        type=float,
-        metavar="F",
-        help="every query's bound, as a fraction of its largest latency in an unshedded run over the events",
-    )
+    _latency_arguments(run_match)
     run_match.add_argument(
         "--shedder", choices=sorted(_SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
     )
@@ -695,6 +727,47 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _latency_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of latency as users feel it: the bound, how events arrive, the engine's capacity."""
+    bound = parser.add_mutually_exclusive_group()
+    bound.add_argument(
+        "--latency-bound",
+        type=latency_bound,
+        metavar="BOUND",
+        help="every query's bound from an event's arrival to its matches, queueing included: "
+        "250ms, cost units (500), or 40%% of the unshedded mean latency",
+    )
+    bound.add_argument(
+        "--latency-bound-fraction",
+        type=float,
+        metavar="F",
+        help="every query's bound as a fraction of its mean latency in an unshedded run (--latency-bound F*100%%)",
+    )
+    pace = parser.add_mutually_exclusive_group()
+    pace.add_argument("--rate", type=float, metavar="EVENTS_PER_S", help="the events arrive at this fixed rate")
+    pace.add_argument(
+        "--replay-speed", type=float, metavar="X", help="the events arrive at their primary time, X times as fast"
+    )
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        metavar="UNITS_PER_S",
+        help="serve this many cost units per second (deterministic, reproducible); default: wall time",
+    )
+
+
+def _bound_option(args: argparse.Namespace) -> Any:
+    """The bound of ``--latency-bound`` or ``--latency-bound-fraction`` (exit 2 on a bad fraction)."""
+    if args.latency_bound_fraction is None:
+        return args.latency_bound
+    fraction = args.latency_bound_fraction
+    if not 0 < fraction <= 1:
+        _parser().error(f"--latency-bound-fraction must be in (0, 1], not {fraction:g}")
+    from .language.workload import LatencyBound
+
+    return LatencyBound(fraction=fraction)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script."""
     args = _parser().parse_args(argv)
@@ -702,12 +775,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
     if args.command == "match":
         shedding = ShedOptions(
-            bound_units=args.latency_bound,
-            bound_fraction=args.latency_bound_fraction,
+            bound=_bound_option(args),
             shedder=args.shedder,
             seed=args.seed,
             sketch_attributes=tuple(args.sketch_attribute),
             stats=args.stats,
+            rate=args.rate,
+            speed=args.replay_speed,
+            capacity=args.capacity,
         )
         return match(
             args.schema,
