@@ -1,0 +1,215 @@
+"""Latency as users feel it (issue 24): events arrive, queue behind the
+events before them and are served by one server; a query's latency for an
+event runs from its arrival until the query's matches ending there are
+out. A shedder acts only when that latency would pass the bound:
+
+* the queue model against a plain loop over events (one server, in order);
+* a light workload (card fraud) at a sustainable rate with a bound of
+  2000 ms loses nothing, in capacity mode and in wall mode;
+* at bounds at or above the update floor, at most 1% of events are over
+  the bound in capacity mode, and every output is a true match (the
+  reference evaluator on small cases);
+* an event's queries enumerate by bound and weight.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner import compile_plan
+from sharp_cer.api import Detector
+from sharp_cer.cli import main
+from sharp_cer.engine import Engine
+from sharp_cer.engine.queueing import Backlog, Pace, Server, finish_times
+from sharp_cer.events.generators import generate
+from sharp_cer.language import parse_and_check, parse_workload
+from sharp_cer.reference import evaluate
+from shedding import SHEDDERS, ShedConfig, make_shedder
+from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
+from tests.test_shedding import _ds1, _keys, _q3_pair
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _one_server(arrivals: list[float], service: list[float], free: float = -np.inf) -> list[float]:
+    """Finish times, event after event: the definition."""
+    out = []
+    for a, b in zip(arrivals, service, strict=True):
+        free = max(a, free) + b
+        out.append(free)
+    return out
+
+
+times = st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=30)
+
+
+@given(times, st.data())
+def test_finish_times_are_one_server_in_order(gaps: list[float], data: st.DataObject) -> None:
+    arrivals = np.cumsum(gaps)
+    service = data.draw(st.lists(st.floats(0, 5, allow_nan=False), min_size=len(gaps), max_size=len(gaps)))
+    free = data.draw(st.floats(-1, 20, allow_nan=False))
+    expected = _one_server(arrivals.tolist(), service, free)
+    assert np.allclose(finish_times(arrivals, np.array(service), free), expected)
+
+
+@given(times, st.data())
+def test_the_backlog_a_group_sees_is_the_queue(gaps: list[float], data: st.DataObject) -> None:
+    """One group: its view of each event's latency while it runs equals the
+    one-server queue with the units of the groups before it plus its own."""
+    n = len(gaps)
+    arrivals = np.cumsum(gaps)
+    before = data.draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+    own = data.draw(st.lists(st.integers(0, 50), min_size=n, max_size=n))
+    processed = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    capacity = 10.0
+    server = Server(capacity)
+    server.free = data.draw(st.floats(-1, 5, allow_nan=False))
+    view = Backlog(server, arrivals, before, 0.0)
+    spent = [b + (o if p else 0) for b, o, p in zip(before, own, processed, strict=True)]
+    finish = _one_server(arrivals.tolist(), [u / capacity for u in spent], server.free)
+    for i in range(n):
+        if processed[i]:
+            start = finish[i] - spent[i] / capacity
+            expected = (start - arrivals[i]) * capacity + before[i]
+            assert view.latency(i, 0) == pytest.approx(expected, abs=1e-6)
+            view.done(i, own[i])
+
+
+def _fraud(bound: str, capacity: float | None) -> Any:
+    """The card fraud workload with every bound set to ``bound``."""
+    text = re.sub(r"(?m)^latency_bound = .*$", f'latency_bound = "{bound}"', (CONFIGS / "card_fraud.toml").read_text())
+    if capacity is not None:
+        text = text.replace("allowed_lateness = 0\n", f"allowed_lateness = 0\ncapacity = {capacity:g}\n", 1)
+    return parse_workload(text)
+
+
+@pytest.mark.parametrize(("capacity", "rate"), [(100_000.0, 1000.0), (None, 400.0)], ids=["capacity", "wall"])
+def test_a_light_workload_within_its_bound_loses_nothing(capacity: float | None, rate: float) -> None:
+    """The new user's case: card fraud, every query bounded at 2000 ms, at
+    a rate the engine keeps up with (about 10 units an event against
+    100,000 a second; in wall mode 2.5 ms between events): every match, no
+    cut. In wall mode the figures are the clock's: the bound is 2000 ms,
+    hundreds of times an event's service (0.1 to 1 ms), so only a machine stalled for
+    seconds would cut anything."""
+    workload = _fraud("2000ms", capacity)
+    assert workload.capacity == capacity
+    events = 3000
+    frame = generate("card_fraud", events, seed=3)  # with matches of a sheddable query (step_up_bypass)
+    plain = Detector.from_workload(workload, pace=Pace(rate=rate))
+    truth = [m.to_json() for m in plain.feed(frame)]
+    bounded = Detector.from_workload(workload, shedder="sharp", pace=Pace(rate=rate), record_latency=True)
+    found = [m.to_json() for m in bounded.feed(frame)]
+    assert found == truth
+    summary = bounded.summary()
+    assert summary["step_up_bypass"]["matches"] > 0 and "shedder" in summary["step_up_bypass"]
+    shed = [name for name, q in summary.items() if "shedder" in q]
+    assert shed  # the sheddable queries were under the shedder
+    for name, row in summary.items():
+        assert row["cuts"] == {"events": 0, "partial_matches": 0, "enumerations_cut_short": 0}, name
+        assert row["latency"]["events"] == events and row["tenant"]
+        if name in shed:
+            assert row["bound_ms"] == 2000 and row["latency"]["over_bound"] == 0
+
+
+@pytest.mark.parametrize("name", ["sharp", "truncate"])
+@pytest.mark.parametrize("bound_ms", [5, 20])
+def test_bounds_above_the_floor_keep_99_percent_of_events_within(name: str, bound_ms: float) -> None:
+    """DS1's Q3 and Q4 overload a server of 10,000 units a second at 500
+    events a second (about 80 units an event unshedded); the update floor is
+    at most 9 units (0.9 ms): bounds of 5 and 20 ms are above it."""
+    named = _q3_pair(100)
+    plan, batch = compile_plan(named), _ds1(1500)
+    arrivals = Pace(rate=500).arrivals(batch)
+    plain = Engine(plan, capacity=10_000, record_latency=True)
+    truth = plain.process(batch, arrivals)
+    assert plain.latency is not None and plain.latency.floor_units(0).max() <= 9
+    config = ShedConfig(bounds={}, bounds_ms={"q3": bound_ms, "q4": bound_ms}, sketch_attributes={"q3": ["v"]})
+    engine = Engine(plan, shedder=make_shedder(name, config), capacity=10_000, record_latency=True)
+    found = engine.process(batch, arrivals)
+    assert engine.queue is not None
+    for n, _ in named:
+        summary = engine.queue.summary(n, bound_ms=bound_ms)
+        assert summary["over_bound_share"] <= 0.01  # type: ignore[operator]
+        assert set(_keys(found, n)) <= set(_keys(truth, n))
+        assert 0 < len(_keys(found, n)) < len(_keys(truth, n))  # the bound bites, something is kept
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    shared_workloads(max_size=5),
+    streams(max_size=14),
+    st.sampled_from(sorted(SHEDDERS)),
+    st.integers(1, 60),
+    st.floats(1, 100),
+)
+def test_capacity_mode_outputs_only_true_matches(
+    texts: list[str], rows: list[dict[str, Any]], name: str, bound_ms: int, rate: float
+) -> None:
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    plan, batch = compile_plan(named), to_batch(rows)
+    shedder = make_shedder(name, ShedConfig(bounds={}, bounds_ms=dict.fromkeys([n for n, _ in named], bound_ms)))
+    engine = Engine(plan, allowed_lateness=4, shedder=shedder, debug=True, capacity=1000)
+    found = engine.process(batch, Pace(rate=rate).arrivals(batch))
+    expected = evaluate(named, batch)
+    for q in plan.queries:
+        got, truth = _keys(found, q.name), sorted(m.key() for m in expected.per_query[q.name])
+        if q.sheddable:
+            assert set(got) <= set(truth), f"{name} invented a match of {q.checked.source.text}"
+        else:
+            assert got == truth, f"{name} shed {q.checked.source.text}, which is never shed"
+
+
+def test_an_event_s_queries_enumerate_tightest_bound_first() -> None:
+    """Two queries with the same matches, the tight one second in the
+    workload: it enumerates first, so its matches are out before the loose
+    one's (one server) and it keeps more of them."""
+    text = "SELECT * FROM DS1 WHERE A AS a ; B AS b ; C AS c FILTER a.v < c.v WITHIN 60 EVENTS"
+    from tests.test_shedding import DS1
+
+    named = [("loose", parse_and_check(text, DS1)), ("tight", parse_and_check(text, DS1))]
+    plan, batch = compile_plan(named), _ds1(600)
+    config = ShedConfig(bounds={}, bounds_ms={"loose": 500, "tight": 5})
+    shedder = make_shedder("truncate", config)
+    engine = Engine(plan, shedder=shedder, capacity=10_000, record_latency=True)
+    found = engine.process(batch, Pace(rate=100).arrivals(batch))
+    assert shedder.groups[0].ranking() == [1, 0]
+    assert engine.queue is not None
+    tight, loose = engine.queue.seconds("tight"), engine.queue.seconds("loose")
+    ends = sorted({m.end for m in found if m.query == "loose"} & {m.end for m in found if m.query == "tight"})
+    assert ends and all(tight[e] < loose[e] for e in ends)  # positions are rows here: one batch
+    assert len(_keys(found, "loose")) >= len(_keys(found, "tight"))
+    assert engine.queue.summary("tight", bound_ms=5)["over_bound_share"] <= 0.01  # type: ignore[operator]
+
+
+def test_cli_judges_bounds_from_arrival(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = tmp_path / "s.core"
+    schema.write_text("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    query = tmp_path / "q.ceql"
+    query.write_text("SELECT * WHERE A ; B WITHIN 5 EVENTS")
+    events = tmp_path / "e.csv"
+    events.write_text("A,1\nB,1\nA,1\nB,1\n")
+    common = ["match", "--schema", str(schema), "--query", str(query), "--events", str(events)]
+    assert main([*common, "--latency-bound", "250ms"]) == 2
+    assert "--rate EVENTS_PER_S" in capsys.readouterr().err
+    stats = tmp_path / "stats.json"
+    bounded = ["--latency-bound", "250ms", "--rate", "10", "--capacity", "1000", "--stats", str(stats)]
+    assert main([*common, *bounded]) == 0
+    out = capsys.readouterr()
+    assert len(out.out.splitlines()) == 3  # (0,1) (0,3) (2,3): nothing shed
+    assert "250 ms" in out.err and "over bound" in out.err
+    row = json.loads(stats.read_text())["queries"]["q"]
+    latency = row["latency"]
+    assert latency["events"] == 4 and latency["over_bound"] == 0 and row["bound_ms"] == 250
+    # at 1,000 units a second a unit is a millisecond; events 0.1 s apart never queue
+    assert latency["ms"]["max"] == latency["units"]["max"] < 100
+    with pytest.raises(SystemExit) as bad:
+        main([*common, "--latency-bound", "2 parsecs"])
+    assert bad.value.code == 2 and "is not a latency bound" in capsys.readouterr().err
