@@ -262,16 +262,19 @@ def test_cli_match_sheds_and_writes_stats(tmp_path: Path, capsys: pytest.Capture
     assert main([*common, "--count"]) == 0
     total = json.loads(capsys.readouterr().out.splitlines()[0])["count"]
     stats = tmp_path / "stats.json"
-    args = [*common, "--latency-bound-fraction", "0.2", "--shedder", "random-state", "--seed", "5"]
+    args = [*common, "--latency-bound-fraction", "0.5", "--rate", "500", "--capacity", "20000"]
+    args += ["--shedder", "random-state", "--seed", "5"]
     assert main([*args, "--stats", str(stats)]) == 0
     printed = capsys.readouterr().out.splitlines()
     figures = json.loads(stats.read_text())
     q = figures["queries"]["q"]
     assert q["matches"] == len(printed) < total
-    assert q["latency"]["units"]["max"] <= q["bound_units"] and q["latency"]["over_bound"] == 0
-    assert {"p50", "p99", "max"} <= set(q["latency"]["seconds"]) and figures["shedder"] == "random-state"
-    assert main([*args, "--latency-bound", "5"]) == 2
-    assert "not both" in capsys.readouterr().err
+    assert q["latency"]["over_bound_share"] <= 0.01 and q["bound_ms"] > 0
+    assert {"mean", "p50", "p99", "max"} <= set(q["latency"]["ms"]) and figures["shedder"] == "random-state"
+    assert sum(q["cuts"].values()) > 0
+    with pytest.raises(SystemExit):
+        main([*args, "--latency-bound", "5"])
+    assert "not allowed with argument" in capsys.readouterr().err
     assert main([*common, "--latency-bound", "50", "--count"]) == 2
 
 

@@ -251,6 +251,10 @@ def _bound(
     if bound.cost_units is not None:
         over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
         return f"{bound.cost_units:g}", bound.cost_units, over
+    if bound.milliseconds is not None:
+        # judged on the engine side: from an event's arrival at its worker to its matches
+        over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
+        return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
     if shedding and "bound_units" in counters:
         units = counters["bound_units"]
