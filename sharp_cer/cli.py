@@ -320,12 +320,13 @@ def _shedder(options: ShedOptions, plan: Any, batch: Any, err: TextIO) -> Any:
     names = [q.name for q in plan.queries]
     reference_ms = None
     if options.bound.fraction is not None:
-        arrivals = [options.pace.arrivals(batch)]
-        reference_ms = unshedded_latency(plan, [batch], arrivals, options.capacity)
+        reference_ms = unshedded_latency(plan, [batch], [options.pace.arrivals(batch)], options.capacity)
     units, ms = resolve_bounds(dict.fromkeys(names, options.bound), reference_ms=reference_ms)
     attributes = dict.fromkeys(names, options.sketch_attributes)
     config = ShedConfig(bounds=units, bounds_ms=ms, sketch_attributes=attributes, seed=options.seed)
-    for line in floor_warnings(plan, config, batch.take(list(range(min(len(batch), 2000)))), options.capacity):
+    sample = batch.take(list(range(min(len(batch), 2000))))
+    at = options.pace.arrivals(sample) if options.pace is not None else None
+    for line in floor_warnings(plan, config, sample, options.capacity, at):
         print(f"warning: {line}", file=err)
     return make_shedder(options.shedder, config)
 

@@ -148,11 +148,19 @@ def workload_config(
 
 
 def floor_warnings(
-    plan: Plan, config: ShedConfig, sample: EventBatch, capacity: float | None = None, **options: Any
+    plan: Plan,
+    config: ShedConfig,
+    sample: EventBatch,
+    capacity: float | None = None,
+    arrivals: Any = None,
+    **options: Any,
 ) -> list[str]:
-    """The bounds below the update floor (an event's update alone passes
-    them, so only input shedding can meet them), measured before the run
-    over ``sample`` (the first events), with the figures: one line each.
+    """The bounds below the update floor, measured before the run over
+    ``sample`` (the first events, arriving at ``arrivals``), with the
+    figures, one line each: where an event's update alone passes a bound,
+    and where, at the sample's input rate, the updates alone need more
+    than the capacity (the queue then grows whatever is cut, and only
+    input shedding can meet a bound).
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -164,12 +172,17 @@ def floor_warnings(
     >>> print(*floor_warnings(plan, tight, sample, capacity=1000))  # doctest: +NORMALIZE_WHITESPACE
     query q: its bound (2 ms = 2 units at 1,000 units/s) is below the update floor (p99 5 units = 5 ms):
     only input shedding can meet it
-    >>> floor_warnings(plan, ShedConfig(bounds={}, bounds_ms={"q": 6}), sample, capacity=1000)
+    >>> loose = ShedConfig(bounds={}, bounds_ms={"q": 6})
+    >>> floor_warnings(plan, loose, sample, capacity=1000, arrivals=np.arange(100) / 100)  # 100 events a second
     []
+    >>> print(*floor_warnings(plan, loose, sample, capacity=1000, arrivals=np.arange(100) / 1000))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    the updates alone need 4,460 units/s at this input rate (1,000 events/s), over the capacity of 1,000 units/s:
+    the queue grows whatever is cut, and only input shedding can meet a bound
     """
     engine = Engine(plan, record_latency=True, capacity=capacity, **options)
     began = time.perf_counter()
-    engine.process(sample)
+    engine.process(sample, arrivals)
     assert engine.latency is not None
     rate = capacity or engine.clock.total_units / max(time.perf_counter() - began, 1e-9)
     out = []
@@ -188,5 +201,14 @@ def floor_warnings(
             out.append(
                 f"query {name}: its bound ({given}) is below the update floor "
                 f"(p99 {floor:,.0f} units = {floor / rate * 1000:,.3g} ms): only input shedding can meet it"
+            )
+    if arrivals is not None and len(sample) > 1 and arrivals[-1] > arrivals[0]:
+        span = float(arrivals[-1] - arrivals[0]) * len(sample) / (len(sample) - 1)
+        needed, events = engine.clock.update_units / span, len(sample) / span
+        if needed > rate:
+            out.append(
+                f"the updates alone need {needed:,.0f} units/s at this input rate ({events:,.0f} events/s), "
+                f"over the capacity of {rate:,.0f} units/s: the queue grows whatever is cut, "
+                "and only input shedding can meet a bound"
             )
     return out
