@@ -17,7 +17,7 @@ limits the event's own service, as a deterministic per-event bound). The
 budget of query q for an event is ``L_q - latency so far - reserve``,
 where the latency so far counts the event's wait, its update and the
 enumerations of the queries before q, and the reserve is twice the smoothed
-update of an event (so the events queued behind this one stay within their
+update floor of an event (so the events queued behind this one stay within their
 bounds too). A workload the engine keeps up with never reaches its budgets:
 nothing is shed. The overload detector looks at the demand of q's
 enumerations (the latency so far plus the steps taken, plus, if the walk

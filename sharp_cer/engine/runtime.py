@@ -261,7 +261,6 @@ class GroupRunner:
                         log.floor(self.number, floors[i], 0.0, positions[i])
                     continue
                 self.steps_here = 0
-                self.floor, self.row, self.served = floors[i], i, units[i]
                 if log is not None:
                     self.began = time.perf_counter()
                 spent = self.step(
