@@ -167,6 +167,21 @@ def test_capacity_mode_outputs_only_true_matches(
             assert got == truth, f"{name} shed {q.checked.source.text}, which is never shed"
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(shared_workloads(max_size=5), streams(max_size=14), st.sampled_from(sorted(SHEDDERS)), st.floats(1, 100))
+def test_capacity_mode_with_a_bound_never_reached_is_exact(
+    texts: list[str], rows: list[dict[str, Any]], name: str, rate: float
+) -> None:
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    plan, batch = compile_plan(named), to_batch(rows)
+    shedder = make_shedder(name, ShedConfig(bounds={}, bounds_ms=dict.fromkeys([n for n, _ in named], 1e9)))
+    engine = Engine(plan, allowed_lateness=4, shedder=shedder, capacity=1000)
+    found = engine.process(batch, Pace(rate=rate).arrivals(batch))
+    expected = evaluate(named, batch)
+    for q in plan.queries:
+        assert _keys(found, q.name) == sorted(m.key() for m in expected.per_query[q.name])
+
+
 def test_an_event_s_queries_enumerate_tightest_bound_first() -> None:
     """Two queries with the same matches, the tight one second in the
     workload: it enumerates first, so its matches are out before the loose
