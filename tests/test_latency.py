@@ -91,7 +91,9 @@ def _fraud(capacity: float | None) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("capacity", "rate", "events"), [(100_000.0, 1000.0, 3000), (None, 50.0, 1500)], ids=["capacity", "wall"]
+    ("capacity", "rate", "events"),
+    [(100_000.0, 1000.0, 3000), pytest.param(None, 50.0, 1500, marks=pytest.mark.slow)],
+    ids=["capacity", "wall"],
 )
 def test_a_light_workload_within_its_bound_loses_nothing(capacity: float | None, rate: float, events: int) -> None:
     """The new user's case: card fraud, every query bounded at 2000 ms, at
