@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import SharpCerError
-from .language import Schema, Workload, load_workload, parse_and_check
+from .language import LatencyBound, Schema, Workload, load_workload, parse_and_check
 from .language.printer import window as window_text
 from .language.source import Source
 
@@ -257,7 +257,7 @@ class ShedOptions:
     replay ``speed``), the engine's ``capacity`` in cost units per second
     (None: wall time), and where the JSON statistics go."""
 
-    bound: Any = None
+    bound: LatencyBound | None = None
     shedder: str = "sharp"
     seed: int = 0
     sketch_attributes: tuple[str, ...] = ()
@@ -295,14 +295,12 @@ class ShedOptions:
         return Pace(rate=self.rate, speed=self.speed) if self.rate or self.speed else None
 
 
-def latency_bound(text: str) -> Any:
+def latency_bound(text: str) -> LatencyBound:
     """``--latency-bound``: ``250ms``, ``2s``, a number of cost units or ``40%``.
 
     >>> latency_bound("250ms").milliseconds, latency_bound("40%").fraction, latency_bound("500").cost_units
     (250.0, 0.4, 500.0)
     """
-    from .language.workload import LatencyBound
-
     try:
         return LatencyBound.parse(text)
     except ValueError:
@@ -318,10 +316,12 @@ def _shedder(options: ShedOptions, plan: Any, batch: Any, err: TextIO) -> Any:
     from shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
 
     names = [q.name for q in plan.queries]
+    bound = options.bound
+    assert bound is not None
     reference_ms = None
-    if options.bound.fraction is not None:
+    if bound.fraction is not None:
         reference_ms = unshedded_latency(plan, [batch], [options.pace.arrivals(batch)], options.capacity)
-    units, ms = resolve_bounds(dict.fromkeys(names, options.bound), reference_ms=reference_ms)
+    units, ms = resolve_bounds(dict.fromkeys(names, bound), reference_ms=reference_ms)
     attributes = dict.fromkeys(names, options.sketch_attributes)
     config = ShedConfig(bounds=units, bounds_ms=ms, sketch_attributes=attributes, seed=options.seed)
     sample = batch.take(list(range(min(len(batch), 2000))))
@@ -757,15 +757,14 @@ def _latency_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _bound_option(args: argparse.Namespace) -> Any:
+def _bound_option(args: argparse.Namespace) -> LatencyBound | None:
     """The bound of ``--latency-bound`` or ``--latency-bound-fraction`` (exit 2 on a bad fraction)."""
     if args.latency_bound_fraction is None:
-        return args.latency_bound
+        given: LatencyBound | None = args.latency_bound
+        return given
     fraction = args.latency_bound_fraction
     if not 0 < fraction <= 1:
         _parser().error(f"--latency-bound-fraction must be in (0, 1], not {fraction:g}")
-    from .language.workload import LatencyBound
-
     return LatencyBound(fraction=fraction)
 
 
