@@ -53,8 +53,9 @@ class Detector:
     With ``count_only=True`` it only counts matches (``counts``), without
     enumerating them where the query allows (see ``Engine``). A ``shedder``
     (see the ``shedding`` package) keeps queries within their latency bounds;
-    ``record_latency`` keeps each query's latency per event (``engine.queue``:
-    from arrival, queueing included; ``summary()``). An event arrives when it
+    ``record_latency`` summarizes each query's latency per event
+    (``engine.queue``: from arrival, queueing included, in fixed memory per
+    query; ``summary()``). An event arrives when it
     is fed (live), or, with a ``pace``, at a time derived from an input rate
     or from its primary time at a replay speed (``engine.queueing.Pace``).
     ``capacity`` (cost units per second) makes service deterministic; without

@@ -206,6 +206,19 @@ class LoadShedder:
         """The policy's group shedder (overridden by every other shedder)."""
         return GroupState(self, view, tracked)
 
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Each tracked query's bound: in milliseconds, or else in cost units."""
+        ms: dict[str, float] = {}
+        units: dict[str, float] = {}
+        for group in self.groups:
+            for k, query in enumerate(group.tracked):
+                bound_ms = group.bound_ms[k]
+                if bound_ms is not None:
+                    ms[query.name] = bound_ms
+                else:
+                    units[query.name] = group.bound[k]
+        return ms, units
+
     def report(self) -> dict[str, dict[str, Any]]:
         """Per tracked query: its bound, what was shed and how often the
         detector and the selector ran."""

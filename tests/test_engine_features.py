@@ -176,6 +176,9 @@ class FixedBudget:
     def ranking(self) -> list[int]:
         return self.queries
 
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        return {}, {}
+
     def begin_batch(self, batch: Any) -> None:
         pass
 

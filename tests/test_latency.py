@@ -9,12 +9,15 @@ out. A shedder acts only when that latency would pass the bound:
 * at bounds at or above the update floor, at most 1% of events are over
   the bound in capacity mode, and every output is a true match (the
   reference evaluator on small cases);
-* an event's queries enumerate by bound and weight.
+* an event's queries enumerate by bound and weight;
+* the latency log summarizes as numpy does (quantiles within its stated
+  error) in memory that does not grow with the stream.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from planner import compile_plan
 from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
-from sharp_cer.engine.queueing import Backlog, Pace, Server, finish_times
+from sharp_cer.engine.queueing import Backlog, Pace, QueueLog, Server, finish_times
 from sharp_cer.events.generators import generate
 from sharp_cer.language import parse_and_check, parse_workload
 from sharp_cer.reference import evaluate
@@ -138,7 +141,7 @@ def test_bounds_above_the_floor_keep_99_percent_of_events_within(name: str, boun
     found = engine.process(batch, arrivals)
     assert engine.queue is not None
     for n, _ in named:
-        summary = engine.queue.summary(n, bound_ms=bound_ms)
+        summary = engine.queue.summary(n)
         assert summary["over_bound_share"] <= 0.01  # type: ignore[operator]
         assert set(_keys(found, n)) <= set(_keys(truth, n))
         assert 0 < len(_keys(found, n)) < len(_keys(truth, n))  # the bound bites, something is kept
@@ -199,11 +202,11 @@ def test_an_event_s_queries_enumerate_tightest_bound_first() -> None:
     found = engine.process(batch, Pace(rate=100).arrivals(batch))
     assert shedder.groups[0].ranking() == [1, 0]
     assert engine.queue is not None
-    tight, loose = engine.queue.seconds("tight"), engine.queue.seconds("loose")
+    (tight, _), (loose, _) = engine.queue.latest("tight"), engine.queue.latest("loose")
     ends = sorted({m.end for m in found if m.query == "loose"} & {m.end for m in found if m.query == "tight"})
     assert ends and all(tight[e] < loose[e] for e in ends)  # positions are rows here: one batch
     assert len(_keys(found, "loose")) >= len(_keys(found, "tight"))
-    assert engine.queue.summary("tight", bound_ms=5)["over_bound_share"] <= 0.01  # type: ignore[operator]
+    assert engine.queue.summary("tight")["over_bound_share"] <= 0.01  # type: ignore[operator]
 
 
 def test_cli_judges_bounds_from_arrival(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,3 +233,46 @@ def test_cli_judges_bounds_from_arrival(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as bad:
         main([*common, "--latency-bound", "2 parsecs"])
     assert bad.value.code == 2 and "is not a latency bound" in capsys.readouterr().err
+
+
+latencies = st.lists(st.lists(st.floats(0, 100, allow_nan=False), min_size=1, max_size=40), min_size=1, max_size=5)
+
+
+@given(latencies, st.floats(0, 100_000, allow_nan=False))
+def test_the_queue_log_summarizes_as_numpy_does_within_its_error(batches: list[list[float]], bound_ms: float) -> None:
+    """Count, mean, max and the events over the bound are exact; p50 and
+    p99 within the log's relative error of numpy's (rounded to 1e-6)."""
+    log = QueueLog(bounds_ms={"q": bound_ms})
+    for batch in batches:
+        seconds = np.array(batch)
+        log.add("q", seconds, seconds * 10)
+    seconds = np.concatenate([np.array(b) for b in batches])
+    ms = seconds * 1000
+    summary: Any = log.summary("q")
+    assert summary["events"] == len(seconds)
+    assert summary["over_bound"] == int(np.count_nonzero(ms > bound_ms * (1 + 1e-9)))
+    for name, values in (("ms", ms), ("units", seconds * 10)):
+        figures = summary[name]
+        assert figures["max"] == round(float(values.max()), 6)
+        assert figures["mean"] == pytest.approx(values.mean(), rel=1e-9, abs=1e-6)
+        for q, key in ((50, "p50"), (99, "p99")):
+            exact = float(np.percentile(values, q))
+            assert abs(figures[key] - exact) <= QueueLog.ERROR * exact + 1e-6, (key, exact)
+
+
+def test_the_queue_log_does_not_grow_with_the_stream() -> None:
+    """Ten times the events, in batches of the same size: the recorded
+    latency takes the same memory (its pickle is as long)."""
+    plan = compile_plan(_q3_pair(100))
+    sizes = []
+    for batches in (4, 40):
+        batch = _ds1(100 * batches)
+        arrivals = Pace(rate=500).arrivals(batch)
+        shedder = make_shedder("sharp", ShedConfig(bounds={}, bounds_ms={"q3": 5, "q4": 5}))
+        engine = Engine(plan, shedder=shedder, capacity=10_000, record_latency=True)
+        for k in range(batches):
+            rows = np.arange(100 * k, 100 * (k + 1))
+            engine.process(batch.take(rows), arrivals[rows])
+        assert engine.queue is not None and engine.queue.summary("q3")["events"] == 100 * batches
+        sizes.append(len(pickle.dumps(engine.queue)))
+    assert sizes[0] == sizes[1]

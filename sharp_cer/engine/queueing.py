@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,8 @@ import numpy.typing as npt
 
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
+
+from .histogram import LogHistogram
 
 _NEG = -math.inf
 
@@ -203,55 +205,75 @@ class Backlog:
 
 
 class QueueLog:
-    """Each query's latency per event, queueing included, in seconds and in
-    cost units (see the module docstring); recorded per batch by the engine.
-    Memory grows with the stream: for measuring, not for long-running jobs.
+    """Each query's latency per event, queueing included, in milliseconds
+    and in cost units (see the module docstring); recorded per batch by the
+    engine. Memory is fixed per query, whatever the length of the stream:
+    count, sum and max are exact, as is the number of events over the
+    query's bound (``bounds_ms`` judged in ms, ``bounds_units`` in cost
+    units); p50 and p99 come from a log-spaced histogram, within
+    ``ERROR`` (1%) of numpy's (``engine.histogram``). The latest batch's
+    latencies are kept as they are (``latest``).
 
-    >>> log = QueueLog()
+    >>> log = QueueLog(bounds_ms={"q": 500})
     >>> log.add("q", np.array([0.25, 1.0]), np.array([25.0, 100.0]))
-    >>> s = log.summary("q", bound_ms=500)
+    >>> s = log.summary("q")
     >>> s["ms"]["max"], s["units"]["mean"], s["over_bound"], s["over_bound_share"]
     (1000.0, 62.5, 1, 0.5)
     """
 
-    def __init__(self) -> None:
-        self._seconds: dict[str, list[npt.NDArray[np.float64]]] = {}
-        self._units: dict[str, list[npt.NDArray[np.float64]]] = {}
+    #: the relative error of the quantiles
+    ERROR = 0.01
+
+    def __init__(
+        self, bounds_ms: Mapping[str, float] | None = None, bounds_units: Mapping[str, float] | None = None
+    ) -> None:
+        self.bounds_ms = dict(bounds_ms or {})
+        self.bounds_units = dict(bounds_units or {})
+        self._ms: dict[str, LogHistogram] = {}
+        self._units: dict[str, LogHistogram] = {}
+        self._over: dict[str, int] = {}
+        self._latest: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+
+    def fresh(self) -> QueueLog:
+        """An empty log with the same bounds."""
+        return QueueLog(self.bounds_ms, self.bounds_units)
 
     def add(self, query: str, seconds: npt.NDArray[np.float64], units: npt.NDArray[np.float64]) -> None:
         """A batch's latencies of ``query``."""
-        self._seconds.setdefault(query, []).append(seconds)
-        self._units.setdefault(query, []).append(units)
+        ms = seconds * 1000
+        for histograms, values in ((self._ms, ms), (self._units, units)):
+            if query not in histograms:
+                histograms[query] = LogHistogram(self.ERROR)
+            histograms[query].add(values)
+        # a bound in ms is judged in ms (in wall mode its units follow the measured speed);
+        # the margin absorbs the float clock's cancellation (a finish minus an arrival)
+        if query in self.bounds_ms:
+            over = ms > self.bounds_ms[query] * (1 + 1e-9)
+            self._over[query] = self._over.get(query, 0) + int(np.count_nonzero(over))
+        elif query in self.bounds_units:
+            over = units > self.bounds_units[query] * (1 + 1e-9)
+            self._over[query] = self._over.get(query, 0) + int(np.count_nonzero(over))
+        self._latest[query] = (seconds, units)
 
-    def seconds(self, query: str) -> npt.NDArray[np.float64]:
-        """``query``'s latency at every event, in seconds."""
-        return np.concatenate(self._seconds.get(query, [np.zeros(0)]))
+    def latest(self, query: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``query``'s latency at each event of the latest batch, in seconds and in cost units."""
+        empty = np.zeros(0)
+        return self._latest.get(query, (empty, empty))
 
-    def units(self, query: str) -> npt.NDArray[np.float64]:
-        """``query``'s latency at every event, in cost units."""
-        return np.concatenate(self._units.get(query, [np.zeros(0)]))
-
-    def summary(self, query: str, bound_ms: float | None = None, bound_units: float | None = None) -> dict[str, object]:
-        """Mean, p50, p99 and max in ms and in cost units (quantiles by
-        numpy's default, linear), and with a bound how many events were
-        over it and their share."""
-        seconds, units = self.seconds(query), self.units(query)
-        out: dict[str, object] = {"events": len(seconds)}
-        if not len(seconds):
-            return out
-        for name, values in (("ms", seconds * 1000), ("units", units)):
-            p50, p99 = np.percentile(values, [50, 99]).tolist()
-            # rounded where the float clock's cancellation (a finish minus an arrival) shows
-            figures = {"mean": float(values.mean()), "p50": p50, "p99": p99, "max": float(values.max())}
+    def summary(self, query: str) -> dict[str, object]:
+        """Mean, p50, p99 and max in ms and in cost units, and, for a query
+        with a bound, how many events were over it and their share."""
+        if query not in self._ms:
+            return {"events": 0}
+        count = self._ms[query].count
+        out: dict[str, object] = {"events": count}
+        for name, histogram in (("ms", self._ms[query]), ("units", self._units[query])):
+            p50, p99 = histogram.quantiles([50, 99])
+            figures = {"mean": histogram.total / count, "p50": p50, "p99": p99, "max": histogram.max}
             out[name] = {k: round(v, 6) for k, v in figures.items()}
-        over: int | None = None
-        if bound_ms is not None:
-            over = int(np.count_nonzero(seconds * 1000 > bound_ms * (1 + 1e-9)))
-        elif bound_units is not None:
-            over = int(np.count_nonzero(units > bound_units * (1 + 1e-9)))
-        if over is not None:
-            out["over_bound"] = over
-            out["over_bound_share"] = over / len(seconds)
+        if query in self._over:
+            out["over_bound"] = self._over[query]
+            out["over_bound_share"] = self._over[query] / count
         return out
 
 

@@ -726,8 +726,9 @@ class Engine:
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per
     event in ``latency`` (the event's service only) and in ``queue`` (from
-    its arrival, queueing included: ``engine.queueing``; memory grows with
-    the stream: for measuring, not for long-running jobs). ``capacity`` is
+    its arrival, queueing included, in fixed memory per query:
+    ``engine.queueing.QueueLog``; ``latency`` grows with the stream: for
+    measuring, not for long-running jobs). ``capacity`` is
     the cost units served per second in the deterministic mode (None:
     service is wall time); ``process`` takes the events' arrivals.
 
@@ -781,6 +782,8 @@ class Engine:
         self.clock = CostClock()
         self.late_window_values = 0
         self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
+        if self.queue is not None and shedder is not None:
+            self.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
 
     def process(self, batch: EventBatch, arrivals: Any = None) -> list[Match]:

@@ -24,12 +24,13 @@ at four points of Algorithm 1:
 ``ranking()`` tells the group in which order its queries enumerate the
 matches of one event (one server: a query's matches wait for those of the
 queries before it). Only queries that may be shed (``QueryPlan.sheddable``)
-are asked about.
+are asked about. ``latency_bounds()`` tells the engine which bound to
+count each query's events over (``engine.queueing.QueueLog``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from planner.plan import QueryPlan
@@ -139,4 +140,9 @@ class Shedder(Protocol):
 
     def for_group(self, group: GroupView) -> GroupShedder | None:
         """The shedder of ``group`` (None: never shed)."""
+        ...
+
+    def latency_bounds(self) -> tuple[Mapping[str, float], Mapping[str, float]]:
+        """The bounds the recorded latency is judged against, asked once the
+        groups are made: per query, in milliseconds or else in cost units."""
         ...

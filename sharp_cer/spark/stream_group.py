@@ -73,7 +73,8 @@ class StreamGroup(GroupRun):
             self.held = None
         assert self.detector is not None
         self.detector.engine.latency = LatencyLog()  # this release's latencies only
-        self.detector.engine.queue = QueueLog()
+        queue = self.detector.engine.queue  # this release's latencies, against the same bounds
+        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
         self.match_bins.clear()
