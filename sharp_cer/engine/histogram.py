@@ -1,7 +1,7 @@
 """Latency distributions in fixed memory: a log-spaced histogram and the
 weighted percentile that reads quantiles off any histogram.
 
-A :class:`LogHistogram` counts positive values in bins whose edges grow by
+A :class:`LogHistogram` counts non-negative values in bins whose edges grow by
 a factor ``gamma = (1 + error) / (1 - error)``; a bin is represented by the
 point within ``error`` (relative) of every value in it, so a quantile read
 off the histogram is within ``error`` of the one numpy computes from the
@@ -10,7 +10,8 @@ statistics: interpolating between representatives keeps the relative
 error). Values at or below ``low`` count as 0 (absolute error below
 ``low``), values above ``high`` in the last bin; the count, sum, smallest
 and largest values are exact, and quantiles are clamped to them. The
-memory is the bins, whatever the number of values.
+memory is the bins, whatever the number of values: at 1% from 1e-9 to
+1e12, 2,420 counts (19 KB).
 
 >>> h = LogHistogram(error=0.01)
 >>> h.add(np.array([1.0, 2.0, 3.0, 1000.0]))

@@ -247,12 +247,10 @@ class QueueLog:
             histograms[query].add(values)
         # a bound in ms is judged in ms (in wall mode its units follow the measured speed);
         # the margin absorbs the float clock's cancellation (a finish minus an arrival)
-        if query in self.bounds_ms:
-            over = ms > self.bounds_ms[query] * (1 + 1e-9)
-            self._over[query] = self._over.get(query, 0) + int(np.count_nonzero(over))
-        elif query in self.bounds_units:
-            over = units > self.bounds_units[query] * (1 + 1e-9)
-            self._over[query] = self._over.get(query, 0) + int(np.count_nonzero(over))
+        bound, judged = (self.bounds_ms, ms) if query in self.bounds_ms else (self.bounds_units, units)
+        if query in bound:
+            over = int(np.count_nonzero(judged > bound[query] * (1 + 1e-9)))
+            self._over[query] = self._over.get(query, 0) + over
         self._latest[query] = (seconds, units)
 
     def latest(self, query: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
