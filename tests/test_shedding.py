@@ -190,7 +190,7 @@ def test_queries_whose_output_depends_on_other_output_are_never_shed(name: str) 
 def test_the_heavier_of_two_equal_queries_keeps_at_least_the_lighter_recall() -> None:
     """Two copies of the dead-cluster query share a server of 100,000 units
     a second, events arriving 10 ms apart, each bounded at 0.5 ms (50
-    units; the update floor is a few units): unshedded, p99 is 2 and 4 ms,
+    units; the update floor is at most 7): unshedded, p99 is 2 and 4 ms,
     so both are overloaded and Sharp's selection sheds PMs for each
     (clusters larger than Eq. 3's room are shed in part). Only true matches
     come out (the unshedded run's), and the heavier keeps at least the
