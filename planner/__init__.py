@@ -1,4 +1,4 @@
-"""The plan layer (DESIGN.md §1, §4): compiling checked queries into automata
+"""The plan layer, between the language and the engine: compiling checked queries into automata
 and query groups over one shared predicate table; within a group, queries
 share their prefixes (``sharing``), every state has its pattern-sharing
 degree (``psd``), and ``explain`` says what the plan shares.

@@ -145,7 +145,7 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
         plans.append(plan)
         scope = q.streams or tuple(checked.schema.streams)
         visible = frozenset(checked.schema.event_types(scope))
-        key: object = (visible, q.partition_by, window_kind(q.within))
+        key: object = (visible, q.partition_attributes, window_kind(q.within))
         if not plan.sheddable or counted:
             key = ("alone", i, key)
         buckets.setdefault(key, []).append(i)
@@ -158,7 +158,7 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
         q = first.query
         scope = q.streams or tuple(first.checked.schema.streams)
         visible = frozenset(first.checked.schema.event_types(scope))
-        groups.append(Group(tuple(members), visible, q.partition_by, window_kind(q.within), automaton, parts))
+        groups.append(Group(tuple(members), visible, q.partition_attributes, window_kind(q.within), automaton, parts))
     return Plan(tuple(plans), tuple(groups), table, tuple(label_list))
 
 

@@ -97,7 +97,7 @@ def _group(plan: Plan, index: int, group: Group) -> dict[str, Any]:
         "group": index,
         "queries": names,
         "event_types": sorted(f"{e.stream}.{e.name}" for e in group.event_types),
-        "partition_by": [list(p) for p in group.partition_by],
+        "partition_by": list(group.partition_attributes),
         "window": group.window[0] + (f" [{group.window[1]}]" if group.window[1] else ""),
         "shares_states": first.sheddable and not first.counted,
         "states": group.automaton.n_states,
@@ -198,7 +198,7 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
         )
     details = sorted(figures["group_details"], key=lambda g: -len(g["queries"]))
     for g in details[:max_groups]:
-        partition = ", ".join("[" + ", ".join(p) + "]" for p in g["partition_by"]) or "-"
+        partition = "[" + ", ".join(g["partition_by"]) + "]" if g["partition_by"] else "-"
         lines.append(
             f"\ngroup {g['group']}: {len(g['queries'])} queries ({', '.join(g['queries'][:6])}"
             f"{', ...' if len(g['queries']) > 6 else ''}); partition {partition}; window {g['window']}; "

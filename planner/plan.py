@@ -145,9 +145,9 @@ class QueryPlan:
 @dataclass(frozen=True)
 class Group:
     """Queries that run as one automaton: same visible event types, same
-    PARTITION BY, same window kind. ``parts`` holds each query's own
-    automaton (in the order of ``queries``) before their prefixes were
-    shared (:mod:`planner.sharing`).
+    partition attributes (``Query.partition_attributes``), same window
+    kind. ``parts`` holds each query's own automaton (in the order of
+    ``queries``) before their prefixes were shared (:mod:`planner.sharing`).
 
     >>> Group((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
     (0, 1)
@@ -155,7 +155,7 @@ class Group:
 
     queries: tuple[int, ...]
     event_types: frozenset[EventSchema]
-    partition_by: tuple[tuple[str, ...], ...]
+    partition_attributes: tuple[str, ...]
     window: WindowKind
     automaton: Automaton
     parts: tuple[Automaton, ...] = ()

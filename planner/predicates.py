@@ -5,7 +5,7 @@ Every transition of a plan's automata reads one event and fires when its
 "the event has type R" or "the event, which has type R, satisfies condition
 c" (a unary FILTER conjunct with every attribute reference pointing at the
 event itself). Atoms live in one table per plan, so an atom that many queries
-use is evaluated once per event (DESIGN.md §3, §4).
+use is evaluated once per event (per batch, column by column, with numpy).
 
 The engine turns an event into a bit vector (bit ``i`` set when atom ``i``
 holds) and guards are evaluated on that integer, only when the

@@ -26,6 +26,7 @@ _LAZY = {
     "Detector": "sharp_cer.api",
     "detect": "sharp_cer.api",
     "matches_to_arrow": "sharp_cer.api",
+    "match_recognize": "sharp_cer.recognize",
 }
 
 __all__ = ["SharpCerError", "__version__", *_LAZY]

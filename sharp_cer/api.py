@@ -11,12 +11,12 @@
 >>> detector.events_of(detector.matches[0])
 {'BUY': [{'type': 'BUY', 'position': 0, 'id': 1}], 'SELL': [{'type': 'SELL', 'position': 1, 'id': 2}]}
 >>> matches_to_arrow(detector.matches).column_names
-['query', 'start', 'end', 'events', 'vars']
+['query', 'tenant', 'start', 'end', 'events', 'vars']
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,11 +46,12 @@ class Detector:
     Events are numbered across feeds: the first row of a later feed follows
     the last row of the one before, dead-lettered rows included, so windows
     of ``n EVENTS`` run across feeds. Rows that do not fit the schema are
-    dead-lettered (see ``reports``), or raise with ``strict=True``.
-    With ``history=True`` (the default) the detector keeps every match in
-    ``matches`` and every batch for ``events_of``; on long streams pass
-    ``history=False`` and use what ``feed`` returns, so memory stays bounded.
-    With ``count_only=True`` it only counts matches (``counts``), without
+    dead-lettered (see ``reports``, the latest feed's), or raise with ``strict=True``.
+    A detector keeps only the latest feed: its matches in ``matches`` and
+    its events for ``events_of``, so a long-running one stays bounded; with
+    ``history=True`` it keeps every match, batch and report since it began.
+    ``tenants`` names each query's tenant, carried by its matches
+    (``from_workload`` sets it). With ``count_only=True`` it only counts matches (``counts``), without
     enumerating them where the query allows (see ``Engine``). A ``shedder``
     (see the ``shedding`` package) keeps queries within their latency bounds;
     ``record_latency`` summarizes each query's latency per event
@@ -69,8 +70,8 @@ class Detector:
     >>> first, second = pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}), pd.DataFrame({"type": ["A"], "x": [3]})
     >>> len(d.feed(first)), len(d.feed(second))
     (1, 1)
-    >>> d.matches[-1].events  # positions continue across feeds
-    (1, 2)
+    >>> [m.events for m in d.matches]  # the latest feed's; positions continue across feeds
+    [(1, 2)]
     """
 
     def __init__(
@@ -82,13 +83,13 @@ class Detector:
         strict: bool = False,
         debug: bool = False,
         cache_capacity: int = 65536,
-        history: bool = True,
+        history: bool = False,
         count_only: bool = False,
         shedder: Shedder | None = None,
         record_latency: bool = False,
         capacity: float | None = None,
         pace: Pace | None = None,
-        tenants: dict[str, str] | None = None,
+        tenants: Mapping[str, str] | None = None,
     ) -> None:
         self.plan = plan
         self.schema = schema
@@ -96,7 +97,6 @@ class Detector:
         self.allowed_lateness = allowed_lateness
         self.shedder = shedder
         self.pace = pace
-        self.tenants = tenants or {}
         self._origin: float | None = None  # the first event's primary time (replay speed)
         self.engine = Engine(
             plan,
@@ -109,6 +109,7 @@ class Detector:
             capacity=capacity,
         )
         self.history = history and not count_only
+        self.tenants = dict(tenants or {})
         self.matches: list[Match] = []
         self.reports: list[LoadReport] = []
         self._batches: list[EventBatch] = []
@@ -174,8 +175,10 @@ class Detector:
 
     def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
-        and return the matches it completes; they are also kept in
-        ``matches`` (see the class example)."""
+        and return the matches it completes, in order of their end; they
+        are also in ``matches`` (see the class example)."""
+        if not self.history:
+            self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
         if len(batch):
             if int(batch.positions[0]) <= self._last_position:
@@ -186,10 +189,15 @@ class Detector:
                 )
             self._last_position = int(batch.positions[-1])
             self._next_position = max(self._next_position, self._last_position + 1)
-        if self.history:
-            self._batches.append(batch)
+        if not self.history:
+            self._batches.clear()
+            self.matches = []
+        self._batches.append(batch)
         found = [m for part, at in self._arrivals(batch) for m in self.engine.process(part, at)]
-        if self.history:
+        if self.tenants:
+            tenants = self.tenants
+            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+        if not self.engine.count_only:
             self.matches.extend(found)
         return found
 
@@ -198,9 +206,8 @@ class Detector:
         slices it is served in (see the class docstring)."""
         if self.pace is None or not len(batch):
             return [(batch, None)]
-        if self._origin is None and self.pace.speed is not None:
-            times = batch.times()
-            self._origin = float(times.values[0]) / 1e9 if len(batch) and times.valid[0] else 0.0
+        if self._origin is None:
+            self._origin = self.pace.origin(batch)
         arrivals = self.pace.arrivals(batch, self._origin)
         if self.engine.server.capacity is not None:
             return [(batch, arrivals)]
@@ -230,14 +237,17 @@ class Detector:
         return batch
 
     def events_of(self, match: Match) -> dict[str, list[dict[str, Any]]]:
-        """Each variable of a match with its events' attributes (from the
-        batches fed so far); see the module example."""
+        """Each variable of a match with its events' attributes, from the
+        latest feed (every feed with ``history=True``); see the module example."""
         rows: dict[int, dict[str, Any]] = {}
         wanted = {p for positions in match.vars.values() for p in positions}
-        if not self.history:
+        kept = self._batches[0].positions[:1] if self._batches and len(self._batches[0]) else None
+        if wanted and not self.history and (kept is None or min(wanted) < int(kept[0])):
             raise SurfaceError(
-                "events_of needs the events fed so far, and this detector keeps none (history=False)\n"
-                "  hint: create the Detector with history=True, or look the positions up in your own batches"
+                f"events_of: the match of {match.query} ending at {match.end} has events from an earlier feed, "
+                "and this detector keeps only the latest feed's events\n"
+                "  hint: create the Detector with history=True to keep every feed's events (memory grows with "
+                "the stream), or call events_of on the matches of the latest feed"
             )
         for batch in self._batches:
             for i in np.flatnonzero(np.isin(batch.positions, list(wanted))).tolist():
@@ -288,6 +298,7 @@ def detect(
 MATCH_SCHEMA = pa.schema(
     [
         ("query", pa.string()),
+        ("tenant", pa.string()),
         ("start", pa.int64()),
         ("end", pa.int64()),
         ("events", pa.list_(pa.int64())),
@@ -300,11 +311,12 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
     """Matches as an Arrow table with :data:`MATCH_SCHEMA`.
 
     >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
-    [{'query': 'q', 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
+    [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
     """
     return pa.table(
         {
             "query": [m.query for m in matches],
+            "tenant": [m.tenant for m in matches],
             "start": [m.start for m in matches],
             "end": [m.end for m in matches],
             "events": [list(m.events) for m in matches],

@@ -19,16 +19,22 @@ on local Spark.
 from __future__ import annotations
 
 import argparse
+import io
+import itertools
 import json
+import math
+import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import SharpCerError
+from .errors import SharpCerError, SurfaceError
+from .events.match import Match
 from .language import LatencyBound, Schema, Workload, load_workload, parse_and_check
+from .language.files import read_source
 from .language.printer import window as window_text
 from .language.source import Source
 
@@ -48,14 +54,6 @@ _SHEDDER_NAMES = (
 EXIT_INVALID = 2
 
 
-def _read(path: Path, err: TextIO) -> str | None:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        print(f"{path}: error: cannot read file: {exc.strerror}", file=err)
-        return None
-
-
 def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err: TextIO) -> int:
     """Check each file; print ``ok`` lines to ``out`` and problems to ``err``.
 
@@ -66,11 +64,8 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
     schema: Schema | None = None
     schema_paths = [Path(schema_file)] if schema_file else [p for p in paths if p.suffix == ".core"][:1]
     if schema_paths:
-        text = _read(schema_paths[0], err)
-        if text is None:
-            return EXIT_INVALID
         try:
-            schema = Schema.parse(text, str(schema_paths[0]))
+            schema = Schema.parse(read_source(schema_paths[0], "schema"), str(schema_paths[0]))
         except SharpCerError as exc:
             print(exc, file=err)
             return EXIT_INVALID
@@ -86,11 +81,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     file=out,
                 )
             elif path.suffix == ".core":
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
-                parsed = Schema.parse(text, str(path))
+                parsed = Schema.parse(read_source(path, "schema"), str(path))
                 print(f"ok {path}: {len(parsed.event_types())} event types", file=out)
             elif path.suffix == ".ceql":
                 if schema is None:
@@ -101,10 +92,7 @@ def check_files(files: Sequence[str], schema_file: str | None, out: TextIO, err:
                     )
                     failed = True
                     continue
-                text = _read(path, err)
-                if text is None:
-                    failed = True
-                    continue
+                text = read_source(path, "query")
                 checked = parse_and_check(text, schema, source=Source(text, str(path)))
                 for query_warning in checked.warnings:
                     print(query_warning, file=err)
@@ -227,25 +215,62 @@ def _demo_on_spark(
 
 
 def _schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Schema, list[tuple[str, Any]]]:
-    """A .core schema and the .ceql queries checked against it, each named by its file's stem."""
-    schema = Schema.parse(Path(schema_file).read_text(), schema_file)
+    """A .core schema and the .ceql queries checked against it, each named
+    by its file's stem (two files of one stem are refused: their matches
+    would merge under one name)."""
+    stems: dict[str, str] = {}
+    for q in query_files:
+        other = stems.setdefault(Path(q).stem, q)
+        if other != q:
+            raise SurfaceError(
+                f"{q}: error: two query files named {Path(q).stem!r}\n"
+                f"  expected: one query file per name (a query is named by its file's stem)\n"
+                f"  found: {other} and {q}\n  hint: rename one of them"
+            )
+    schema = Schema.parse(read_source(Path(schema_file), "schema"), schema_file)
     queries = []
     for q in query_files:
-        text = Path(q).read_text()
+        text = read_source(Path(q), "query")
         queries.append((Path(q).stem, parse_and_check(text, schema, source=Source(text, q))))
     return schema, queries
 
 
-def _load_events(events_file: str, schema: Schema, err: TextIO) -> tuple[Any, Any] | None:
-    """The batch and load report of an events file, or None (said on ``err``) for an unknown format."""
-    from .events.loaders import load_csv, load_jsonl, load_parquet
+_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
 
-    loaders = {".csv": load_csv, ".jsonl": load_jsonl, ".json": load_jsonl, ".parquet": load_parquet}
-    loader = loaders.get(Path(events_file).suffix)
-    if loader is None:
-        print(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet", file=err)
-        return None
-    return loader(events_file, schema)
+
+def _event_chunks(events_file: str, schema: Schema, allowed_lateness: int = 0) -> Iterator[tuple[Any, Any]]:
+    """The batches and load reports of an events file, chunk by chunk."""
+    from .events.loaders import iter_csv, iter_jsonl, iter_parquet
+
+    problem = _events_problem(events_file, folder=False)
+    if problem is not None:
+        raise SurfaceError(problem)
+    kind = _FORMATS.get(Path(events_file).suffix)
+    if kind is None:
+        raise SurfaceError(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet")
+    if kind == "csv":
+        return iter_csv(events_file, schema, allowed_lateness=allowed_lateness)
+    if kind == "jsonl":
+        return iter_jsonl(events_file, schema, allowed_lateness=allowed_lateness)
+    return iter_parquet(events_file, schema, allowed_lateness=allowed_lateness)
+
+
+def _load_events(events_file: str, schema: Schema) -> Any:
+    """The whole batch of an events file."""
+    from .events.loaders import collect
+
+    return collect(_event_chunks(events_file, schema), events_file)[0]
+
+
+def _events_problem(path: str, *, folder: bool) -> str | None:
+    """What is wrong with an ``--events`` path before anything reads it: a
+    missing file, or a folder where one file is needed."""
+    p = Path(path)
+    if not p.exists():
+        return f"{path}: error: no such events file{' or folder' if folder else ''}\n  hint: check the --events path"
+    if p.is_dir() and not folder:
+        return f"{path}: error: a folder, not an events file\n  hint: give one .csv, .jsonl or .parquet file"
+    return None
 
 
 @dataclass(frozen=True)
@@ -271,8 +296,11 @@ class ShedOptions:
         if self.rate is not None and self.speed is not None:
             return "give --rate or --replay-speed, not both"
         for flag, value in (("--rate", self.rate), ("--replay-speed", self.speed), ("--capacity", self.capacity)):
-            if value is not None and not value > 0:
-                return f"{flag} must be a positive number, not {value:g}"
+            if value is not None and not 0 < value < math.inf:  # nan fails too
+                return f"{flag} must be a positive, finite number, not {value:g}"
+        if self.stats is not None and Path(self.stats).is_dir():
+            folder = self.stats.rstrip("/")
+            return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
         if self.bound is not None and self.bound.cost_units is None and self.pace is None:
@@ -309,24 +337,46 @@ def latency_bound(text: str) -> LatencyBound:
         ) from None
 
 
-def _shedder(options: ShedOptions, plan: Any, batch: Any, err: TextIO) -> Any:
-    """The shedder the options ask for, with every query bounded; a bound
-    below the update floor is said on ``err`` before the run."""
+def _shedder(
+    options: ShedOptions,
+    plan: Any,
+    first: Any,
+    reread: Callable[[], Iterator[Any]],
+    err: TextIO,
+    workload: Workload | None = None,
+    allowed_lateness: int = 0,
+) -> Any:
+    """The shedder the options ask for, with every query bounded; a
+    workload gives its weights and sketch attributes. A fraction bound runs
+    the engine unshedded first over the batches ``reread`` reads again,
+    under the same arrivals. A bound below the update floor is said on
+    ``err`` before the run, measured on ``first`` (the first batch)."""
     from shedding import ShedConfig, make_shedder
     from shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
 
-    names = [q.name for q in plan.queries]
+    given = {q.name: q for q in workload.queries} if workload is not None else {}
+    names = [q.name for q in plan.queries if q.name not in given or given[q.name].shed]
     bound = options.bound
+    pace, capacity = options.pace, options.capacity
     assert bound is not None
     reference_ms = None
     if bound.fraction is not None:
-        reference_ms = unshedded_latency(plan, [batch], [options.pace.arrivals(batch)], options.capacity)
+        origin = pace.origin(first)
+        batches, again = itertools.tee(reread())  # read in step: tee holds one batch
+        arrivals = (pace.arrivals(b, origin) for b in again)
+        reference_ms = unshedded_latency(plan, batches, arrivals, capacity, allowed_lateness=allowed_lateness)
     units, ms = resolve_bounds(dict.fromkeys(names, bound), reference_ms=reference_ms)
-    attributes = dict.fromkeys(names, options.sketch_attributes)
-    config = ShedConfig(bounds=units, bounds_ms=ms, sketch_attributes=attributes, seed=options.seed)
-    sample = batch.take(list(range(min(len(batch), 2000))))
-    at = options.pace.arrivals(sample) if options.pace is not None else None
-    for line in floor_warnings(plan, config, sample, options.capacity, at):
+    attributes = {
+        name: tuple(
+            dict.fromkeys([*(given[name].sketch_attributes if name in given else ()), *options.sketch_attributes])
+        )
+        for name in names
+    }
+    weights = {name: given[name].weight for name in names if name in given}
+    config = ShedConfig(bounds=units, bounds_ms=ms, weights=weights, sketch_attributes=attributes, seed=options.seed)
+    sample = first.take(list(range(min(len(first), 2000))))
+    at = pace.arrivals(sample) if pace is not None else None
+    for line in floor_warnings(plan, config, sample, capacity, at, allowed_lateness=allowed_lateness):
         print(f"warning: {line}", file=err)
     return make_shedder(options.shedder, config)
 
@@ -355,90 +405,167 @@ def _shed_stats(detector: Any, options: ShedOptions) -> dict[str, Any]:
     }
 
 
-def match(
-    schema_file: str,
-    query_files: Sequence[str],
-    events_file: str,
-    engine: str,
-    limit: int | None,
-    out: TextIO,
-    err: TextIO,
-    count: bool = False,
-    shedding: ShedOptions | None = None,
-) -> int:
-    """Run queries over an events file; print one JSON match per line on
-    ``out``, or with ``count`` one line per query with its number of matches.
+@dataclass(frozen=True)
+class MatchOptions:
+    """What ``sharp-cer match`` was asked for: a workload, or a schema and
+    query files; the events; the engine; where matches go and how many."""
+
+    events: str
+    workload: str | None = None
+    schema: str | None = None
+    queries: tuple[str, ...] = ()
+    engine: str = "core"
+    limit: int | None = None
+    count: bool = False
+    out: str | None = None
+    allowed_lateness: int | None = None
+
+    def problem(self) -> str | None:
+        """What is inconsistent, if anything."""
+        if self.workload is not None and (self.schema is not None or self.queries):
+            return "give a WORKLOAD.toml, or --schema with --query files, not both"
+        if self.workload is None and (self.schema is None or not self.queries):
+            return "give a WORKLOAD.toml, or --schema FILE.core with --query FILE.ceql (repeatable)"
+        if self.workload is not None and self.allowed_lateness is not None:
+            return "a workload sets its own allowed_lateness: drop --allowed-lateness, or edit the workload"
+        if self.count and self.out is not None:
+            return "--count prints counts: drop --out, or drop --count to write the matches"
+        return None
+
+
+def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions | None = None) -> int:
+    """Run queries over an events file, chunk by chunk: write each chunk's
+    matches, in order of their end, as JSON lines on ``out`` (or to
+    ``options.out``), or with ``count`` one line per query with its number
+    of matches. Memory holds one chunk and the engine's live state.
 
     ``engine`` is ``core`` (the engine) or ``reference`` (the brute-force
-    oracle, for small inputs); summaries go to ``err``. ``shedding`` bounds
-    every query's latency and writes statistics (see ``ShedOptions``).
+    oracle, for small inputs: it reads the whole file); summaries go to
+    ``err``. ``shedding`` bounds every query's latency and writes statistics
+    (see ``ShedOptions``); a fraction bound reads the events twice.
     """
+    from .events.batch import LoadTally
+    from .sinks import check_out, open_sink
+
     shedding = shedding or ShedOptions()
-    problem = shedding.problem(count, engine)
+    problem = options.problem() or shedding.problem(options.count, options.engine)
     if problem is not None:
         print(f"error: {problem}", file=err)
         return EXIT_INVALID
     try:
-        schema, queries = _schema_and_queries(schema_file, query_files)
-        loaded = _load_events(events_file, schema, err)
-        if loaded is None:
-            return EXIT_INVALID
-        batch, report = loaded
-        if engine == "reference":
-            from .reference import evaluate
-
-            result = evaluate(queries, batch)
-            matches, footer = result.matches, f"conditions out of their math domain: {result.domain_errors}"
-            per_query = {name: len(result.per_query[name]) for name, _ in queries}
+        check_out(options.out)
+        if options.workload is not None:
+            workload = load_workload(options.workload)
+            schema, lateness = workload.schema, workload.allowed_lateness
+            queries: list[tuple[str, Any]] = [(q.name, q.checked) for q in workload.queries]
+            tenants = {q.name: q.tenant for q in workload.queries}
         else:
-            from planner import compile_plan
+            assert options.schema is not None
+            schema, queries = _schema_and_queries(options.schema, options.queries)
+            lateness, tenants, workload = options.allowed_lateness or 0, {}, None
+        chunks = _event_chunks(options.events, schema, lateness)
+        tally = LoadTally(options.events)
+        summary = ""
+        order = {name: i for i, (name, _) in enumerate(queries)}
 
-            from .api import Detector
+        def in_order(found: list[Any]) -> list[Any]:
+            # by end, then by query as given, start and events (the reference's order within an end)
+            return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
-            plan = compile_plan(queries, counting=count)
-            shedder = _shedder(shedding, plan, batch, err) if shedding.bounded else None
-            detector = Detector(
-                plan,
-                schema,
-                count_only=count,
-                shedder=shedder,
-                record_latency=shedding.stats is not None or shedding.bounded,
-                capacity=shedding.capacity,
-                pace=shedding.pace,
-            )
-            order = {name: i for i, (name, _) in enumerate(queries)}
-            # the reference's order: by query as given, then by end, start and events
-            matches = sorted(detector.feed(batch), key=lambda m: (order[m.query], m.end, m.start, m.events))
-            per_query = detector.counts
-            stats = detector.stats()
-            footer = (
-                f"conditions out of their math domain: {stats['domain_errors']}; "
-                f"cost units per event: {stats['units_per_event']:.1f}; "
-                f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
-                f"events skipped in bulk: {stats['events_skipped']} of "
-                f"{stats['events_skipped'] + stats['events_processed']} (per group)"
-            )
-            if shedder is not None:
-                footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
-                footer += "\n" + _summary_table(detector)
-            if shedding.stats is not None:
-                Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))
+        with open_sink(options.out, out) if not options.count else _no_sink() as sink:
+            left = options.limit
+            if options.engine == "reference":
+                from .events.loaders import collect
+                from .reference import evaluate
+
+                batch, report = collect(chunks, options.events)
+                tally.add(report)
+                result = evaluate(queries, batch)
+                found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
+                if not options.count:
+                    sink.write(in_order(found)[:left])
+                footer = f"conditions out of their math domain: {result.domain_errors}"
+                per_query = {name: len(result.per_query[name]) for name, _ in queries}
+            else:
+                from planner import compile_plan
+
+                from .api import Detector
+
+                plan = compile_plan(queries, counting=options.count)
+                if shedding.capacity is None and workload is not None and workload.capacity is not None:
+                    shedding = replace(shedding, capacity=workload.capacity)
+                shedder = None
+                if shedding.bounded:
+                    first = next(chunks, None)
+                    if first is not None:
+                        chunks = itertools.chain([first], chunks)
+
+                        def reread() -> Iterator[Any]:
+                            return (b for b, _ in _event_chunks(options.events, schema, lateness))
+
+                        shedder = _shedder(shedding, plan, first[0], reread, err, workload, lateness)
+                detector = Detector(
+                    plan,
+                    schema,
+                    count_only=options.count,
+                    shedder=shedder,
+                    record_latency=shedding.stats is not None or shedding.bounded,
+                    allowed_lateness=lateness,
+                    tenants=tenants,
+                    capacity=shedding.capacity,
+                    pace=shedding.pace,
+                )
+                if left is not None and not options.count:
+                    detector.engine.quota = left
+                for batch, report in chunks:
+                    if left is not None and left <= 0 and not options.count:
+                        break
+                    tally.add(report)
+                    found = in_order(detector.feed(batch))
+                    if left is not None:
+                        found = found[:left]
+                        left -= len(found)
+                    sink.write(found)
+                per_query = detector.counts
+                stats = detector.stats()
+                footer = (
+                    f"conditions out of their math domain: {stats['domain_errors']}; "
+                    f"cost units per event: {stats['units_per_event']:.1f}; "
+                    f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
+                    f"events skipped in bulk: {stats['events_skipped']} of "
+                    f"{stats['events_skipped'] + stats['events_processed']} (per group)"
+                )
+                if shedder is not None:
+                    footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                    summary = _summary_table(detector)
+                if shedding.stats is not None:
+                    Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))
+                if left == 0 and options.limit:
+                    footer += f"; stopped after --limit {options.limit} matches"
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): see main
     except OSError as exc:
-        print(f"error: cannot read {exc.filename}: {exc.strerror}", file=err)
+        print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
-    if count:
+    if options.count:
         for name, n in per_query.items():
             print(json.dumps({"query": name, "count": n}), file=out)
-    else:
-        for m in matches[:limit]:
-            print(m.to_json(), file=out)
-    print(report.summary(), file=err)
+    print(tally.summary(), file=err)
     counts = ", ".join(f"{name}={n}" for name, n in per_query.items())
     print(f"matches: {counts}; {footer}", file=err)
+    if summary:
+        print(summary, file=err)  # the run summary per query, after the totals
     return EXIT_OK
+
+
+def _no_sink() -> Any:
+    """A sink that takes nothing (``--count``)."""
+    from .sinks import MatchSink
+
+    return MatchSink(io.StringIO())
 
 
 def explain_plan(
@@ -449,7 +576,7 @@ def explain_plan(
     dot_file: str | None,
     png_file: str | None,
     events_file: str | None,
-    generate: int,
+    generate: int | None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -464,6 +591,10 @@ def explain_plan(
 
     from .events.loaders import load_pandas
 
+    if events_file is not None and generate is not None:
+        print("error: give --events FILE or --generate N, not both", file=err)
+        return EXIT_INVALID
+    generate = 20_000 if generate is None else generate
     try:
         generator: str | None = None
         if len(files) == 1 and files[0].endswith(".toml") and schema_file is None:
@@ -484,10 +615,7 @@ def explain_plan(
         planned = time.perf_counter() - began
         batch = None
         if events_file:
-            loaded = _load_events(events_file, schema, err)
-            if loaded is None:
-                return EXIT_INVALID
-            batch = loaded[0]
+            batch = _load_events(events_file, schema)
         elif generator and generate > 0:
             from .events.generators import generate as generate_events
 
@@ -556,8 +684,13 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
-        spark = spark_session(args.master, **stream_conf())
-        summary = run_stream(workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout)
+        if not Path(args.source).is_dir():
+            raise SurfaceError(f"{args.source}: error: no such folder\n  hint: --source is the folder files arrive in")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        spark = spark_session(args.master, log=str(Path(args.out, "spark.log")), **stream_conf())
+        summary = run_stream(
+            workload, args.source, args.checkpoint, args.out, settings, spark, args.timeout, progress=err
+        )
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -583,6 +716,18 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     if options.generate and not workload.generator:
         print(f"error: workload {workload.name} names no generator\n  hint: give --events PATH", file=err)
         return EXIT_INVALID
+    from .spark.prepare import format_of
+
+    # the input is checked before Spark starts: a mistyped path costs no JVM
+    problem = None if options.events is None else _events_problem(options.events, folder=True)
+    if problem is None and options.events is not None:
+        try:
+            format_of(options.events)
+        except SharpCerError as exc:
+            problem = str(exc)
+    if problem is not None:
+        print(problem, file=err)
+        return EXIT_INVALID
     from .spark.pipeline import run_detection
     from .spark.progress import Progress
     from .spark.session import spark_session
@@ -594,7 +739,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     target = Path(options.out)
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master, **settings)
+    spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
     started = time.perf_counter()
     try:
         if options.events is not None:
@@ -610,6 +755,9 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
             summary = _complete(detection, target, "", options.format)
     except SharpCerError as exc:
         print(exc, file=err)
+        return EXIT_INVALID
+    except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
+        print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {target / 'spark.log'}", file=err)
         return EXIT_INVALID
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
@@ -649,18 +797,67 @@ def _complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
         detection.close()
 
 
+def _at_least(lowest: int) -> Callable[[str], int]:
+    """An argparse type: an integer no smaller than ``lowest``.
+
+    >>> _at_least(1)("3"), _at_least(0)("0")
+    (3, 0)
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {lowest}, found {value}")
+        return value
+
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sharp-cer", description="Complex event recognition for many tenants.")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate query, schema and workload files")
     check.add_argument("files", nargs="+", metavar="FILE", help=".ceql, .core or .toml files")
     check.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
-    run_match = sub.add_parser("match", help="print the matches of queries over an events file (JSON lines)")
-    run_match.add_argument("--schema", required=True, metavar="FILE", help="the .core schema")
-    run_match.add_argument("--query", required=True, action="append", metavar="FILE", help=".ceql file (repeatable)")
+    run_match = sub.add_parser(
+        "match",
+        help="write the matches of a workload or of queries over an events file (JSON lines)",
+        description="Read the events chunk by chunk and write each chunk's matches as they complete, in order "
+        "of their end: memory holds one chunk and the engine's live state, not the input.",
+    )
+    run_match.add_argument(
+        "workload", nargs="?", metavar="WORKLOAD", help="a workload (.toml): its queries, tenants and lateness"
+    )
+    run_match.add_argument("--schema", metavar="FILE", help="without a workload: the .core schema")
+    run_match.add_argument(
+        "--query", action="append", default=[], metavar="FILE", help="without a workload: a .ceql file (repeatable)"
+    )
     run_match.add_argument("--events", required=True, metavar="FILE", help=".csv, .jsonl or .parquet events")
-    run_match.add_argument("--engine", choices=["core", "reference"], default="core")
-    run_match.add_argument("--limit", type=int, default=None, metavar="N", help="print at most N matches")
+    run_match.add_argument(
+        "--engine", choices=["core", "reference"], default="core", help="the reference oracle reads the whole file"
+    )
+    run_match.add_argument(
+        "--limit",
+        type=_at_least(1),
+        default=None,
+        metavar="N",
+        help="stop once N matches are out, within one event's enumeration if need be (true matches; with one "
+        "query group and no strategy or LIMIT, every match ending before the last one printed is printed)",
+    )
+    run_match.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write matches to FILE.jsonl, FILE.csv or FILE.parquet (default: stdout, JSON lines)",
+    )
+    run_match.add_argument(
+        "--allowed-lateness",
+        type=_at_least(0),
+        metavar="NS",
+        help="without a workload: how far (ns) an event's time may fall behind the latest before it is late",
+    )
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
@@ -682,16 +879,19 @@ def _parser() -> argparse.ArgumentParser:
     run_explain.add_argument("--events", metavar="FILE", help="run once over these events (.csv, .jsonl, .parquet)")
     run_explain.add_argument(
         "--generate",
-        type=int,
-        default=20_000,
+        type=_at_least(0),
         metavar="N",
-        help="without --events, run over N events of the workload's generator (0: no run)",
+        help="without --events, run over N events of the workload's generator (default 20,000; 0: no run)",
     )
     run_spark = sub.add_parser("run", help="run a workload over events on Spark (batch)")
     run_spark.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
     run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
     run_spark.add_argument(
-        "--generate", type=int, default=0, metavar="N", help="instead of --events: N events of the workload's generator"
+        "--generate",
+        type=_at_least(0),
+        default=0,
+        metavar="N",
+        help="instead of --events: N events of the workload's generator",
     )
     run_spark.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_spark.add_argument("--out", default="out/run", metavar="DIR", help="where matches and the summary go")
@@ -736,13 +936,14 @@ def _latency_arguments(parser: argparse.ArgumentParser) -> None:
         type=latency_bound,
         metavar="BOUND",
         help="every query's bound from an event's arrival to its matches, queueing included: "
-        "250ms, cost units (500), or 40%% of the unshedded mean latency",
+        "250ms, cost units (500), or 40%% of the unshedded mean latency (a fraction reads the events file twice)",
     )
     bound.add_argument(
         "--latency-bound-fraction",
         type=float,
         metavar="F",
-        help="every query's bound as a fraction of its mean latency in an unshedded run (--latency-bound F*100%%)",
+        help="every query's bound as a fraction of its mean latency in an unshedded run (--latency-bound F*100%%; "
+        "reads the events file twice: once unshedded, once shedding)",
     )
     pace = parser.add_mutually_exclusive_group()
     pace.add_argument("--rate", type=float, metavar="EVENTS_PER_S", help="the events arrive at this fixed rate")
@@ -753,7 +954,8 @@ def _latency_arguments(parser: argparse.ArgumentParser) -> None:
         "--capacity",
         type=float,
         metavar="UNITS_PER_S",
-        help="serve this many cost units per second (deterministic, reproducible); default: wall time",
+        help="serve this many cost units per second (deterministic, reproducible); default: the workload's "
+        "capacity, else wall time",
     )
 
 
@@ -768,8 +970,23 @@ def _bound_option(args: argparse.Namespace) -> LatencyBound | None:
     return LatencyBound(fraction=fraction)
 
 
+#: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
+EXIT_PIPE_CLOSED = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped reading: what it did not read goes nowhere, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
@@ -784,17 +1001,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             speed=args.replay_speed,
             capacity=args.capacity,
         )
-        return match(
-            args.schema,
-            args.query,
+        asked = MatchOptions(
             args.events,
-            args.engine,
-            args.limit,
-            sys.stdout,
-            sys.stderr,
+            workload=args.workload,
+            schema=args.schema,
+            queries=tuple(args.query),
+            engine=args.engine,
+            limit=args.limit,
             count=args.count,
-            shedding=shedding,
+            out=args.out,
+            allowed_lateness=args.allowed_lateness,
         )
+        return match(asked, sys.stdout, sys.stderr, shedding)  # a closed pipe (``| head``) ends in main
     if args.command == "explain":
         return explain_plan(
             args.files,

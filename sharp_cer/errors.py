@@ -1,4 +1,5 @@
-"""The exception hierarchy: one root, one subclass per layer (DESIGN.md §1).
+"""The exception hierarchy: one root, one subclass per layer
+(language, events, plan, engine, shedding, surfaces).
 
 Catching :class:`SharpCerError` catches every error the library raises on
 purpose; each layer raises only its own subclass (or a subclass of it).
@@ -37,3 +38,7 @@ class SheddingError(SharpCerError):
 
 class SurfaceError(SharpCerError):
     """The API, the CLI or the Spark pipeline was called inconsistently."""
+
+
+class RecognizeError(SharpCerError):
+    """A MATCH_RECOGNIZE clause is malformed, unsupported, or failed on its rows."""

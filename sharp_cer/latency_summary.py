@@ -23,12 +23,15 @@ q            1      -           -    4.50 / 4.50 / 5.94 / 6.00          4 / 6   
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sharp_cer.engine import Engine
 
 
-def query_summaries(engine: Engine, shedder: Any, tenants: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def query_summaries(
+    engine: Engine, shedder: Any, tenants: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Per query (see the module docstring); latency needs an engine made
     with ``record_latency=True``. ``shedder`` is a ``shedding.LoadShedder``
     or None."""

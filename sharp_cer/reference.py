@@ -4,7 +4,7 @@ It is the oracle of the test suite: slow, exhaustive and written straight from
 the definitions below, never used on the hot path. It imports only the
 language and events layers.
 
-The rules (DESIGN.md §2, CORE §2, CEL §2–5):
+The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
 
 1. **Valuations.** A pattern denotes a set of valuations ``(interval, data,
    vars)``: an interval ``[start, end]`` of stream positions, the output
@@ -38,8 +38,11 @@ The rules (DESIGN.md §2, CORE §2, CEL §2–5):
    include both bounds.
 7. **Clause order.** PARTITION BY, then WHERE with every FILTER, then WITHIN,
    then the strategy, then projection. PARTITION BY splits the stream into
-   substreams of events with equal keys (an event's key comes from the first
-   attribute list its type declares; events with no key belong to none).
+   substreams, as CORE's paper defines them (§3): the key is every attribute
+   the clause names, whatever the brackets (``[a], [b]`` and ``[a, b]`` are
+   one key of a and b); a substream is the events with equal values of all of
+   them, and an event that lacks one, or holds null in one, belongs to no
+   substream.
 8. **WITHIN.** ``n EVENTS``: end position minus start position at most n
    (positions of the whole input); ``n [attr]``: attr of the end event minus
    attr of the start event below n; time units: primary time of the end event
@@ -183,13 +186,9 @@ class _Query:
         return out
 
     def _partition_key(self, row: dict[str, Any]) -> Any:
-        groups = self.query.partition_by
-        if not groups:
-            return ()
-        for group in groups:
-            if all(row.get(a) is not None for a in group):
-                return tuple(row[a] for a in group)
-        return None
+        """The row's values of the key's attributes (rule 7); None: no substream."""
+        key = tuple(row.get(a) for a in self.query.partition_attributes)
+        return None if None in key else key
 
     # ------------------------------------------------------------ patterns
     def _eval(self, node: ast.Formula) -> set[_Valuation]:

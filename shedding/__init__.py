@@ -1,4 +1,4 @@
-"""The shedding layer (DESIGN.md §1, §5): overload detection, the cost sketch,
+"""The shedding layer, above the engine and below the surfaces: overload detection, the cost sketch,
 the PSD index, the greedy selector and the baselines, behind the engine's
 ``Shedder`` protocol.
 

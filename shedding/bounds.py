@@ -23,7 +23,7 @@ of its *largest* per-event service in cost units (``reference_latency``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ def reference_latency(plan: Plan, batches: Iterable[EventBatch], **options: obje
 
 
 def unshedded_latency(
-    plan: Plan, batches: Sequence[EventBatch], arrivals: Sequence[Any], capacity: float | None = None, **options: Any
+    plan: Plan, batches: Iterable[EventBatch], arrivals: Iterable[Any], capacity: float | None = None, **options: Any
 ) -> dict[str, float]:
     """Each query's mean latency in milliseconds, queueing included, in an
     unshedded run over ``batches`` arriving at ``arrivals`` (one array of

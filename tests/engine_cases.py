@@ -2,10 +2,12 @@
 against the reference evaluator.
 
 Queries are drawn as CEQL text over one schema (event types A, B, C with an
-int ``x``, a partition attribute ``k`` and a primary time ``t``; D lives in
-another stream, for FROM), from the operators the engine runs: sequence and
-contiguity, OR, Kleene (nested too), NOT, ABSENT, unary conditions on event
-types and on AS variables, every kind of window, PARTITION BY and projection.
+int ``x``, partition attributes ``k`` and ``j`` and a primary time ``t``; D
+lives in another stream, for FROM, and has no ``j``, so a key naming j puts
+D's events in no partition), from the operators the engine runs: sequence
+and contiguity, OR, Kleene (nested too), NOT, ABSENT, unary conditions on
+event types and on AS variables, every kind of window, PARTITION BY on one
+attribute or two (in one list or in two) and projection.
 Options of :func:`queries` add, each off by default (so the default draws are
 unchanged): an explicit selection strategy (ALL, ANY, NEXT, LAST, MAX,
 STRICT), CONSUME BY, LIMIT, conjunction ``AND(p, q[, r])``, and cross-event
@@ -33,9 +35,9 @@ from sharp_cer.language import Schema
 
 SCHEMA = Schema.parse(
     """CREATE STREAM S {
-         EVENT A { x:int, k:int, t:primary_time },
-         EVENT B { x:int, k:int, t:primary_time },
-         EVENT C { x:int, k:int, t:primary_time }
+         EVENT A { x:int, k:int, j:int, t:primary_time },
+         EVENT B { x:int, k:int, j:int, t:primary_time },
+         EVENT C { x:int, k:int, j:int, t:primary_time }
        }
        CREATE STREAM U { EVENT D { x:int, k:int, t:primary_time } }"""
 )
@@ -43,6 +45,8 @@ TYPES = ("A", "B", "C")
 SECOND = 1_000_000_000
 STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
 COMPARE_OPS = ("<", "<=", ">", ">=", "=", "!=")
+#: PARTITION BY clauses: one attribute, or both in one list or in two (the same key)
+PARTITIONS = ("[k]", "[k]", "[j]", "[k], [j]", "[j, k]", "[k], [k, j]")
 AGGREGATES = ("sum", "min", "max", "avg", "first", "last")  # and count(v), drawn apart
 
 
@@ -274,7 +278,7 @@ def queries(
     text = f"SELECT {selection}{source} WHERE {pattern}"
     partitioned = draw(st.integers(0, 2)) == 0
     if partitioned:
-        text += " PARTITION BY [k]"
+        text += f" PARTITION BY {draw(st.sampled_from(PARTITIONS))}"
     window = draw(st.sampled_from(["events", "events", "time", "attribute", "none"]))
     if window == "events":
         text += f" WITHIN {draw(st.integers(0, 10))} EVENTS"
@@ -306,16 +310,21 @@ def streams(draw: st.DrawFn, max_size: int = 10) -> list[dict[str, Any]]:
     for _ in range(n):
         t += draw(st.sampled_from([0, SECOND // 2, SECOND, 2 * SECOND]))
         kind = draw(st.sampled_from([*TYPES, *TYPES, *TYPES, "D"]))
-        rows.append({"type": kind, "x": draw(st.integers(0, 3)), "k": draw(st.integers(0, 1)), "t": t})
+        row = {"type": kind, "x": draw(st.integers(0, 3)), "k": draw(st.integers(0, 1)), "t": t}
+        if kind != "D":
+            row["j"] = draw(st.integers(0, 1))
+        rows.append(row)
     return rows
 
 
 def to_batch(rows: list[dict[str, Any]]) -> EventBatch:
-    """Load rows through the pandas loader, as a user would."""
+    """Load rows through the pandas loader, as a user would (a row of A, B
+    or C without ``j`` gets j = 0)."""
     import pandas as pd
 
-    frame = pd.DataFrame(rows, columns=["type", "x", "k", "t"])
-    frame = frame.astype({"x": np.int64, "k": np.int64, "t": np.int64})
+    frame = pd.DataFrame(rows, columns=["type", "x", "k", "j", "t"])
+    frame["j"] = frame["j"].where(frame["type"] == "D", frame["j"].fillna(0))
+    frame = frame.astype({"x": np.int64, "k": np.int64, "j": "Int64", "t": np.int64})
     batch, report = load_pandas(frame, SCHEMA)
     assert report.accepted == len(rows), report.summary()
     return batch
@@ -344,7 +353,7 @@ def shared_workloads(draw: st.DrawFn, min_size: int = 2, max_size: int = 20) -> 
         strategy = draw(st.sampled_from(["", "", "", "", "ALL ", "ANY ", "NEXT ", "STRICT "]))
         text = f"SELECT {strategy}* WHERE {whole.text}"
         if draw(st.integers(0, 4)) == 0:
-            text += " PARTITION BY [k]"
+            text += f" PARTITION BY {draw(st.sampled_from(PARTITIONS))}"
         if draw(st.integers(0, 4)) == 0:
             text += f" WITHIN {draw(st.integers(0, 6))} SECONDS"
         else:

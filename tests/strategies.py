@@ -129,12 +129,16 @@ def name_tuples(
 # ---------------------------------------------------------------- literals
 
 
-def non_negative_numbers() -> st.SearchStrategy[int | float]:
-    """Non-negative ints and finite non-negative floats (never ``-0.0``)."""
+INT64_MAX = 2**63 - 1
+
+
+def non_negative_numbers(largest: float = INT64_MAX) -> st.SearchStrategy[int | float]:
+    """Non-negative ints (64-bit: the parser refuses larger literals) and
+    finite non-negative floats (never ``-0.0``), up to ``largest``."""
     return st.one_of(
-        st.integers(min_value=0, max_value=1000),
-        st.integers(min_value=0),
-        st.floats(min_value=0.0, allow_nan=False, allow_infinity=False).map(abs),
+        st.integers(min_value=0, max_value=min(1000, int(largest))),
+        st.integers(min_value=0, max_value=int(largest)),
+        st.floats(min_value=0.0, max_value=float(largest), allow_nan=False, allow_infinity=False).map(abs),
     )
 
 
@@ -356,13 +360,14 @@ def partitions(attributes: st.SearchStrategy[str] | None = None) -> st.SearchStr
 def time_windows(draw: st.DrawFn) -> ast.TimeWindow:
     """``WITHIN h HOURS m MINUTES s SECONDS`` with any non-empty subset of units."""
     units = draw(st.sets(st.sampled_from(TIME_UNITS), min_size=1))
-    return ast.TimeWindow(**{unit: draw(non_negative_numbers()) for unit in sorted(units)})
+    # each unit below 2,000,000 keeps the window within int64 nanoseconds, the parser's limit
+    return ast.TimeWindow(**{unit: draw(non_negative_numbers(2_000_000)) for unit in sorted(units)})
 
 
 def windows(attributes: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[ast.Window]:
     """Every window kind: events, time, or attribute."""
     attributes = attributes if attributes is not None else names()
-    sizes = st.one_of(st.integers(min_value=0, max_value=1000), st.integers(min_value=0))
+    sizes = st.one_of(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=INT64_MAX))
     return st.one_of(
         st.builds(ast.EventWindow, sizes),
         time_windows(),

@@ -60,7 +60,7 @@ def test_unknown_kind_and_missing_file(files: Path, capsys: pytest.CaptureFixtur
     (files / "x.txt").write_text("hello")
     assert main(["check", str(files / "x.txt"), str(files / "missing.toml")]) == 2
     err = capsys.readouterr().err
-    assert "unknown kind of file '.txt'" in err and "cannot read workload" in err
+    assert "unknown kind of file '.txt'" in err and "cannot read the workload file" in err
 
 
 def test_every_example_workload_checks(capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,7 +117,8 @@ def test_match_prints_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     # position 2 is dead-lettered; NOT(SELL) opens at 1 or 3: BUY then SELL after it
     assert out.splitlines() == [
-        '{"query": "not_sell", "start": 1, "end": 4, "events": [3, 4], "vars": {"BUY": [3], "SELL": [4]}}',
+        '{"query": "not_sell", "tenant": null, "start": 1, "end": 4, "events": [3, 4], '
+        '"vars": {"BUY": [3], "SELL": [4]}}',
     ]
     assert "mistyped" in err and "not_sell=1" in err
 

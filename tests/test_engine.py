@@ -25,7 +25,7 @@ from tests.engine_cases import SCHEMA, to_batch
 def rows(spec: str, **columns: list[Any]) -> list[dict[str, Any]]:
     out = []
     for i, kind in enumerate(spec.split()):
-        row = {"type": kind, "x": 0, "k": 0, "t": i}
+        row = {"type": kind, "x": 0, "k": 0, "j": 0, "t": i}
         row.update({name: values[i] for name, values in columns.items()})
         out.append(row)
     return out
@@ -199,7 +199,7 @@ def test_attribute_window_over_values_that_go_back() -> None:
 def test_detector_feeds_across_batches_like_one() -> None:
     frame = pd.DataFrame(rows("A B C A B C A C"))
     one = Detector.from_queries([("q", "SELECT * WHERE A ; C WITHIN 4 EVENTS")], SCHEMA)
-    many = Detector.from_queries([("q", "SELECT * WHERE A ; C WITHIN 4 EVENTS")], SCHEMA)
+    many = Detector.from_queries([("q", "SELECT * WHERE A ; C WITHIN 4 EVENTS")], SCHEMA, history=True)
     one.feed(frame)
     for lo in range(0, len(frame), 3):
         many.feed(frame.iloc[lo : lo + 3].reset_index(drop=True))
@@ -209,11 +209,11 @@ def test_detector_feeds_across_batches_like_one() -> None:
 
 def test_detector_reports_bad_rows_and_keeps_positions() -> None:
     detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA)
-    frame = pd.DataFrame([*rows("A"), {"type": "Z", "x": 0, "k": 0, "t": 1}, *rows("B")])
+    frame = pd.DataFrame([*rows("A"), {"type": "Z", "x": 0, "k": 0, "j": 0, "t": 1}, *rows("B")])
     (match,) = detector.feed(frame)
     assert (match.start, match.end) == (0, 2)
     assert detector.reports[0].counts == {"unknown_type": 1}
-    assert detector.events_of(match)["B"] == [{"type": "B", "position": 2, "x": 0, "k": 0, "t": 0}]
+    assert detector.events_of(match)["B"] == [{"type": "B", "position": 2, "x": 0, "k": 0, "j": 0, "t": 0}]
 
 
 def test_matches_as_arrow() -> None:
@@ -221,14 +221,36 @@ def test_matches_as_arrow() -> None:
     detector.feed(pd.DataFrame(rows("A B B")))
     table = matches_to_arrow(detector.matches).to_pylist()
     assert table == [
-        {"query": "q", "start": 0, "end": 1, "events": [0, 1], "vars": [("A", [0]), ("B", [1]), ("a", [0])]},
-        {"query": "q", "start": 0, "end": 2, "events": [0, 2], "vars": [("A", [0]), ("B", [2]), ("a", [0])]},
+        {
+            "query": "q",
+            "tenant": None,
+            "start": 0,
+            "end": 1,
+            "events": [0, 1],
+            "vars": [("A", [0]), ("B", [1]), ("a", [0])],
+        },
+        {
+            "query": "q",
+            "tenant": None,
+            "start": 0,
+            "end": 2,
+            "events": [0, 2],
+            "vars": [("A", [0]), ("B", [2]), ("a", [0])],
+        },
     ]
 
 
-def test_detector_without_history_keeps_nothing() -> None:
-    detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA, history=False)
-    (match,) = detector.feed(pd.DataFrame(rows("A B")))
-    assert (match.start, match.end) == (0, 1) and detector.matches == []
-    with pytest.raises(SurfaceError, match="history=True"):
-        detector.events_of(match)
+def test_detector_keeps_only_the_latest_feed_by_default() -> None:
+    detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA)
+    (first,) = detector.feed(pd.DataFrame(rows("A B")))
+    assert (first.start, first.end) == (0, 1) and detector.matches == [first]
+    found = detector.feed(pd.DataFrame(rows("B A B")))  # positions 2, 3, 4
+    assert detector.matches == found and [(m.start, m.end) for m in found] == [(0, 2), (0, 4), (3, 4)]
+    across = found[0]
+    assert detector.events_of(detector.matches[2])["B"] == [
+        {"type": "B", "position": 4, "x": 0, "k": 0, "j": 0, "t": 2}
+    ]
+    for old in (first, across):  # their A at position 0 came in the first feed
+        with pytest.raises(SurfaceError, match="history=True"):
+            detector.events_of(old)
+    assert len(detector.reports) == 1 and detector.reports[0].read == 3

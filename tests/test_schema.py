@@ -10,7 +10,7 @@ from sharp_cer.language.errors import CeqlSyntaxError, SchemaError
 
 def test_types_and_primary_time() -> None:
     schema = Schema.parse(
-        "CREATE STREAM S { EVENT A { i:int, d:double, s:string, b:boolean, t:primary_time } }\n"
+        "CREATE STREAM S { EVENT A { i:int, d:double, s:string, b:bool, t:primary_time } }\n"
         "DECLARE STREAM T { EVENT A { k:int }, EVENT Z {} }"
     )
     assert schema.event("A", "S").attributes == {

@@ -98,8 +98,8 @@ def test_the_map_in_arrow_fallback_matches_too(spark: Any, tmp_path: Path) -> No
 HAND_MADE = r'''
 [workload]
 name = "hand-made"
-schema = """CREATE STREAM S { EVENT A { k:int, x:int, t:primary_time },
-                             EVENT B { k:int, x:int, t:primary_time }, EVENT C { x:int, t:primary_time } }"""
+schema = """CREATE STREAM S { EVENT A { k:int, x:int, j:int, t:primary_time },
+                             EVENT B { k:int, x:int, j:int, t:primary_time }, EVENT C { x:int, t:primary_time } }"""
 [[query]]
 name = "near_by_position"
 tenant = "t1"
@@ -120,6 +120,10 @@ text = "SELECT * WHERE A : B PARTITION BY [k] WITHIN 4 SECONDS"
 name = "next_by_key"
 tenant = "t3"
 text = "SELECT NEXT * WHERE A ; B ; B FILTER B[x < 5] PARTITION BY [k] WITHIN 12 EVENTS"
+[[query]]
+name = "contiguous_by_key_and_j"
+tenant = "t3"
+text = "SELECT * WHERE A : B PARTITION BY [k], [j] WITHIN 8 EVENTS"
 '''
 
 
@@ -127,14 +131,20 @@ def hand_made_events(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     types = rng.choice(["A", "B", "C"], size=n, p=[0.4, 0.45, 0.15])
     keys = rng.integers(0, 5, size=n)
-    return pd.DataFrame(
+
+    def of_a_and_b(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
+        return pd.array([None if t == "C" else int(v) for t, v in zip(types, values, strict=True)], dtype="Int64")
+
+    frame = pd.DataFrame(
         {
             "type": types,
-            "k": pd.array([None if t == "C" else int(k) for t, k in zip(types, keys, strict=True)], dtype="Int64"),
+            "k": of_a_and_b(keys),
             "x": rng.integers(0, 8, size=n),
             "t": np.cumsum(rng.integers(0, 2, size=n)) * 1_000_000_000,
         }
     )
+    frame.insert(3, "j", of_a_and_b(rng.integers(0, 2, size=n)))  # drawn last: the other columns stay as they were
+    return frame
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -161,7 +171,7 @@ def with_faults(lines: list[str]) -> list[str]:
     the 2 s allowed) or by 1 s (within), spread over the stream."""
     lines = list(lines)
     for i in range(50, len(lines), 400):
-        lines[i] = "A,1,oops,5"
+        lines[i] = "A,1,oops,0,5"
     for i in range(120, len(lines), 300):
         kind, *rest = lines[i].split(",")
         t = int(lines[i - 1].split(",")[-1]) - (3 if i % 600 == 120 else 1) * 1_000_000_000
@@ -213,7 +223,7 @@ def test_summary_counts_latency_and_bounds(spark: Any) -> None:
     assert summary.tenants == {
         "t1": detector.counts["near_by_position"] + detector.counts["no_c_between"],
         "t2": detector.counts["consumed_across_keys"] + detector.counts["contiguous_by_key"],
-        "t3": detector.counts["next_by_key"],
+        "t3": detector.counts["next_by_key"] + detector.counts["contiguous_by_key_and_j"],
     }
     near = by_name["near_by_position"]
     assert near.bound_units == 3 and near.over_bound is not None and near.over_bound > 0
@@ -272,7 +282,8 @@ def test_join_events_gives_each_match_its_events_attributes(spark: Any) -> None:
     joined: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = {}
     for r in rows:
         key = (r["query"], r["start"], r["end"], tuple(r["events"]))
-        event = {"type": r["type"], "position": r["position"], **{a: r[a] for a in ("k", "x", "t") if r[a] is not None}}
+        attributes = {a: r[a] for a in ("k", "x", "j", "t") if r[a] is not None}
+        event = {"type": r["type"], "position": r["position"], **attributes}
         joined.setdefault(key, {}).setdefault(r["variable"], []).append(event)
     assert len(joined) == len({(m.query, m.start, m.end, m.events) for m in detector.matches}) > 0
     for m in detector.matches:

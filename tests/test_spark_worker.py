@@ -22,6 +22,8 @@ from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
 PARTITIONED = ("near_by_position", "contiguous_by_key", "next_by_key")
+#: the lane whose key has two attributes, k and j
+BY_K_AND_J = ("contiguous_by_key_and_j",)
 #: near_by_position within 20% of its unshedded latency
 BOUNDED = HAND_MADE.replace(
     'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
@@ -30,14 +32,14 @@ BOUNDED = HAND_MADE.replace(
 )
 
 
-def _stream(n: int, seed: int, groups: int) -> pa.RecordBatch:
-    """The partitioned lane's events, as the driver routes them: key groups
-    by a hash of the key, sorted by group and position."""
+def _stream(n: int, seed: int, groups: int, key: tuple[str, ...] = ("k",)) -> pa.RecordBatch:
+    """A partitioned lane's events, as the driver routes them: key groups
+    by a hash of the ``key`` attributes' values, sorted by group and position."""
     frame = hand_made_events(n, seed)
     frame["__seq"] = np.arange(n)
     frame = frame[frame["type"] != "C"].copy()
     frame["__lane"] = 0
-    frame["__group"] = frame["k"].astype(int) * 7 % groups
+    frame["__group"] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
     frame = frame.sort_values(["__group", "__seq"], kind="stable")
     return pa.RecordBatch.from_pandas(frame, preserve_index=False)
 
@@ -58,6 +60,14 @@ def _in_process(n: int, seed: int, queries: tuple[str, ...]) -> Counter[tuple[ob
 def test_key_groups_in_one_sorted_stream_give_the_in_process_matches(groups: int, seed: int) -> None:
     job = Job(WORKLOAD, (PARTITIONED,), bin_width=50, groups=groups)
     assert _matches(list(run_sorted(job, [_stream(400, seed, groups)]))) == _in_process(400, seed, PARTITIONED)
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 10_000))
+def test_key_groups_of_a_two_attribute_key_give_the_in_process_matches(groups: int, seed: int) -> None:
+    job = Job(WORKLOAD, (BY_K_AND_J,), bin_width=50, groups=groups)
+    found = _matches(list(run_sorted(job, [_stream(400, seed, groups, key=("k", "j"))])))
+    assert found == _in_process(400, seed, BY_K_AND_J) and sum(found.values()) > 0
 
 
 def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
@@ -133,3 +143,25 @@ def test_a_stream_group_sheds_to_its_bounds_measured_on_its_first_release() -> N
     assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] >= 1]  # resolved
     near = sum(v for k, v in shed.items() if k[0] == "near_by_position")
     assert near < sum(v for k, v in _in_process(1500, 4, PARTITIONED).items() if k[0] == "near_by_position")
+
+
+def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_within_the_windows() -> None:
+    import json
+
+    from sharp_cer.spark.stream_group import StreamGroup
+
+    frame = hand_made_events(6000, 3)
+    rows = {p: r for p, r in enumerate(frame.to_dict("records")) if r["type"] != "C"}
+    texts = {p: json.dumps({k: v for k, v in r.items()}, default=int) for p, r in rows.items()}
+    group = StreamGroup(Job(WORKLOAD, (PARTITIONED,), bin_width=50), lane=0)
+    positions, alerts, sizes = sorted(texts), [], []
+    for a in range(0, len(positions), 100):
+        some = positions[a : a + 100]
+        out = group.release([texts[p] for p in some], some, [0] * len(some), now_ms=0).to_pylist()
+        alerts += [r for r in out if r["kind"] == MATCH]
+        sizes.append(len(group.recent))
+    assert len(alerts) == sum(_in_process(6000, 3, PARTITIONED).values()) > 100
+    for alert in alerts:  # each event whole, in `events` order, and the time of the last one
+        assert [json.loads(e) for e in alert["attributes"]] == [json.loads(texts[p]) for p in alert["events"]]
+        assert alert["end_time"] == rows[alert["end"]]["t"]
+    assert max(sizes) < 100 < len(positions)  # the windows hold a few events per key: not the stream

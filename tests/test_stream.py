@@ -1,14 +1,19 @@
 """Spark streaming against the batch pipeline and the in-process engine:
-stopped mid-stream and restarted from its checkpoint, the stream's output
-(matches and dead letters, late events included) is exactly the batch
-result, nothing lost, nothing doubled; a restart with another workload is
-refused, naming the difference (from the checkpoint, and from the state
-itself); ``sharp-cer stream``."""
+stopped mid-stream (or its driver killed mid-micro-batch) and restarted
+from its checkpoint, the stream's committed output (matches and dead
+letters, late events included) is exactly the batch result, nothing lost,
+nothing doubled; a restart with another workload, or from an older
+checkpoint format, is refused, saying why; ``detect_stream`` over a file
+source (numbered by ``order_by``) and a Python streaming data source, with
+alerts carrying their events; ``sharp-cer stream``."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,6 +46,15 @@ def events_with_faults(workload: Workload, path: Path) -> list[str]:
     lines = with_faults(csv_file(workload, hand_made_events(1800, 11), path).read_text().splitlines())
     path.write_text("\n".join(lines) + "\n")
     return lines
+
+
+def committed_matches(out: str | Path) -> Counter[tuple[Any, ...]]:
+    """The matches of a stream's committed output, read with pandas (``read_committed``)."""
+    from sharp_cer.spark.stream_output import read_committed
+
+    frame = read_committed(out)
+    rows = frame[frame["kind"] == "match"].to_dict("records")
+    return Counter((r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"])) for r in rows)
 
 
 def stream_matches(output: Any) -> Counter[tuple[Any, ...]]:
@@ -92,6 +106,7 @@ def test_stopped_and_restarted_stream_equals_the_batch_result(spark: Any, stream
     got = stream_matches(streamed["output"])
     assert 0 <= streamed["first"] < sum(truth.values())  # the first run stopped mid-stream
     assert got == truth  # nothing lost, nothing doubled
+    assert committed_matches(streamed["out"]) == truth  # read without Spark, through the sink's log
     letters = streamed["output"].where("kind = 'dead_letter'").collect()
     assert sorted((r["start"], r["name"], r["reason"]) for r in letters) == sorted(
         (d.position, d.kind, d.reason) for d in report.dead_letters
@@ -128,7 +143,7 @@ def test_restart_with_another_workload_is_refused_naming_the_difference(
     # without the checkpoint's copy of the signature, the state itself refuses it (this test runs last on it)
     checkpoint, source = Path(streamed["checkpoint"]), streamed["source"]
     (checkpoint / "sharp-cer-workload.json").unlink()
-    (source / "part-99.csv").write_text("A,1,3,999000000000\n")
+    (source / "part-99.csv").write_text("A,1,3,0,999000000000\n")
     with pytest.raises(SurfaceError) as caught:
         run_stream(changed, str(source), str(checkpoint), streamed["out"], StreamSettings(), spark)
     assert "stream state" in str(caught.value) and "query near_by_position changed" in str(caught.value)
@@ -156,3 +171,186 @@ def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.Ca
     missing = [*argv[:3], str(tmp_path / "nowhere"), *argv[4:], "--format", "jsonl"]
     assert main(missing) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_an_older_format_is_refused_saying_what_to_do(tmp_path: Path) -> None:
+    from sharp_cer.spark.stream import SIGNATURE_FILE, check_checkpoint
+
+    workload = parse_workload(HAND_MADE)
+    (tmp_path / SIGNATURE_FILE).write_text(json.dumps(workload.signature()))  # format 1 kept the bare signature
+    with pytest.raises(SurfaceError) as caught:
+        check_checkpoint(str(tmp_path), workload)
+    message = str(caught.value)
+    assert "written by an older sharp-cer (stream format 1)" in message and "new --checkpoint" in message
+    fresh = tmp_path / "fresh"
+    check_checkpoint(str(fresh), workload)  # a new checkpoint records this format, and reads back
+    check_checkpoint(str(fresh), workload)
+
+
+def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(spark: Any, tmp_path: Path) -> None:
+    """SIGKILL of the driver (and its JVM) while a micro-batch runs: its files
+    may be in the output folder, uncommitted; after a restart from the
+    checkpoint the committed output is exactly the batch result."""
+    from sharp_cer.spark.stream import StreamSettings, run_stream
+
+    workload = parse_workload(HAND_MADE)
+    whole = csv_file(workload, hand_made_events(900, 7), tmp_path / "all.csv").read_text().splitlines()
+    source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
+    source.mkdir()
+    for k in range(3):
+        part = source / f"part-{k}.csv"
+        part.write_text("\n".join(whole[k * 300 : (k + 1) * 300]) + "\n")
+        os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))
+    spec = tmp_path / "w.toml"
+    spec.write_text(HAND_MADE)
+    argv = ["stream", str(spec), "--source", str(source), "--checkpoint", str(checkpoint), "--out", str(out),
+            "--trigger", "0.5", "--max-files", "1", "--timeout", "600", "--master", "local[2]"]  # fmt: skip
+    code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
+    driver = subprocess.Popen(  # its own process group: the JVM goes down with it
+        [sys.executable, "-c", code, *argv],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    offsets, commits = checkpoint / "query" / "offsets", checkpoint / "query" / "commits"
+    in_flight = None
+    deadline = time.time() + 300
+    try:
+        while in_flight is None and time.time() < deadline and driver.poll() is None:
+            started = {int(p.name) for p in offsets.glob("[0-9]*")} if offsets.is_dir() else set()
+            done = {int(p.name) for p in commits.glob("[0-9]*")} if commits.is_dir() else set()
+            in_flight = next((b for b in sorted(started - done) if b >= 1), None)
+            time.sleep(0.01)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+    assert in_flight is not None  # killed while micro-batch in_flight ran (offsets written, no commit)
+    first = sum(committed_matches(out).values())
+    summary = run_stream(workload, str(source), str(checkpoint), str(out), StreamSettings(), spark)
+    truth = expected(workload, load_csv(str(tmp_path / "all.csv"), workload.schema)[0])
+    assert first < sum(truth.values())
+    assert committed_matches(out) == truth  # nothing lost, nothing doubled
+    assert sum(q.matches for q in summary.summary.queries) == sum(truth.values())
+
+
+def _shuffled_parts(frame: Any, folder: Path, parts: int, seed: int) -> None:
+    """``frame`` with a row number ``n``, as JSONL files (rows shuffled within
+    each file) appearing one after the other."""
+    import numpy as np
+
+    folder.mkdir(parents=True)
+    numbered = frame.assign(n=range(len(frame)))
+    step = -(-len(frame) // parts)
+    for k in range(parts):
+        part = numbered.iloc[k * step : (k + 1) * step].sample(frac=1, random_state=np.random.default_rng(seed + k))
+        path = folder / f"part-{k}.jsonl"
+        path.write_text(part.to_json(orient="records", lines=True))
+        os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
+
+
+def _run_to_end(frame: Any, checkpoint: Path, out: Path, control: Path) -> None:
+    """Write ``frame`` (a streaming DataFrame) to Parquet: everything there, then a flush."""
+    from sharp_cer.spark.stream import request_flush
+
+    for run in range(2):
+        if run:
+            request_flush(str(control.parent))  # writes to the control folder, ck/control
+        writer = frame.writeStream.format("parquet").option("path", str(out))
+        writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start().awaitTermination()
+
+
+def _check_alerts(output: Any, frame: Any, workload: Workload) -> None:
+    """Every alert carries its events whole (type and attributes, as given) and its last event's time."""
+    events = frame.astype(object).to_dict("records")
+    schema = workload.schema
+    alerts = output[output["kind"] == "match"].to_dict("records")
+    assert alerts
+    for alert in alerts:
+        whole = [{"type": events[p]["type"], **{a: events[p][a] for a in schema.event(events[p]["type"]).attributes}}
+                 for p in alert["events"]]  # fmt: skip
+        assert [json.loads(e) for e in alert["attributes"]] == whole
+        assert alert["end_time"] == events[int(alert["end"])]["t"]
+
+
+def test_detect_stream_over_a_file_source_numbers_by_order_by_and_alerts_carry_their_events(
+    spark: Any, tmp_path: Path
+) -> None:
+    from sharp_cer.spark import detect_stream
+    from sharp_cer.spark.stream_output import read_committed
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(600, 13)
+    _shuffled_parts(frame, tmp_path / "in", 3, 13)
+    events = (
+        spark.readStream.schema("type string, k bigint, x bigint, t bigint, n bigint")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(tmp_path / "in"))
+    )
+    control = tmp_path / "ck" / "control"
+    alerts = detect_stream(events, workload, order_by=["n"], control=str(control))
+    _run_to_end(alerts, tmp_path / "ck" / "query", tmp_path / "out", control)
+    assert committed_matches(tmp_path / "out") == expected(workload, frame)  # in the order of n, not the files'
+    _check_alerts(read_committed(tmp_path / "out"), frame, workload)
+
+
+def _events_source() -> Any:
+    """A Python streaming data source (``sharp_cer_test_events``) serving a
+    JSONL file's rows (option ``path``) 150 a micro-batch."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    class Reader(DataSourceStreamReader):
+        def __init__(self, path: str) -> None:
+            self.path = path
+            self.total = len(Path(path).read_text().splitlines())
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"index": 0}
+
+        def getDefaultReadLimit(self) -> Any:
+            return ReadMaxRows(150)
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+            step = limit.max_rows if isinstance(limit, ReadMaxRows) else self.total
+            return {"index": min(start["index"] + step, self.total)}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+            return [InputPartition((start["index"], end["index"]))]
+
+        def read(self, partition: Any) -> Any:
+            first, last = partition.value
+            with open(self.path) as lines:
+                for i, line in enumerate(lines):
+                    if first <= i < last:
+                        r = json.loads(line)
+                        yield (r["type"], r["k"], r["x"], r["t"])
+
+    class Events(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "sharp_cer_test_events"
+
+        def schema(self) -> str:
+            return "type string, k bigint, x bigint, t bigint"
+
+        def streamReader(self, schema: Any) -> Reader:
+            return Reader(self.options["path"])
+
+    return Events
+
+
+def test_detect_stream_over_a_python_streaming_data_source_equals_the_batch_result(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark import detect_stream
+    from sharp_cer.spark.stream_output import read_committed
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(600, 17)
+    path = tmp_path / "events.jsonl"
+    path.write_text(frame.to_json(orient="records", lines=True))
+    spark.dataSource.register(_events_source())
+    events = spark.readStream.format("sharp_cer_test_events").option("path", str(path)).load()
+    control = tmp_path / "ck" / "control"
+    alerts = detect_stream(events, workload, control=str(control))  # the source's order
+    _run_to_end(alerts, tmp_path / "ck" / "query", tmp_path / "out", control)
+    assert committed_matches(tmp_path / "out") == expected(workload, frame)
+    _check_alerts(read_committed(tmp_path / "out"), frame, workload)

@@ -1,4 +1,4 @@
-"""The engine layer (DESIGN.md §1, §3): CORE's Algorithm 1 over on-the-fly
+"""The engine layer, above the plan and below shedding: CORE's Algorithm 1 over on-the-fly
 determinized automata, the tECS, windows, partitions, enumeration and the
 cost clock.
 

@@ -30,29 +30,19 @@ def visible(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
 
 
 def partition_keys(group: Group, batch: EventBatch) -> tuple[Callable[[int], Any], npt.NDArray[np.bool_]]:
-    """The partition key of event ``i`` (the first PARTITION BY list whose
-    attributes it all has, as a tuple; None for none), and which events
-    have one."""
+    """The partition key of event ``i`` (its values of every partition
+    attribute, as a tuple), and which events have one: an event without a
+    value of some attribute (its type lacks it, or it is null) has none."""
     n = len(batch)
-    if not group.partition_by:
+    if not group.partition_attributes:
         return (lambda i: ()), np.ones(n, dtype=bool)
-    has_key = np.zeros(n, dtype=bool)
-    lists: list[tuple[list[list[Any]], list[list[bool]]]] = []
-    for attributes in group.partition_by:
-        found = [batch.columns.get(a) for a in attributes]
-        columns = [c for c in found if c is not None]
-        if len(columns) < len(found):
-            continue
-        has_key |= np.logical_and.reduce([c.valid for c in columns])
-        lists.append(([c.values.tolist() for c in columns], [c.valid.tolist() for c in columns]))
-
-    def key(i: int) -> Any:
-        for values, valid in lists:
-            if all(v[i] for v in valid):
-                return tuple(v[i] for v in values)
-        return None
-
-    return key, has_key
+    columns = [batch.columns.get(a) for a in group.partition_attributes]
+    if any(c is None for c in columns):
+        return (lambda i: None), np.zeros(n, dtype=bool)
+    present = [c for c in columns if c is not None]
+    has_key = np.logical_and.reduce([c.valid for c in present])
+    values = [c.values.tolist() for c in present]
+    return (lambda i: tuple(v[i] for v in values)), has_key
 
 
 def window_values(group: Group, batch: EventBatch, times: Column | None = None) -> list[float]:

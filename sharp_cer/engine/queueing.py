@@ -84,6 +84,14 @@ class Pace:
             if value is not None and not value > 0:
                 raise EngineError(f"the {name} must be a positive number, not {value!r}")
 
+    def origin(self, batch: EventBatch) -> float | None:
+        """The origin of a stream whose first batch is ``batch``: its first
+        event's primary time in seconds (None with a rate, which needs none)."""
+        if self.speed is None:
+            return None
+        times = batch.times()
+        return float(times.values[0]) / 1e9 if len(batch) and times.valid[0] else 0.0
+
     def arrivals(self, batch: EventBatch, origin: float | None = None) -> npt.NDArray[np.float64]:
         """The arrival (seconds) of each event of ``batch``; ``origin`` is
         the first event's primary time in seconds (None: this batch's)."""

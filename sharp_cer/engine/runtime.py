@@ -48,7 +48,7 @@ from .selection import SELECT, end_order, limit_order, project
 from .shedding import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
-from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge
+from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge, oldest_position
 
 _INF = float("inf")
 #: The step of a run that dies at once: no move at all.
@@ -276,6 +276,9 @@ class GroupRunner:
                     if progress is not None:
                         self.latest_time = max(self.latest_time, progress[i])
                     self._sweep_at(clock.events + i + 1, positions[i])
+                if self.engine.quota is not None and self.engine.quota <= 0:
+                    position = n  # enough matches are out: the rest of the batch is not needed
+                    break
                 if index is not None and index.grew:
                     index.grew = False
                     stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
@@ -553,6 +556,8 @@ class GroupRunner:
             found = count_matches(nodes, test, test, steps)
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
+        if engine.quota is not None and engine.quota <= 0:
+            return  # enough matches are out (see Engine.quota)
         began = time.perf_counter() if engine.latency is not None else 0.0
         control = WalkControl()
         shedder = self.shedder if query.sheddable else None
@@ -573,6 +578,8 @@ class GroupRunner:
         variables = self.variables
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+        # a strategy or LIMIT chooses among all candidates: no early stop there
+        quota = engine.quota if query.strategy not in SELECT and limit is None else None
         for bottom_node, marks in walk.run(nodes):
             if seen is not None:
                 if (bottom_node.pos, marks) in seen:
@@ -583,6 +590,8 @@ class GroupRunner:
             if query.strict_by_filter and len(marks) != local - bottom_node.label + 1:
                 continue
             candidates.append((bottom_node.pos, marks))
+            if quota is not None and len(candidates) >= quota:
+                break  # enough matches are out (see Engine.quota)
         if shedder is not None:
             shedder.enumerated(query, progress, walk, candidates)
         if query.strategy in SELECT:
@@ -610,6 +619,8 @@ class GroupRunner:
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
             out.extend(sorted(matches, key=end_order) if len(matches) > 1 else matches)
+            if engine.quota is not None:
+                engine.quota -= len(matches)
         if engine.latency is not None:
             engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
         if engine.queue is not None:
@@ -689,8 +700,14 @@ class GroupRunner:
     def live_nodes(self) -> int:
         """Nodes reachable from the live union-lists of every partition
         (see ``Engine.live_nodes``)."""
-        roots = [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
-        return cut_old_branches(roots, -_INF)  # a horizon below every key cuts nothing
+        return cut_old_branches(self._roots(), -_INF)  # a horizon below every key cuts nothing
+
+    def oldest_position(self) -> float:
+        """The oldest position a live run still holds (see ``Engine.oldest_position``)."""
+        return oldest_position(self._roots())
+
+    def _roots(self) -> list[Node]:
+        return [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
 
 
 def _numeric(group: Group) -> set[str]:
@@ -781,6 +798,10 @@ class Engine:
         self.allowed_lateness = allowed_lateness
         self.clock = CostClock()
         self.late_window_values = 0
+        #: matches still wanted (None: all). Once it reaches 0, enumeration
+        #: stops, even within one event's, and so does processing: the
+        #: matches out are true ones, the first in end order for one group
+        self.quota: int | None = None
         self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
         if self.queue is not None and shedder is not None:
             self.queue = QueueLog(*shedder.latency_bounds())
@@ -814,6 +835,8 @@ class Engine:
         floors = list(units)
         out: list[Match] = []
         for runner in self.runners:
+            if self.quota is not None and self.quota <= 0:
+                break
             update += runner.run(batch, atoms, out, units, floors, arrivals)
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
@@ -872,6 +895,21 @@ class Engine:
         2
         """
         return sum(r.live_nodes() for r in self.runners)
+
+    def oldest_position(self) -> float:
+        """The smallest position any later match may still include (inf:
+        none): every event it marks is a node live runs reach, or an event
+        not processed yet.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> _ = engine.process(load_csv("B,1\\nA,1\\nB,1\\n", s)[0]); engine.oldest_position()  # the A at 1
+        1
+        """
+        return min((r.oldest_position() for r in self.runners), default=_INF)
 
     def partitions(self) -> int:
         """Partition instances alive now, over all groups (see ``sweep``)."""

@@ -202,6 +202,35 @@ def cut_old_branches(roots: list[Node], horizon: float) -> int:
     return len(seen)
 
 
+def oldest_position(roots: list[Node]) -> float:
+    """The smallest position of a node reachable from ``roots`` (inf:
+    none): no later match can hold an older event, so a caller keeping
+    events' attributes for its matches may forget the older ones.
+
+    >>> oldest_position([merge([extend(bottom(4, 4, 4), 5, 0), extend(bottom(1, 1, 1), 6, 0)])])
+    1
+    >>> oldest_position([])
+    inf
+    """
+    seen: set[int] = set()
+    stack = list(roots)
+    low = float("inf")
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.kind == UNION:
+            stack.append(n.left)  # type: ignore[arg-type]
+            if n.right is not None:
+                stack.append(n.right)
+            continue
+        low = min(low, n.pos)
+        if n.kind == OUTPUT:
+            stack.append(n.left)  # type: ignore[arg-type]
+    return low
+
+
 def check_node(node: Node) -> None:
     """The debug-mode invariants of a newly created node: time-ordered,
     max-start labels right, 3-bounded; raise EngineError if one fails.

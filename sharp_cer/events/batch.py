@@ -22,6 +22,7 @@ attribute); the value there is a filler (0, NaN, False or None).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,8 +167,9 @@ class EventBatch:
 
     def row(self, i: int) -> dict[str, Any]:
         """Event ``i`` as a dict: its type, position and declared attributes
-        (Python scalars, in declaration order); meant for the reference
-        evaluator and for tests, not for hot loops.
+        (Python scalars, in declaration order; None where a column is not
+        valid, as in ``Column.to_list``); meant for the reference evaluator
+        and for tests, not for hot loops.
 
         >>> from sharp_cer.language import Schema
         >>> a = Schema.parse("CREATE STREAM S { EVENT A { x:double } }").event("A")
@@ -176,7 +178,10 @@ class EventBatch:
         {'type': 'A', 'position': 3, 'attributes': {'x': 2.5}}
         """
         event = self.event_types[int(self.codes[i])]
-        attributes = {name: _scalar(self.columns[name].values[i]) for name in event.attributes}
+        columns = self.columns
+        attributes = {
+            name: _scalar(columns[name].values[i]) if columns[name].valid[i] else None for name in event.attributes
+        }
         return {"type": event.name, "position": int(self.positions[i]), "attributes": attributes}
 
     def take(self, indices: npt.ArrayLike) -> EventBatch:
@@ -259,7 +264,10 @@ class DeadLetter:
 @dataclass(frozen=True)
 class LoadReport:
     """What a load did: ``read`` rows, ``accepted`` events, and a dead letter
-    for every other row (``accepted + len(dead_letters) == read``, checked).
+    for every other row (``accepted + len(dead_letters) == read``, checked);
+    ``skipped`` counts the lines of a text input that hold no row (blank
+    lines, the header), so the lines read are ``read + skipped`` (a quoted
+    CSV field spanning lines makes its row more than one line).
 
     >>> r = LoadReport("x.csv", 2, 2, [])
     >>> r.counts, r.summary()
@@ -270,6 +278,7 @@ class LoadReport:
     read: int
     accepted: int
     dead_letters: list[DeadLetter]
+    skipped: int = 0
 
     def __post_init__(self) -> None:
         if self.accepted + len(self.dead_letters) != self.read:
@@ -295,7 +304,71 @@ class LoadReport:
         >>> LoadReport("x.csv", 3, 2, [d]).summary()
         'x.csv: 3 rows read, 2 accepted, 1 dead-lettered (late 1)'
         """
-        text = f"{self.source}: {self.read} rows read, {self.accepted} accepted, {len(self.dead_letters)} dead-lettered"
-        if self.dead_letters:
-            text += " (" + ", ".join(f"{kind} {count}" for kind, count in self.counts.items()) + ")"
-        return text
+        return _summary(self.source, self.read, self.accepted, self.counts, self.skipped)
+
+
+def _summary(source: str, read: int, accepted: int, counts: dict[str, int], skipped: int) -> str:
+    text = f"{source}: {read} rows read, {accepted} accepted, {sum(counts.values())} dead-lettered"
+    if counts:
+        text += " (" + ", ".join(f"{kind} {count}" for kind, count in counts.items()) + ")"
+    if skipped:
+        text += f"; {skipped} line{'s' if skipped > 1 else ''} skipped"
+    return text
+
+
+@dataclass
+class LoadTally:
+    """The totals of an input loaded in chunks, without keeping its dead
+    letters (so a long stream of bad rows costs no memory).
+
+    >>> tally = LoadTally("x.csv")
+    >>> d = DeadLetter(0, 1, "late", "late event", "t", "t >= 5", "4", "sort by t", "A,4")
+    >>> tally.add(LoadReport("x.csv", 3, 2, [d], 1)); tally.add(LoadReport("x.csv", 1, 1, []))
+    >>> tally.summary()
+    'x.csv: 4 rows read, 3 accepted, 1 dead-lettered (late 1); 1 line skipped'
+    """
+
+    source: str
+    read: int = 0
+    accepted: int = 0
+    skipped: int = 0
+    found: Counter[str] = field(default_factory=Counter)
+
+    def add(self, report: LoadReport) -> None:
+        """Count one chunk's report."""
+        self.read += report.read
+        self.accepted += report.accepted
+        self.skipped += report.skipped
+        self.found.update(report.counts)
+
+    def summary(self) -> str:
+        """The line :meth:`LoadReport.summary` gives for the whole input."""
+        counts = {kind: self.found[kind] for kind in REASON_KINDS if self.found[kind]}
+        return _summary(self.source, self.read, self.accepted, counts, self.skipped)
+
+
+def concat_batches(batches: Sequence[EventBatch]) -> EventBatch:
+    """One batch of several loaded with one schema, in the order given.
+
+    >>> from sharp_cer.language import Schema
+    >>> a = Schema.parse("CREATE STREAM S { EVENT A { x:int } }").event("A")
+    >>> one = EventBatch((a,), np.array([0]), np.array([0], dtype=np.int32),
+    ...                  {"x": Column("int", np.array([5]), np.array([True]))})
+    >>> concat_batches([one, one.take([0])]).columns["x"].to_list()
+    [5, 5]
+    """
+    if len(batches) == 1:
+        return batches[0]
+    if not batches:
+        raise EventsError("concat_batches needs at least one batch")
+    first = batches[0]
+    columns = {
+        name: Column(
+            column.kind,
+            np.concatenate([b.columns[name].values for b in batches]),
+            np.concatenate([b.columns[name].valid for b in batches]),
+        )
+        for name, column in first.columns.items()
+    }
+    positions = np.concatenate([b.positions for b in batches])
+    return EventBatch(first.event_types, positions, np.concatenate([b.codes for b in batches]), columns)

@@ -37,16 +37,17 @@ type first.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +59,8 @@ from sharp_cer.errors import EventsError
 from sharp_cer.language.errors import did_you_mean, listing
 from sharp_cer.language.schema import EventSchema, Schema
 
-from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport
+from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
+from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
@@ -153,19 +155,84 @@ def load_csv(
     field is no event type and it is ``type`` or the rest are attribute
     names; a header naming only attributes must list one event type's
     attributes in order (rows are read by position, not by header name).
+    A line is a row (a quoted field may span lines when its quotes balance);
+    blank lines and the header are counted as ``skipped``. This reads the
+    whole input: :func:`iter_csv` reads it block by block.
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { ok:bool, x:int } }")
     >>> batch, report = load_csv("type,x\\nA,1\\nB,TRUE,2\\nB,3\\n", s)
-    >>> [batch.row(i)["attributes"] for i in range(len(batch))], report.summary()
-    ([{'x': 1}, {'ok': True, 'x': 2}], '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1)')
+    >>> [batch.row(i)["attributes"] for i in range(len(batch))]
+    [{'x': 1}, {'ok': True, 'x': 2}]
+    >>> report.summary()
+    '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1); 1 line skipped'
+    """
+    return collect(
+        iter_csv(source, schema, header=header, strict=strict, allowed_lateness=allowed_lateness, stream=stream),
+        _source_name(source, "<csv text>"),
+    )
+
+
+def iter_csv(
+    source: Source,
+    schema: Schema,
+    *,
+    header: bool | None = None,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_csv` block by block: each block of about ``block_bytes``
+    bytes gives its batch and its report, with positions and lateness
+    running on across blocks, so memory stays with one block.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> [(b.positions.tolist(), r.read) for b, r in iter_csv("A,1\\nA,2\\nA,x\\nA,4\\n", s, block_bytes=8)]
+    [([0, 1], 2), ([3], 2)]
     """
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
-    name, data = _read_source(source, "<csv text>")
-    text = data if isinstance(data, str) else data.decode("utf-8", "surrogateescape")
-    raw = _read_csv(text.removeprefix("\ufeff"), name, etypes, kinds, header)
-    return _judge(raw, etypes, kinds, strict, lateness)
+    name = _source_name(source, "<csv text>")
+    by_name = {e.name: e for e in etypes}
+
+    def is_header(fields: list[str] | None, line: int, text: str) -> bool:
+        if header or (fields is not None and _looks_like_header(fields, by_name, kinds)):
+            _check_header(line, text, fields, name, etypes, kinds)
+            return True
+        return False
+
+    progress = _Progress()
+    with _open_bytes(source, name) as data:
+        layouts = {e.name: tuple(e.attributes) for e in etypes}
+        for block in _ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes)):
+            yield _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
+
+
+def collect(chunks: Iterable[tuple[EventBatch, LoadReport]], name: str) -> tuple[EventBatch, LoadReport]:
+    """One batch and one report from the chunks of one input.
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> batch, report = collect(iter_csv("A,1\\n\\nA,2\\n", s, block_bytes=4), "t")
+    >>> batch.positions.tolist(), report.summary()
+    ([0, 1], 't: 2 rows read, 2 accepted, 0 dead-lettered; 1 line skipped')
+    """
+    batches: list[EventBatch] = []
+    reports: list[LoadReport] = []
+    for batch, report in chunks:
+        batches.append(batch)
+        reports.append(report)
+    letters = [d for r in reports for d in r.dead_letters]
+    report = LoadReport(
+        name,
+        sum(r.read for r in reports),
+        sum(r.accepted for r in reports),
+        letters,
+        sum(r.skipped for r in reports),
+    )
+    return concat_batches(batches), report
 
 
 def load_jsonl(
@@ -187,10 +254,37 @@ def load_jsonl(
     >>> batch.row(0), report.dead_letters[0].kind
     ({'type': 'A', 'position': 0, 'attributes': {'x': 1, 't': 1709544600000000000}}, 'malformed_json')
     """
+    chunks = iter_jsonl(source, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
+    return collect(chunks, _source_name(source, "<jsonl text>"))
+
+
+def iter_jsonl(
+    source: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    block_bytes: int = BLOCK_BYTES,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_jsonl` in blocks of about ``block_bytes`` bytes, each
+    giving its batch and report (positions and lateness run on).
+
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    >>> text = '{"type": "A", "x": 1}\\n\\n{"type": "A", "x": 2}\\n'
+    >>> [(b.positions.tolist(), r.skipped) for b, r in iter_jsonl(text, s, block_bytes=16)]
+    [([0], 1), ([1], 0)]
+    """
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
-    name, data = _read_source(source, "<jsonl text>")
-    return _judge(_read_jsonl(data, name, kinds), etypes, kinds, strict, lateness)
+    name = _source_name(source, "<jsonl text>")
+    progress = _Progress()
+    with _open_bytes(source, name) as data:
+        for block, first_line in line_blocks(data, block_bytes):
+            fast = _read_jsonl_block(block, name, etypes, first_line)
+            raw, skipped = fast if fast is not None else _read_jsonl(block, name, kinds, first_line)
+            yield _judge(raw, etypes, kinds, strict, lateness, progress, skipped)
 
 
 def load_parquet(
@@ -215,17 +309,50 @@ def load_parquet(
     >>> batch.columns["x"].to_list(), report.dead_letters[0].reason
     ([1.5], "missing attribute 'x' of A: expected a double, found null")
     """
+    chunks = iter_parquet(path, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
+    return collect(chunks, str(path))
+
+
+def iter_parquet(
+    path: Source,
+    schema: Schema,
+    *,
+    strict: bool = False,
+    allowed_lateness: int = 0,
+    stream: str | None = None,
+    batch_rows: int = 131_072,
+) -> Iterator[tuple[EventBatch, LoadReport]]:
+    """:func:`load_parquet` in record batches of ``batch_rows`` rows, each
+    giving its batch and report (positions and lateness run on)."""
     import pyarrow.parquet as pq
 
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
+    name = str(path)
+    progress = _Progress()
+
+    def fail(exc: Exception) -> EventsError:
+        return _error(name, "cannot read the Parquet file", "a readable Parquet file", str(exc), None)
+
     try:
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[c for c in dict.fromkeys(names) if c == "type" or c in kinds])
+        parquet = pq.ParquetFile(path)
+        wanted = [c for c in dict.fromkeys(parquet.schema_arrow.names) if c == "type" or c in kinds]
+        batches = parquet.iter_batches(batch_size=batch_rows, columns=wanted)
+        empty = parquet.schema_arrow.empty_table().select(wanted)
     except (OSError, pa.ArrowException) as exc:
-        raise _error(str(path), "cannot read the Parquet file", "a readable Parquet file", str(exc), None) from exc
-    raw = _read_table(_arrow_columns(table, str(path)), table.num_rows, str(path), "null")
-    return _judge(raw, etypes, kinds, strict, lateness)
+        raise fail(exc) from exc
+    with parquet:
+        while True:
+            try:
+                table = pa.Table.from_batches([next(batches)])
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowException) as exc:
+                raise fail(exc) from exc
+            raw = _read_table(_arrow_columns(table, name), table.num_rows, name, "null", progress.position)
+            yield _judge(raw, etypes, kinds, strict, lateness, progress)
+    if progress.position == 0:  # no rows: one empty chunk
+        yield _judge(_read_table(_arrow_columns(empty, name), 0, name, "null"), etypes, kinds, strict, lateness)
 
 
 def load_pandas(
@@ -329,118 +456,81 @@ def _check_lateness(value: int) -> int:
     return value
 
 
-def _read_source(source: Source, label: str) -> tuple[str, str | bytes]:
-    """(name for messages, text or bytes): a str holding a newline is the data itself."""
-    if isinstance(source, str) and (source == "" or "\n" in source or "\r" in source):
-        return label, source
-    path = Path(source)
+def _source_name(source: Source, label: str) -> str:
+    return label if _is_text(source) else str(Path(source))
+
+
+def _is_text(source: Source) -> bool:
+    return isinstance(source, str) and (source == "" or "\n" in source or "\r" in source)
+
+
+@contextmanager
+def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
+    """The input as a binary stream: the file, or the text given."""
+    if _is_text(source):
+        yield io.BytesIO(str(source).encode("utf-8", "surrogatepass"))
+        return
     try:
-        return str(path), path.read_bytes()
+        handle = open(source, "rb")  # noqa: SIM115 - closed below, after the caller's reading
     except OSError as exc:
         raise _error(
-            str(path),
+            name,
             "cannot read the events file",
             "a readable file",
             exc.strerror or str(exc),
             "check the path; to pass the data itself, give a str that holds a newline",
         ) from exc
+    with handle:
+        yield handle
 
 
-class _Tap:
-    """Lines fed to csv.reader, remembered so each record keeps its text."""
-
-    def __init__(self, text: str) -> None:
-        self._lines = iter(io.StringIO(text, newline=""))
-        self.taken: list[str] = []
-        self.count = 0
-
-    def __iter__(self) -> _Tap:
-        return self
-
-    def __next__(self) -> str:
-        line = next(self._lines)
-        self.taken.append(line)
-        self.count += 1
-        return line
+_END = object()
 
 
-def _read_csv(
-    text: str, name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str], header: bool | None
-) -> _Raw:
-    by_name = {e.name: e for e in etypes}
-    tap = _Tap(text)
-    reader = csv.reader(tap)
-    records: list[tuple[int, str, list[str] | None, str]] = []  # line, text, fields, parse error
-    while True:
-        start = tap.count + 1
-        try:
-            fields: list[str] | None = next(reader)
-            error = ""
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            fields, error = None, str(exc)
-        row_text = "".join(tap.taken).rstrip("\r\n")
-        tap.taken.clear()
-        if fields is not None and not row_text.strip(_BLANK):
-            continue
-        records.append((start, row_text, fields, error))
+def _ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """The items, each read in a thread while the one before is used (the
+    reading is mostly arrow's, which releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(next, items, _END)
+        while (item := future.result()) is not _END:
+            future = pool.submit(next, items, _END)
+            yield item
 
-    if records and header is not False:
-        first = records[0][2]
-        if header or (first is not None and _looks_like_header(first, by_name, kinds)):
-            _check_header(records[0], name, etypes, kinds)
-            records = records[1:]
 
-    n = len(records)
-    pre: dict[int, _Problem] = {}
-    type_names: list[str | None] = []
-    rows_of: dict[str, list[int]] = {}
-    row_fields: list[list[str]] = [fields or [] for _, _, fields, _ in records]
-    undecoded = _SURROGATE.search(text) is not None  # bytes that were not UTF-8 became surrogates
-    for pos, (_, row_text, fields, error) in enumerate(records):
-        if fields is None or (undecoded and _SURROGATE.search(row_text)):
-            found = f"a CSV parse error ({error})" if fields is None else "bytes that are not UTF-8"
-            pre[pos] = _Problem(
-                "malformed_row",
-                "malformed row",
-                None,
-                "a CSV record in UTF-8",
-                found,
-                "fix the quoting (a quote inside a quoted field is doubled) or re-encode the file as UTF-8",
-            )
-            type_names.append(None)
-            continue
-        kind = fields[0].strip(_BLANK) or None
-        type_names.append(kind)
-        event = by_name.get(kind) if kind is not None else None
-        if event is None:
-            continue  # judged with every loader's unknown types
-        if len(fields) != 1 + len(event.attributes):
-            layout = ", ".join(["type", *event.attributes])
-            pre[pos] = _Problem(
+def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Raw:
+    """A block's rows for judging: unreadable records and wrong field counts found."""
+    pre = {
+        i: _Problem(
+            "malformed_row",
+            "malformed row",
+            None,
+            "a CSV record in UTF-8",
+            found,
+            "fix the quoting (a quote inside a quoted field is doubled) or re-encode the file as UTF-8",
+        )
+        for i, found in block.malformed.items()
+    }
+    names = pa.array([e.name for e in etypes], pa.string())
+    codes = np.asarray(pc.index_in(block.types, value_set=names).fill_null(-1).to_numpy(zero_copy_only=False))
+    for code, event in enumerate(etypes):
+        wanted = 1 + len(event.attributes)
+        layout = ", ".join(["type", *event.attributes])
+        for i in np.flatnonzero((codes == code) & (block.counts >= 0) & (block.counts != wanted)).tolist():
+            pre[i] = _Problem(
                 "field_count",
                 f"wrong field count for {event.name}",
                 None,
-                f"{1 + len(event.attributes)} fields ({layout})",
-                f"{len(fields)} fields",
+                f"{wanted} fields ({layout})",
+                f"{int(block.counts[i])} fields",
                 f"write {event.name} rows as {layout} (CORE's CSV: the type, then its attributes in declaration order)",
             )
-            continue
-        rows_of.setdefault(event.name, []).append(pos)
-
-    values = {attr: np.full(n, None, dtype=object) for attr in kinds}
-    for event_name, rows in rows_of.items():
-        idx = np.asarray(rows, dtype=np.intp)
-        for j, attr in enumerate(by_name[event_name].attributes):
-            values[attr][idx] = np.array([row_fields[i][1 + j] or None for i in rows], dtype=object)
     return _Raw(
         name=name,
-        n=n,
-        lines=np.array([r[0] for r in records], dtype=np.int64),
-        types=_Col([(None, pa.array(type_names, pa.string()))]),
-        columns={attr: _Col([(None, pa.array(v, pa.string()))]) for attr, v in values.items()},
-        raw=lambda i: records[i][1],
+        n=len(block),
+        lines=block.lines,
+        types=_Col([(None, block.types)]),
+        columns={attr: _Col([(None, arr)]) for attr, arr in block.values.items()},
+        raw=block.text,
         pre=pre,
         null_text="an empty field",
         csv_fields=True,
@@ -455,11 +545,15 @@ def _looks_like_header(fields: list[str], by_name: Mapping[str, EventSchema], ki
 
 
 def _check_header(
-    record: tuple[int, str, list[str] | None, str], name: str, etypes: tuple[EventSchema, ...], kinds: dict[str, str]
+    line: int,
+    row_text: str,
+    fields: list[str] | None,
+    name: str,
+    etypes: tuple[EventSchema, ...],
+    kinds: dict[str, str],
 ) -> None:
-    line, row_text, fields, error = record
     if fields is None:
-        raise _error(f"{name}, line {line}", "cannot read the header row", "a CSV record", error, None)
+        raise _error(f"{name}, line {line}", "cannot read the header row", "a CSV record", repr(row_text), None)
     rest = [f.strip(_BLANK) for f in fields[1:]]
     if rest and all(f in kinds for f in rest) and not any(rest == list(e.attributes) for e in etypes):
         layouts = "; ".join(f"{e.name}: {', '.join(e.attributes)}" for e in etypes)
@@ -476,21 +570,89 @@ def _check_header(
 _ABSENT = object()
 
 
-def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
-    lines: list[Any] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+_PLAIN_JSON = (pa.int64(), pa.float64(), pa.bool_(), pa.string())
+
+
+def _read_jsonl_block(
+    block: bytes, name: str, etypes: tuple[EventSchema, ...], first_line: int
+) -> tuple[_Raw, int] | None:
+    """A block of JSON lines read by pyarrow, when that reads it as the
+    line-by-line reader would: every non-blank line one object, every row
+    with a type and every attribute its type declares (pyarrow makes no
+    difference between a null and an absent key), attribute columns of
+    plain JSON types (no timestamps inferred from strings, no ints turned
+    floats beside an int attribute); else None."""
+    import pyarrow.json as pj
+
+    if not block.strip(_BLANK.encode()):
+        return None
+    try:
+        table = pj.read_json(pa.py_buffer(block))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # a bad line, or columns of changing types: line by line
+    data = np.frombuffer(block, dtype=np.uint8)
+    breaks = np.flatnonzero(data == ord("\n"))
+    starts = np.concatenate(([0], breaks + 1))
+    stops = np.concatenate((breaks, [len(block)]))
+    if block.endswith(b"\n"):
+        starts, stops = starts[:-1], stops[:-1]
+    filled = np.concatenate(([0], np.cumsum(~np.isin(data, np.frombuffer(_BLANK.encode(), dtype=np.uint8)))))
+    rows = np.flatnonzero(filled[stops] - filled[starts] > 0)
+    if table.num_rows != len(rows) or "type" not in table.column_names:
+        return None
+    columns = {c: table.column(c).combine_chunks() for c in table.column_names}
+    types = columns["type"]
+    if types.type != pa.string() or types.null_count:
+        return None
+    codes = np.asarray(pc.index_in(types, value_set=pa.array([e.name for e in etypes])).fill_null(-1))
+    for code, event in enumerate(etypes):
+        rows_of_type = codes == code
+        if not rows_of_type.any():
+            continue
+        for attr, kind in event.attributes.items():
+            column = columns.get(attr)
+            if column is None or column.type not in _PLAIN_JSON:
+                return None
+            if kind in ("int", "primary_time") and column.type == pa.float64():
+                return None
+            if column.null_count and _mask(column.is_null())[rows_of_type].any():
+                return None
+
+    def text(i: int) -> str:
+        line = int(rows[i])
+        return block[starts[line] : stops[line]].decode("utf-8", "replace").rstrip("\r")
+
+    raw = _Raw(
+        name=name,
+        n=table.num_rows,
+        lines=(rows + first_line).astype(np.int64),
+        types=_Col([(None, types)]),
+        columns={c: _Col([(None, v)]) for c, v in columns.items() if c != "type"},
+        raw=text,
+    )
+    return raw, len(starts) - len(rows)
+
+
+def _read_jsonl(data: bytes, name: str, kinds: dict[str, str], first_line: int = 1) -> tuple[_Raw, int]:
+    """The rows of a block of lines starting at ``first_line``, and how many
+    lines were blank."""
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()  # the break ends the last line: no line follows
     keys = ["type", *kinds]
     values: dict[str, list[Any]] = {k: [] for k in keys}
     absent: dict[str, list[bool]] = {k: [] for k in keys}
     texts: list[str] = []
     numbers: list[int] = []
     pre: dict[int, _Problem] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip(_BLANK.encode() if isinstance(line, bytes) else _BLANK):
+    blank = _BLANK.encode()
+    for number, line in enumerate(lines, first_line):
+        if not line.strip(blank):
             continue
         pos = len(numbers)
         numbers.append(number)
         obj, found = _parse_json_line(line)
-        texts.append((line.decode("utf-8", "replace") if isinstance(line, bytes) else line).rstrip("\r"))
+        texts.append(line.decode("utf-8", "replace").rstrip("\r"))
         if found is not None:
             pre[pos] = _Problem(
                 "malformed_json",
@@ -505,7 +667,7 @@ def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
             value = obj.get(key, _ABSENT)
             absent[key].append(value is _ABSENT)
             values[key].append(None if value is _ABSENT else value)
-    return _Raw(
+    raw = _Raw(
         name=name,
         n=len(numbers),
         lines=np.array(numbers, dtype=np.int64),
@@ -515,12 +677,13 @@ def _read_jsonl(data: str | bytes, name: str, kinds: dict[str, str]) -> _Raw:
         pre=pre,
         absent={k: np.array(v, dtype=np.bool_) for k, v in absent.items()},
     )
+    return raw, len(lines) - len(numbers)
 
 
-def _parse_json_line(line: str | bytes) -> tuple[dict[str, Any], str | None]:
+def _parse_json_line(line: bytes) -> tuple[dict[str, Any], str | None]:
     """(the object, None), or ({}, what was found instead)."""
     try:
-        text = (line.decode("utf-8") if isinstance(line, bytes) else line).rstrip("\r")
+        text = line.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError as exc:
         return {}, f"bytes that are not UTF-8 (at byte {exc.start + 1})"
     try:
@@ -544,7 +707,8 @@ def _json_kind(value: Any) -> str:
     return "number"
 
 
-def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str) -> _Raw:
+def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str, before: int = 0) -> _Raw:
+    """Rows of a table, numbered on after ``before`` rows."""
     if "type" not in columns:
         raise _error(
             name,
@@ -556,7 +720,7 @@ def _read_table(columns: dict[str, _Col], n: int, name: str, null_text: str) -> 
     return _Raw(
         name=name,
         n=n,
-        lines=np.arange(1, n + 1, dtype=np.int64),
+        lines=np.arange(before + 1, before + n + 1, dtype=np.int64),
         types=columns["type"],
         columns={k: v for k, v in columns.items() if k != "type"},
         raw=lambda i: {k: col.value(i) for k, col in columns.items()},
@@ -637,6 +801,20 @@ def _mask(arr: Any) -> _Mask:
     return np.array(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 
+_PARALLEL_ROWS = 50_000  # a batch this large converts its columns in parallel
+
+
+def _convert_all(raw: _Raw, kinds: dict[str, str], n: int) -> dict[str, _Converted]:
+    """Every attribute column converted to its kind; on a large batch in
+    threads, as arrow's compute and numpy release the GIL (a pool per batch:
+    a pool kept across a fork would hang in the child)."""
+    if n < _PARALLEL_ROWS or len(kinds) < 2:
+        return {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        futures = {attr: pool.submit(_convert, raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+        return {attr: future.result() for attr, future in futures.items()}
+
+
 def _convert(col: _Col | None, kind: str, n: int) -> _Converted:
     values = np.full(n, FILLER[kind], dtype=STORAGE[kind])
     ok = np.zeros(n, dtype=np.bool_)
@@ -701,7 +879,11 @@ _FLOAT = r"(?i)^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infini
 
 def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
     if kind == "string":
-        return _Converted(np.array(arr.to_numpy(zero_copy_only=False), dtype=object), ~null, null)
+        return _Converted(_strings(arr), ~null, null)
+    if kind != "bool":
+        quick = _quick_cast(arr, kind, null)
+        if quick is not None:
+            return quick
     text = pc.utf8_trim(arr, characters=_BLANK)
     if kind == "bool":
         lower = pc.utf8_lower(text)
@@ -728,6 +910,46 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
             ns, good = _parse_iso(text.take(pa.array(rest)).to_pylist())
             values[rest[good]], ok[rest[good]] = ns[good], True
     return _Converted(values, ok, null)
+
+
+def _strings(arr: Any) -> npt.NDArray[Any]:
+    """Strings as an object array; a column of few distinct values (names,
+    symbols) is built from its dictionary, one Python str per value."""
+    if len(arr) > 1000:
+        encoded = pc.dictionary_encode(arr)
+        if len(encoded.dictionary) * 4 < len(arr):
+            words = np.array(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+            indices = np.asarray(encoded.indices.fill_null(0).to_numpy(zero_copy_only=False))
+            values = words[indices] if len(words) else np.full(len(arr), None, dtype=object)
+            values[np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False))] = None
+            return values
+    return np.array(arr.to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _may_hold(arr: Any, letters: bytes) -> bool:
+    """Whether some string of ``arr`` may hold one of ``letters``: its
+    character buffer is searched whole (a slice's neighbours may say yes)."""
+    chars = arr.buffers()[2]
+    if chars is None:
+        return False
+    data = chars.to_pybytes()
+    return any(data.find(letter) >= 0 for letter in letters)
+
+
+def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
+    """Arrow's cast when it takes every string and reads each as the
+    patterns below would (its hexadecimal ints excluded); else None."""
+    try:
+        if kind == "double":
+            floats = np.array(pc.cast(arr, pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+            nan = np.isnan(floats) & ~null
+            return _Converted(floats, ~null & ~nan, null | nan)
+        if _may_hold(arr, b"xX"):
+            return None
+        ints = np.array(pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    except _ARROW_FAILURES:
+        return None
+    return _Converted(ints, ~null, null)
 
 
 def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
@@ -771,10 +993,27 @@ def _safe(parse: Callable[[list[str]], Any], values: list[str]) -> Any:
 # ---------------------------------------------------------------- judging
 
 
+@dataclass
+class _Progress:
+    """Where a stream read in chunks stands: the next row's position and
+    the largest primary time accepted so far."""
+
+    position: int = 0
+    latest: int = _I64_MIN
+
+
 def _judge(
-    raw: _Raw, etypes: tuple[EventSchema, ...], kinds: dict[str, str], strict: bool, lateness: int
+    raw: _Raw,
+    etypes: tuple[EventSchema, ...],
+    kinds: dict[str, str],
+    strict: bool,
+    lateness: int,
+    progress: _Progress | None = None,
+    skipped: int = 0,
 ) -> tuple[EventBatch, LoadReport]:
-    """Find each row's first problem, split off the bad rows, build the batch."""
+    """Find each row's first problem, split off the bad rows, build the batch
+    (numbered on from ``progress``, which it advances)."""
+    progress = progress if progress is not None else _Progress()
     n = raw.n
     problems = dict(raw.pre)
     bad = np.zeros(n, dtype=np.bool_)
@@ -789,13 +1028,15 @@ def _judge(
             arr = arr.dictionary_decode()
         type_null[where] = _mask(arr.is_null())
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
+            found = pc.index_in(arr, value_set=pa.array(names, pa.string()))
+            if found.null_count > arr.null_count:  # names padded with blanks are names too
+                found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
             codes[where] = np.array(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int32)
     for i in np.flatnonzero(~bad & (codes < 0)):
         problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
     bad |= codes < 0
 
-    converted = {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
+    converted = _convert_all(raw, kinds, n)
     times = np.zeros(n, dtype=np.int64)
     timed = np.zeros(n, dtype=np.bool_)
     for code, event in enumerate(etypes):
@@ -813,18 +1054,22 @@ def _judge(
     if n and timed.any():
         marked = np.where(timed, times, _I64_MIN)
         latest = np.empty(n, dtype=np.int64)
-        latest[0] = _I64_MIN
-        latest[1:] = np.maximum.accumulate(marked)[:-1]
+        latest[0] = progress.latest
+        latest[1:] = np.maximum(np.maximum.accumulate(marked)[:-1], progress.latest)
         late = timed & (marked < np.maximum(latest, np.int64(_I64_MIN + lateness)) - np.int64(lateness))
         for i in np.flatnonzero(late):
             event = etypes[codes[i]]
             problems[int(i)] = _late_problem(event, int(times[i]), int(latest[i]), lateness)
         bad |= late
 
+    if n and timed.any():
+        progress.latest = max(progress.latest, int(marked.max()))
+    start = progress.position
+    progress.position += n
     order = sorted(problems)
     if strict and order:
         raise _strict_error(raw, order[0], problems[order[0]])
-    letters = [_letter(raw, i, problems[i]) for i in order]
+    letters = [_dead_letter(start + i, int(raw.lines[i]), problems[i], raw.raw(i)) for i in order]
     keep = np.flatnonzero(~bad)
     kept_codes = codes[keep]
     columns: dict[str, Column] = {}
@@ -834,8 +1079,8 @@ def _judge(
         values = converted[attr].values[keep]
         values[~valid] = FILLER[kind]
         columns[attr] = Column(kind, values, valid)
-    batch = EventBatch(etypes, keep.astype(np.int64), kept_codes, columns)
-    return batch, LoadReport(raw.name, n, len(keep), letters)
+    batch = EventBatch(etypes, keep.astype(np.int64) + start, kept_codes, columns)
+    return batch, LoadReport(raw.name, n, len(keep), letters, skipped)
 
 
 def _show(value: Any) -> str:
@@ -887,10 +1132,6 @@ def _late_problem(event: EventSchema, t: int, latest: int, lateness: int) -> _Pr
         f"sort the input by {attr}, or allow a lateness of at least {latest - t}",
         list(event.attributes).index(attr) + 2 if attr in event.attributes else None,
     )
-
-
-def _letter(raw: _Raw, i: int, p: _Problem) -> DeadLetter:
-    return _dead_letter(i, int(raw.lines[i]), p, raw.raw(i))
 
 
 def _dead_letter(position: int, line: int, p: _Problem, raw: str | dict[str, Any]) -> DeadLetter:

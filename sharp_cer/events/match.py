@@ -1,14 +1,17 @@
 """Matches: what every evaluator (the reference and the engine) outputs.
 
->>> m = Match("q", 1, 3, (2, 3), {"b": (2,)})
+>>> m = Match("q", 1, 3, (2, 3), {"b": (2,)}, tenant="acme")
 >>> m.to_json()
-'{"query": "q", "start": 1, "end": 3, "events": [2, 3], "vars": {"b": [2]}}'
+'{"query": "q", "tenant": "acme", "start": 1, "end": 3, "events": [2, 3], "vars": {"b": [2]}}'
+>>> m == Match("q", 1, 3, (2, 3))  # the tenant follows from the query; variables are labels
+True
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 @dataclass(frozen=True, order=True)
@@ -17,7 +20,8 @@ class Match:
 
     ``start`` and ``end`` are the stream positions that open and close the
     interval; ``events`` the output positions after projection (sorted);
-    ``vars`` the positions each variable holds (sorted tuples).
+    ``vars`` the positions each variable holds (sorted tuples); ``tenant``
+    the query's tenant when it came from a workload (None otherwise).
     """
 
     query: str
@@ -25,19 +29,23 @@ class Match:
     end: int
     events: tuple[int, ...]
     vars: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
+    tenant: str | None = field(default=None, compare=False)
 
     def key(self) -> tuple[str, int, int, tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
         """Everything that identifies the match, variables included, hashable."""
         return (self.query, self.start, self.end, self.events, tuple(sorted(self.vars.items())))
 
     def to_json(self) -> str:
-        """The ``sharp-cer match`` output line."""
-        return json.dumps(
-            {
-                "query": self.query,
-                "start": self.start,
-                "end": self.end,
-                "events": list(self.events),
-                "vars": {k: list(v) for k, v in sorted(self.vars.items())},
-            }
+        """The ``sharp-cer match`` output line: ``json.dumps`` of the match as
+        a dict, written out directly (the output of a long run is mostly
+        these lines)."""
+        events = ", ".join(map(str, self.events))
+        held = ", ".join(f"{_quoted(k)}: [{', '.join(map(str, v))}]" for k, v in sorted(self.vars.items()))
+        return (
+            f'{{"query": {_quoted(self.query)}, "tenant": {_quoted(self.tenant)}, "start": {self.start}, '
+            f'"end": {self.end}, "events": [{events}], "vars": {{{held}}}}}'
         )
+
+
+#: names (queries, tenants, variables) recur in every line: quoted once each
+_quoted = lru_cache(maxsize=4096)(json.dumps)

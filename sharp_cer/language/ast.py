@@ -372,6 +372,18 @@ class Query:
         """The strategy that applies: ANY and no strategy both mean ALL."""
         return "ALL" if self.strategy in (None, "ANY") else self.strategy
 
+    @property
+    def partition_attributes(self) -> tuple[str, ...]:
+        """The attributes of the partition key: every attribute PARTITION BY
+        names, whatever the brackets, each once and sorted (so ``[a], [b]``,
+        ``[a, b]`` and ``[b], [a]`` give the same key). Every event of a
+        match has the same non-null value of each (CORE's substreams).
+
+        >>> Query(SelectAll(), EventType("A"), partition_by=(("name",), ("volume", "name"))).partition_attributes
+        ('name', 'volume')
+        """
+        return tuple(sorted({a for names in self.partition_by for a in names}))
+
 
 # ---------------------------------------------------------------- schemas
 

@@ -706,7 +706,7 @@ class _Checker:
                     node.span,
                     expected=f"both sides of '{node.op}' of one type",
                     found=f"{expr_text(node.left)} ({left}) {node.op} {expr_text(node.right)} ({right})",
-                    hint="string values need quotes: name = 'MSFT'" if "string" in (lf, rf) else None,
+                    hint=_mixed_types_hint(node, lf, rf),
                 )
             if lf in ("string", "bool") and node.op not in ("=", "!="):
                 self.fail(
@@ -898,31 +898,32 @@ class _Checker:
                 self._attribute_type(p.variable, attr, p.span, ast.AttributeRef(p.variable, attr))
 
     def _check_partition(self) -> None:
-        groups = self.query.partition_by
-        if not groups:
+        """Every attribute PARTITION BY names is part of the key, whatever the
+        brackets (CORE §3): an event type of the pattern without one of them
+        would belong to no substream and could never match."""
+        q = self.query
+        if not q.partition_by:
             return
-        span = self._locate(r"\b(PARTITION\s+BY\s+\[[^\]]*\](?:\s*,\s*\[[^\]]*\])*)")
-        if len({len(g) for g in groups}) > 1:
-            self.fail(
-                ContradictoryOptionsError,
-                "PARTITION BY lists of different lengths",
-                span,
-                expected="lists of equal length, one per family of event types, e.g. [card], [card_id]",
-                found=", ".join("[" + ", ".join(g) + "]" for g in groups),
-                hint="each list names the same key in the words of different event types",
-            )
+        written = list(dict.fromkeys(a for names in q.partition_by for a in names))
+        clause = "PARTITION BY " + ", ".join("[" + ", ".join(names) + "]" for names in q.partition_by)
         for event in sorted(self.used_types, key=lambda e: e.name):
-            usable = [g for g in groups if all(a in event.attributes for a in g)]
-            if not usable:
-                missing = [a for a in groups[0] if a not in event.attributes]
+            missing = [a for a in written if a not in event.attributes]
+            if missing:
+                attribute = missing[0]
                 self.fail(
                     UndeclaredAttributeError,
-                    f"event type {event.name} has no partition attribute '{missing[0]}'",
-                    span,
+                    f"event type {event.name} has no partition attribute '{attribute}'",
+                    # the caret on the attribute, in whichever list it is
+                    self._locate(
+                        r"\bPARTITION\s+BY\s+(?:\[[^\]]*\]\s*,\s*)*\[[^\]]*?(?<![\w`])(`?"
+                        + re.escape(attribute)
+                        + r"`?)(?![\w`])"
+                    ),
                     expected=f"attributes of {event.name}: {listing(event.attributes)}",
-                    found="PARTITION BY " + ", ".join("[" + ", ".join(g) + "]" for g in groups),
-                    hint=did_you_mean(missing[0], event.attributes)
-                    or "an event without the partition key belongs to no partition and can never match",
+                    found=clause,
+                    hint=did_you_mean(attribute, event.attributes)
+                    or f"every attribute PARTITION BY names is part of the key, so {event.name} events belong "
+                    "to no partition and never match; name only attributes every event type of the pattern has",
                 )
 
     def _check_window(self) -> None:
@@ -1048,3 +1049,18 @@ def _re2_refuses(pattern: str) -> str | None:
     except pa.ArrowInvalid as exc:
         return str(exc).removeprefix("Invalid regular expression: ")
     return None
+
+
+def _mixed_types_hint(node: ast.Comparison, left: str, right: str) -> str | None:
+    """Quotes to add or to drop, for a comparison of a string with a number."""
+    if "string" not in (left, right):
+        return None
+    quoted = node.left if isinstance(node.left, ast.StringLiteral) else node.right
+    other = node.right if quoted is node.left else node.left
+    if isinstance(quoted, ast.StringLiteral):
+        try:
+            float(quoted.value)
+        except ValueError:
+            return f"{expr_text(other)} is a number: compare it with a number"
+        return f"numbers go without quotes: {expr_text(other)} {node.op} {quoted.value}"
+    return "string values need quotes: name = 'MSFT'"

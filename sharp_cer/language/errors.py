@@ -19,6 +19,7 @@ q.ceql:1:31: error: event type BUY has no attribute 'prize'
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -159,8 +160,34 @@ class InvalidLiteralError(QueryError):
     """A literal that cannot be used (an invalid regular expression, ...)."""
 
 
+class NestingLimitError(QueryError):
+    """Operators nested deeper than :data:`MAX_NESTING` (the checker, the
+    compiler and the printer walk formulas recursively)."""
+
+
+#: How deeply operators (``+``, AS, NOT, AND, OR, arithmetic, function calls,
+#: ...) may nest inside one another; parentheses alone do not count.
+MAX_NESTING = 100
+
+
+class SourceFileError(QueryError):
+    """A query, schema or workload file that cannot be read, or is not UTF-8."""
+
+
 class WorkloadError(QueryError):
     """A workload file is malformed: bad TOML, unknown keys, wrong types."""
+
+
+class LanguageErrors(LanguageError):
+    """Several located errors of one file (a workload: one per query or schema
+    at fault); ``str()`` renders them all, ``errors`` lists them."""
+
+    def __init__(self, errors: list[QueryError]) -> None:
+        super().__init__(errors[0].message)
+        self.errors = errors
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
 
 
 @dataclass(frozen=True)
@@ -201,3 +228,20 @@ def listing(names: Iterable[str], limit: int = 12) -> str:
     items = sorted(set(names))
     text = ", ".join(items[:limit])
     return text + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+
+def text_kind(text: str) -> str | None:
+    """What a text looks like: a ``workload`` (TOML), a ``schema`` or a
+    ``query``, judged by its first statement; None when it is none of these.
+
+    >>> text_kind("[workload]\\nname = 'w'"), text_kind("-- q\\nselect * WHERE A"), text_kind("x = 1")
+    ('workload', 'query', None)
+    """
+    if re.search(r"^\s*\[\[?\s*(workload|query|defaults)\s*\]", text, re.MULTILINE):
+        return "workload"
+    body = re.sub(r"--[^\n]*|/\*.*?(\*/|$)", " ", text, flags=re.DOTALL).lstrip().upper()
+    if re.match(r"(CREATE|DECLARE)\s+STREAM\b", body):
+        return "schema"
+    if re.match(r"SELECT\b", body):
+        return "query"
+    return None

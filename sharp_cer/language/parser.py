@@ -16,9 +16,17 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast
-from .errors import CeqlSyntaxError
+from .errors import (
+    MAX_NESTING,
+    CeqlSyntaxError,
+    InvalidLiteralError,
+    NestingLimitError,
+    QueryError,
+    did_you_mean,
+    text_kind,
+)
 from .lexer import CeqlLexer
-from .source import Source, Span
+from .source import Source, Span, lines_of
 
 
 @functools.cache
@@ -90,10 +98,10 @@ class _ToAst:
         return unquote_name(str(children[0]))
 
     def integer(self, span: Span | None, children: list[Token]) -> ast.NumberLiteral:
-        return ast.NumberLiteral(int(children[0]), span=span)
+        return ast.NumberLiteral(_integer(children[0], span), span=span)
 
     def decimal(self, span: Span | None, children: list[Token]) -> ast.NumberLiteral:
-        return ast.NumberLiteral(float(children[0]), span=span)
+        return ast.NumberLiteral(_decimal(children[0], span), span=span)
 
     def string(self, span: Span | None, children: list[Token]) -> ast.StringLiteral:
         return ast.StringLiteral(_string(children[0]), span=span)
@@ -256,16 +264,27 @@ class _ToAst:
         return children[0]  # type: ignore[no-any-return]
 
     def events_window(self, span: Span | None, children: list[Any]) -> ast.EventWindow:
-        return ast.EventWindow(int(children[0]), span=span)
+        return ast.EventWindow(_integer(children[0], span), span=span)
 
     def attribute_window(self, span: Span | None, children: list[Any]) -> ast.AttributeWindow:
-        return ast.AttributeWindow(int(children[0]), children[1], span=span)
+        return ast.AttributeWindow(_integer(children[0], span), children[1], span=span)
 
     def time_window(self, span: Span | None, children: list[Any]) -> ast.TimeWindow:
         parts: dict[str, int | float] = {}
         for kind, value in children[0]:
             parts[kind] = value
-        return ast.TimeWindow(**parts, span=span)  # type: ignore[arg-type]
+        window = ast.TimeWindow(**parts, span=span)  # type: ignore[arg-type]
+        # times are int64 nanoseconds: a longer window cannot be compared with them
+        seconds = (window.hours or 0) * 3600 + (window.minutes or 0) * 60 + (window.seconds or 0)
+        if not seconds * 1_000_000_000 <= _INT64_MAX:
+            raise _Problem(
+                InvalidLiteralError,
+                "the window is longer than times can be (about 292 years)",
+                span,
+                "a window up to 9,223,372,036 seconds (int64 nanoseconds)",
+                "drop WITHIN to match over the whole stream",
+            )
+        return window
 
     def time_span(self, span: Span | None, children: list[Any]) -> list[tuple[str, int | float]]:
         return [c for c in children if c is not None]
@@ -283,7 +302,7 @@ class _ToAst:
         return str(children[0]).upper()
 
     def limit_clause(self, span: Span | None, children: list[Token]) -> int:
-        return int(children[0])
+        return _integer(children[0], span)
 
     def query(self, span: Span | None, children: list[Any]) -> ast.Query:
         (strategy, selection), streams, pattern, partition, within, consume, limit = children
@@ -317,8 +336,6 @@ class _ToAst:
 _TRANSFORMER = _ToAst()
 _METHODS: dict[str, Any] = {}
 
-_Position = tuple[int, int]
-
 
 @functools.cache
 def _token_rules() -> tuple[frozenset[str], frozenset[str]]:
@@ -341,29 +358,106 @@ def _dropped(token: Token, rule: str) -> bool:
     return rule not in _BANG_RULES and (token.type.startswith("_") or token.type not in _NAMED_TERMINALS)
 
 
-def _walk(node: Tree[Token] | Token | None) -> tuple[Any, _Position | None, _Position | None]:
+class _Problem(Exception):
+    """A located problem found while building the AST; the parse functions
+    turn it into a :class:`QueryError` of ``kind`` with the source."""
+
+    def __init__(self, kind: type[QueryError], message: str, span: Span | None, expected: str, hint: str) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.span, self.expected, self.hint = kind, message, span, expected, hint
+
+    def error(self, source: Source) -> QueryError:
+        return self.kind(self.message, source, self.span, expected=self.expected, hint=self.hint)
+
+
+# Rules that only hold parentheses: they add no nesting to the AST.
+_TRANSPARENT = frozenset({"primary", "atom"})
+_INT64_MAX = 2**63 - 1
+
+
+def _walk(root: Tree[Token] | None) -> Any:
     """Bottom-up transformation with spans, cheaper than lark's Transformer
-    with propagated positions (parsing 10,000 queries is a benchmark)."""
-    if node is None:
-        return None, None, None
-    if isinstance(node, Token):
-        return node, (node.line or 1, node.column or 1), (node.end_line or 1, node.end_column or 1)
-    rule = str(node.data)
-    values: list[Any] = []
-    first: _Position | None = None
-    last: _Position | None = None
-    for child in node.children:
-        value, start, end = _walk(child)
-        if start is not None:
-            first = first or start
-            last = end
-        if not (isinstance(child, Token) and _dropped(child, rule)):
-            values.append(value)
-    span = Span(first[0], first[1], last[0], last[1]) if first and last else None
-    method = _METHODS.get(rule)
-    if method is None:
-        method = _METHODS[rule] = getattr(_TRANSFORMER, rule)
-    return method(span, values), first, last
+    with propagated positions (parsing 10,000 queries is a benchmark).
+
+    Iterative, so that a thousand parentheses cannot exhaust Python's stack;
+    operators nested deeper than ``MAX_NESTING`` are refused here, at the
+    first one too deep, since every later pass walks the AST recursively."""
+    if root is None:
+        return None
+    # a frame: the tree, its next child, the children's values, its first and
+    # last positions, and its rule; ``depth`` counts the frames that are not parentheses
+    stack: list[list[Any]] = [[root, 0, [], None, None, str(root.data)]]
+    depth = 1
+    while True:
+        frame = stack[-1]
+        tree: Tree[Token] = frame[0]
+        if frame[1] < len(tree.children):
+            child = tree.children[frame[1]]
+            frame[1] += 1
+            if isinstance(child, Tree):
+                depth += child.data not in _TRANSPARENT
+                if depth > MAX_NESTING:
+                    raise _Problem(
+                        NestingLimitError,
+                        f"operators are nested more than {MAX_NESTING} deep",
+                        _token_span(next(child.scan_values(lambda v: isinstance(v, Token)))),
+                        f"at most {MAX_NESTING} operators (AND, OR, NOT, +, AS, calls, ...) inside one another",
+                        "split the query, or write long lists of conditions as IN {...} sets",
+                    )
+                stack.append([child, 0, [], None, None, str(child.data)])
+            elif child is None:
+                frame[2].append(None)
+            else:
+                if frame[3] is None:
+                    frame[3] = (child.line or 1, child.column or 1)
+                frame[4] = (child.end_line or 1, child.end_column or 1)
+                if not _dropped(child, frame[5]):
+                    frame[2].append(child)
+            continue
+        stack.pop()
+        rule = frame[5]
+        depth -= rule not in _TRANSPARENT
+        first, last = frame[3], frame[4]
+        span = Span(first[0], first[1], last[0], last[1]) if first and last else None
+        method = _METHODS.get(rule)
+        if method is None:
+            method = _METHODS[rule] = getattr(_TRANSFORMER, rule)
+        value = method(span, frame[2])
+        if not stack:
+            return value
+        parent = stack[-1]
+        if first is not None:
+            if parent[3] is None:
+                parent[3] = first
+            parent[4] = last
+        parent[2].append(value)
+
+
+def _integer(token: Token, span: Span | None) -> int:
+    """An integer literal that fits a 64-bit integer (what columns hold)."""
+    text = str(token)
+    if len(text) > 19 or int(text) > _INT64_MAX:
+        raise _Problem(
+            InvalidLiteralError,
+            f"the integer {text[:24]}{'...' if len(text) > 24 else ''} is too large",
+            span,
+            f"an integer up to {_INT64_MAX:,} (64 bits)",
+            "use a smaller number, or a decimal such as 1.5e20 in conditions",
+        )
+    return int(text)
+
+
+def _decimal(token: Token, span: Span | None) -> float:
+    value = float(str(token))
+    if value == float("inf"):
+        raise _Problem(
+            InvalidLiteralError,
+            f"the number {token} is too large for a double",
+            span,
+            "a number below about 1.8e308",
+            "use a smaller exponent",
+        )
+    return value
 
 
 # Human names for the grammar's terminals, used in "expected ..." lines.
@@ -395,15 +489,29 @@ def _describe_terminal(name: str) -> str:
 
 
 def _expected(names: set[str]) -> str:
-    described = sorted({_describe_terminal(n) for n in names})
+    # LALR's tables also hold rule names (schema_plus_7): the user wrote none of them
+    described = sorted({_describe_terminal(n) for n in names if not n.lstrip("_")[:1].islower()})
     if len(described) > 8:
         described = [*described[:8], "..."]
     return ", ".join(described)
 
 
 def _syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntaxError:
+    error = _located_syntax_error(exc, source, what)
+    kind = text_kind(source.text)
+    if kind is not None and kind != what:
+        error.message = f"this is a {kind}, not a {what}"
+        error.hint = {
+            "workload": "a workload is a .toml file: give it where a workload is expected (sharp-cer check W.toml)",
+            "schema": "a schema is a .core file: pass it with --schema",
+            "query": "a query is a .ceql file: pass it with --query, or as a FILE to check with --schema",
+        }[kind]
+    return error
+
+
+def _located_syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntaxError:
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
-        line_count = max(1, len(source.text.splitlines()))
+        line_count = max(1, len(lines_of(source.text)))
         last = source.line_text(line_count)
         span = Span(line_count, len(last) + 1, line_count, len(last) + 2)
         return CeqlSyntaxError(
@@ -417,7 +525,7 @@ def _syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntax
     if isinstance(exc, UnexpectedToken):
         token = exc.token
         expected = _acceptable(exc)
-        hint = _hint_for(str(token), expected)
+        hint = _keyword_hint(token, expected) or _hint_for(str(token), expected)
         return CeqlSyntaxError(
             f"unexpected {_found(token)} in {what}",
             source,
@@ -459,6 +567,15 @@ def _found(token: Token) -> str:
     return repr(str(token))
 
 
+def _keyword_hint(token: Token, expected: set[str]) -> str | None:
+    """'did you mean PARTITION?' for a name where a keyword was expected."""
+    if token.type != "NAME":
+        return None
+    keywords = {d for d in map(_describe_terminal, expected) if d.isalpha() and d.isupper()}
+    hint = did_you_mean(str(token).upper(), keywords)
+    return hint.replace("'", "") if hint and str(token).upper() not in keywords else None
+
+
 def _hint_for(text: str, expected: set[str]) -> str | None:
     upper = text.upper()
     if upper in {"SELECT", "WHERE"}:
@@ -496,10 +613,11 @@ def parse_query(text: str, name: str = "<query>", *, source: Source | None = Non
     """
     src = source or Source(text, name)
     try:
-        tree = _lark().parse(src.text, start="query")
+        result: ast.Query = _walk(_lark().parse(src.text, start="query"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "query") from None
-    result: ast.Query = _walk(tree)[0]
+    except _Problem as problem:
+        raise problem.error(src) from None
     return result
 
 
@@ -513,8 +631,9 @@ def parse_stream_declarations(
     """
     src = source or Source(text, name)
     try:
-        tree = _lark().parse(src.text, start="schema")
+        result: tuple[ast.StreamDecl, ...] = _walk(_lark().parse(src.text, start="schema"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "schema") from None
-    result: tuple[ast.StreamDecl, ...] = _walk(tree)[0]
+    except _Problem as problem:
+        raise problem.error(src) from None
     return result

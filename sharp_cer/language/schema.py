@@ -17,7 +17,9 @@ from .parser import parse_stream_declarations
 from .source import Source
 
 NUMERIC_TYPES = frozenset({"int", "double", "primary_time"})
-_TYPE_ALIASES = {"boolean": "bool", "integer": "int", "float": "double", "str": "string"}
+# Spellings other systems use, refused with the one this language has: one
+# spelling per type keeps schemas comparable and greppable.
+_OTHER_SPELLINGS = {"boolean": "bool", "integer": "int", "float": "double", "str": "string", "long": "int"}
 
 
 @dataclass(frozen=True)
@@ -95,15 +97,16 @@ def _event_schema(stream: str, event: ast.EventDecl, source: Source) -> EventSch
     attributes: dict[str, str] = {}
     primary: str | None = None
     for attr in event.attributes:
-        kind = _TYPE_ALIASES.get(attr.type.lower(), attr.type.lower())
+        kind = attr.type.lower()
         if kind not in ast.ATTRIBUTE_TYPES:
+            other = _OTHER_SPELLINGS.get(kind)
             raise SchemaError(
                 f"unknown type '{attr.type}' for attribute {attr.name} of {event.name}",
                 source,
                 attr.span,
                 expected=f"one of {', '.join(ast.ATTRIBUTE_TYPES)}",
                 found=f"'{attr.type}'",
-                hint=did_you_mean(attr.type, ast.ATTRIBUTE_TYPES),
+                hint=f"did you mean {other}?" if other else did_you_mean(attr.type, ast.ATTRIBUTE_TYPES),
             )
         if attr.name in attributes:
             raise SchemaError(

@@ -62,8 +62,20 @@ class Source:
 
     def line_text(self, line: int) -> str:
         """Line ``line`` (1-based, in this text's own coordinates)."""
-        lines = self.text.splitlines()
+        lines = lines_of(self.text)
         return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of a text as the parsers count them: split at ``\\n`` only
+    (``str.splitlines`` also splits at form feeds, ``\\x1e``, ``\\u2028``, ...,
+    which would put carets on the wrong line), without their ``\\r``.
+
+    >>> lines_of("a\\x1eb\\r\\nc\\n")
+    ['a\\x1eb', 'c']
+    """
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
 def render_location(source: Source, span: Span) -> tuple[str, str]:
@@ -77,7 +89,7 @@ def render_location(source: Source, span: Span) -> tuple[str, str]:
         |                ^^^
     """
     outer = source.locate(span)
-    text = source.line_text(span.line)
+    text = source.line_text(span.line).replace("\t", " ")  # one column per character, as the caret counts
     column = outer.column
     if span.line == 1 and source.column_offset:
         text = " " * source.column_offset + text

@@ -32,16 +32,27 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .checker import CheckedQuery, parse_and_check
-from .errors import ContradictoryOptionsError, UndeclaredAttributeError, WorkloadError, did_you_mean, listing
+from .errors import (
+    ContradictoryOptionsError,
+    LanguageErrors,
+    QueryError,
+    UndeclaredAttributeError,
+    WorkloadError,
+    did_you_mean,
+    listing,
+    text_kind,
+)
+from .files import read_source
 from .schema import Schema
-from .source import Source, Span
+from .source import Source, Span, lines_of
 
 _WORKLOAD_KEYS = {"name", "description", "schema", "schema_file", "generator", "allowed_lateness", "capacity"}
 _QUERY_KEYS = {"name", "tenant", "weight", "latency_bound", "shed", "sketch_attributes", "text", "file"}
@@ -76,12 +87,12 @@ class LatencyBound:
         if isinstance(value, bool):
             raise ValueError("a boolean is not a latency bound")
         if isinstance(value, (int, float)):
-            if not value > 0:
-                raise ValueError("a latency bound must be positive")
+            if not 0 < value < math.inf:  # nan fails too
+                raise ValueError("a latency bound must be a positive, finite number")
             return cls(cost_units=float(value))
         if isinstance(value, str):
             m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(%|ms|s)?\s*", value)
-            if m and float(m.group(1)) > 0:
+            if m and 0 < float(m.group(1)) < math.inf:
                 number, unit = float(m.group(1)), m.group(2)
                 if unit == "%" and number <= 100:
                     return cls(fraction=number / 100)
@@ -219,7 +230,7 @@ class _Locator:
     """Finds keys of a TOML text by line, since tomllib reports no positions."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = lines_of(text)
 
     def _block(self, table: str, index: int) -> tuple[int, int]:
         header = re.compile(
@@ -242,7 +253,7 @@ class _Locator:
     def key(self, table: str, index: int, key: str | None) -> Span:
         start, end = self._block(table, index)
         if key is not None:
-            pattern = re.compile(r"\s*" + re.escape(key) + r"\s*=")
+            pattern = re.compile(r"\s*([\"']?)" + re.escape(key) + r"\1\s*=")
             for i in range(start, end):
                 m = pattern.match(self.lines[i])
                 if m:
@@ -256,14 +267,16 @@ class _Locator:
         appears verbatim in the file."""
         span = self.key(table, index, key)
         line_index = span.line - 1
-        line = self.lines[line_index]
+        line = self.lines[line_index] if line_index < len(self.lines) else ""
+        if "=" not in line:
+            return None
         eq = line.index("=")
         rest = line[eq + 1 :]
         stripped = rest.lstrip()
         column = eq + 1 + (len(rest) - len(stripped))
         quote = next((q for q in _QUOTES if stripped.startswith(q)), "")
         column += len(quote)
-        first = value.splitlines()[0] if value else ""
+        first = lines_of(value)[0] if value else ""
         if len(quote) == 3 and line[column:].strip() == "":
             if line_index + 1 < len(self.lines) and self.lines[line_index + 1].startswith(first):
                 return (line_index + 1, 0)
@@ -271,6 +284,34 @@ class _Locator:
         if line[column:].startswith(first):
             return (line_index, column)
         return None
+
+
+def _toml_error(exc: tomllib.TOMLDecodeError, source: Source) -> WorkloadError:
+    """A TOML syntax error at its line and column (tomllib says them only in its message)."""
+    message = str(exc)
+    m = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if m:
+        line, column = int(m.group(1)), int(m.group(2))
+    else:  # "(at end of document)"
+        line = max(1, len(lines_of(source.text)))
+        column = len(source.line_text(line)) + 1
+    kind = text_kind(source.text)
+    if kind in ("query", "schema"):
+        what, key = ("query", "text") if kind == "query" else ("schema", "schema")
+        message = f"this is a {what}, not a workload"
+        hint = (
+            f"a {what} goes in a .{'ceql' if what == 'query' else 'core'} file, or in a workload as {key} = '''...'''"
+        )
+    else:
+        message = "not valid TOML: " + re.sub(r"\s*\(at (line|end).*\)$", "", str(exc))
+        hint = "strings need quotes; multi-line query text goes between ''' and '''"
+    return WorkloadError(
+        message,
+        source,
+        Span(line, column, line, column + 1),
+        expected="TOML: key = value lines under [workload], [defaults] and [[query]] tables",
+        hint=hint,
+    )
 
 
 def _inside_string(lines: list[str], index: int) -> bool:
@@ -282,10 +323,7 @@ def _inside_string(lines: list[str], index: int) -> bool:
 def load_workload(path: str | Path) -> Workload:
     """Read and check a workload file; raise a located error on any problem."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise WorkloadError(f"cannot read workload {p}: {exc.strerror}", Source("", str(p))) from None
+    text = read_source(p, "workload")
     return parse_workload(text, str(p), base=p.parent, path=p)
 
 
@@ -298,32 +336,12 @@ def parse_workload(
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        span = Span(int(m.group(1)), int(m.group(2)), int(m.group(1)), int(m.group(2)) + 1) if m else None
-        message = re.sub(r"\s*\(at line.*\)$", "", str(exc))
-        raise WorkloadError(
-            f"not valid TOML: {message}",
-            source,
-            span,
-            expected="TOML: key = value lines under [workload], [defaults] and [[query]] tables",
-            hint="strings need quotes; multi-line query text goes between ''' and '''",
-        ) from None
+        raise _toml_error(exc, source) from None
 
     def fail(
         message: str, span: Span, *, expected: str | None = None, found: str | None = None, hint: str | None = None
-    ) -> None:
+    ) -> NoReturn:
         raise WorkloadError(message, source, span, expected=expected, found=found, hint=hint)
-
-    def unknown_keys(table: dict[str, Any], allowed: set[str], where: str, index: int) -> None:
-        for key in table:
-            if key not in allowed:
-                fail(
-                    f"unknown key '{key}' in [{where}]" if index < 0 else f"unknown key '{key}' in query {index + 1}",
-                    loc.key(where, index, key),
-                    expected=f"one of {listing(allowed)}",
-                    found=f"'{key}'",
-                    hint=did_you_mean(key, allowed),
-                )
 
     for key in data:
         if key not in _TOP_KEYS:
@@ -343,7 +361,7 @@ def parse_workload(
             hint="add [workload] at the top",
         )
     assert isinstance(head, dict)
-    unknown_keys(head, _WORKLOAD_KEYS, "workload", -1)
+    _unknown_keys(head, _WORKLOAD_KEYS, "workload", -1, source, loc)
     wname = head.get("name")
     if not isinstance(wname, str) or not wname:
         fail("[workload] needs a name", loc.key("workload", -1, "name"), expected='name = "..."', found=repr(wname))
@@ -352,7 +370,7 @@ def parse_workload(
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         fail("[defaults] must be a table", loc.key("defaults", -1, None))
-    unknown_keys(defaults, _DEFAULT_KEYS, "defaults", -1)
+    _unknown_keys(defaults, _DEFAULT_KEYS, "defaults", -1, source, loc)
 
     entries = data.get("query")
     if not isinstance(entries, list) or not entries:
@@ -365,102 +383,32 @@ def parse_workload(
     assert isinstance(entries, list)
 
     queries: list[WorkloadQuery] = []
+    errors: list[QueryError] = []  # one per query at fault: each is checked on its own
     seen: dict[str, int] = {}
     for i, entry in enumerate(entries):
-        unknown_keys(entry, _QUERY_KEYS, "query", i)
-        merged = {**defaults, **entry}
-
-        def where(key: str, i: int = i, entry: dict[str, Any] = entry) -> Span:
-            """The line that set ``key`` for this query: its own, or [defaults]'s."""
-            if key not in entry and key in defaults:
-                return loc.key("defaults", -1, key)
-            return loc.key("query", i, key if key in entry else None)
-
-        qname = entry.get("name")
-        if not isinstance(qname, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", qname):
-            fail(
-                f"query {i + 1} needs a name",
-                loc.key("query", i, "name" if "name" in entry else None),
-                expected='name = "..." (letters, digits, _ . -)',
-                found=repr(qname),
-            )
-        if qname in seen:
-            fail(
-                f"two queries are named {qname}",
-                loc.key("query", i, "name"),
-                expected="a distinct name per query",
-                found=f"'{qname}' (also query {seen[qname] + 1})",
-                hint="names identify queries in outputs; rename one",
-            )
-        seen[qname] = i
-        tenant = merged.get("tenant", "default")
-        if not isinstance(tenant, str) or not tenant:
-            fail(f"query {qname}: tenant must be a string", where("tenant"), found=repr(tenant))
-        weight = merged.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
-            fail(
-                f"query {qname}: weight must be a positive number",
-                where("weight"),
-                expected="a number > 0",
-                found=repr(weight),
-            )
-        bound = None
-        if "latency_bound" in merged:
-            try:
-                bound = LatencyBound.parse(merged["latency_bound"])
-            except ValueError:
-                fail(
-                    f"query {qname}: invalid latency_bound",
-                    where("latency_bound"),
-                    expected='milliseconds such as "250ms", cost units (a positive number) or a fraction such as "40%"',
-                    found=repr(merged["latency_bound"]),
-                )
-        checked = _query_text(entry, qname, i, schema, source, loc, base)
-        can_shed = sheddable(checked)
-        shed = merged.get("shed", can_shed)
-        if not isinstance(shed, bool):
-            fail(f"query {qname}: shed must be true or false", where("shed"), found=repr(shed))
-        if shed and not can_shed:
-            raise ContradictoryOptionsError(
-                f"query {qname} asks for shedding, but its output depends on what else was output",
-                source,
-                where("shed"),
-                expected="shed = false for queries with NEXT, LAST, MAX, STRICT, CONSUME BY ANY/PARTITION or LIMIT",
-                found="shed = true",
-                hint="set shed = false for this query, or make it ALL with CONSUME BY NONE and no LIMIT",
-            )
-        sketch = merged.get("sketch_attributes", [])
-        if not isinstance(sketch, list) or not all(isinstance(a, str) for a in sketch):
-            fail(
-                f"query {qname}: sketch_attributes must be a list of attribute names",
-                where("sketch_attributes"),
-                found=repr(sketch),
-            )
-        known = {a for e in checked.event_types for a in e.attributes}
-        for attr in sketch:
-            if attr not in known:
-                raise UndeclaredAttributeError(
-                    f"query {qname}: sketch attribute '{attr}' is not an attribute of its event types",
-                    source,
-                    where("sketch_attributes"),
-                    expected=f"attributes of the query's events: {listing(known)}",
-                    found=f"'{attr}'",
-                    hint=did_you_mean(attr, known),
-                )
-        queries.append(WorkloadQuery(qname, tenant, float(weight), bound, shed, tuple(sketch), checked))
+        try:
+            queries.append(_query(entry, i, defaults, schema, seen, source, loc, base))
+        except LanguageErrors as many:
+            errors.extend(many.errors)
+        except QueryError as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0] if len(errors) == 1 else LanguageErrors(errors)
 
     generator = head.get("generator")
     lateness = head.get("allowed_lateness", 0)
-    if isinstance(lateness, bool) or not isinstance(lateness, int) or lateness < 0:
+    if isinstance(lateness, bool) or not isinstance(lateness, int) or not 0 <= lateness < 2**63:
         fail(
             "allowed_lateness must be a non-negative integer",
             loc.key("workload", -1, "allowed_lateness"),
             found=repr(lateness),
         )
     capacity = head.get("capacity")
-    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or capacity <= 0):
+    if capacity is not None and (
+        isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not 0 < capacity < math.inf
+    ):
         fail(
-            "capacity must be a positive number of cost units per second",
+            "capacity must be a positive, finite number of cost units per second",
             loc.key("workload", -1, "capacity"),
             found=repr(capacity),
         )
@@ -476,59 +424,195 @@ def parse_workload(
     )
 
 
-def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path | None) -> Schema:
-    if ("schema" in head) == ("schema_file" in head):
-        raise WorkloadError(
-            "[workload] needs exactly one of schema and schema_file",
-            source,
-            loc.key("workload", -1, "schema" if "schema" in head else None),
-            expected="schema = '''CREATE STREAM ...''' or schema_file = \"path.core\"",
-            found="both" if "schema" in head else "neither",
-        )
-    if "schema_file" in head:
-        path = (base or Path(".")) / str(head["schema_file"])
-        try:
-            text = path.read_text()
-        except OSError as exc:
+def _unknown_keys(
+    table: dict[str, Any], allowed: set[str], where: str, index: int, source: Source, loc: _Locator
+) -> None:
+    """Refuse a key not in ``allowed`` in table ``where`` (``index``: which [[query]], or -1)."""
+    for key in table:
+        if key not in allowed:
             raise WorkloadError(
-                f"cannot read schema file {path}: {exc.strerror}",
+                f"unknown key '{key}' in [{where}]" if index < 0 else f"unknown key '{key}' in query {index + 1}",
                 source,
-                loc.key("workload", -1, "schema_file"),
-                hint="paths are relative to the workload file",
-            ) from None
-        return Schema.parse(text, str(path))
-    text = head["schema"]
-    origin = loc.value_origin("workload", -1, "schema", text)
-    inner = Source(text, source.name, *(origin or (0, 0))) if origin else Source(text, f"{source.name} (schema)")
-    return Schema.parse(text, source=inner)
+                loc.key(where, index, key),
+                expected=f"one of {listing(allowed)}",
+                found=f"'{key}'",
+                hint=did_you_mean(key, allowed),
+            )
+
+
+def _query(
+    entry: object,
+    i: int,
+    defaults: dict[str, Any],
+    schema: Schema,
+    seen: dict[str, int],
+    source: Source,
+    loc: _Locator,
+    base: Path | None,
+) -> WorkloadQuery:
+    """One [[query]] entry, checked; a located error for the first problem in it."""
+
+    def fail(
+        message: str, span: Span, *, expected: str | None = None, found: str | None = None, hint: str | None = None
+    ) -> NoReturn:
+        raise WorkloadError(message, source, span, expected=expected, found=found, hint=hint)
+
+    if not isinstance(entry, dict):
+        fail(
+            f"query {i + 1} is not a table",
+            loc.key("query", i, None),
+            expected="[[query]] tables with name and text",
+            found=repr(entry),
+            hint="write each query as a [[query]] table with name = ... and text = ...",
+        )
+    _unknown_keys(entry, _QUERY_KEYS, "query", i, source, loc)
+    merged = {**defaults, **entry}
+
+    def where(key: str) -> Span:
+        """The line that set ``key`` for this query: its own, or [defaults]'s."""
+        if key not in entry and key in defaults:
+            return loc.key("defaults", -1, key)
+        return loc.key("query", i, key if key in entry else None)
+
+    qname = entry.get("name")
+    if not isinstance(qname, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", qname):
+        fail(
+            f"query {i + 1} needs a name",
+            loc.key("query", i, "name" if "name" in entry else None),
+            expected='name = "..." (letters, digits, _ . -)',
+            found=repr(qname),
+        )
+    if qname in seen:
+        fail(
+            f"two queries are named {qname}",
+            loc.key("query", i, "name"),
+            expected="a distinct name per query",
+            found=f"'{qname}' (also query {seen[qname] + 1})",
+            hint="names identify queries in outputs; rename one",
+        )
+    seen[qname] = i
+    tenant = merged.get("tenant", "default")
+    if not isinstance(tenant, str) or not tenant:
+        fail(f"query {qname}: tenant must be a string", where("tenant"), found=repr(tenant))
+    weight = merged.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
+        fail(
+            f"query {qname}: weight must be a positive number",
+            where("weight"),
+            expected="a number > 0",
+            found=repr(weight),
+        )
+    bound = None
+    if "latency_bound" in merged:
+        try:
+            bound = LatencyBound.parse(merged["latency_bound"])
+        except ValueError:
+            fail(
+                f"query {qname}: invalid latency_bound",
+                where("latency_bound"),
+                expected='milliseconds such as "250ms", cost units (a positive number) or a fraction such as "40%"',
+                found=repr(merged["latency_bound"]),
+            )
+    checked = _query_text(entry, qname, i, schema, source, loc, base)
+    can_shed = sheddable(checked)
+    shed = merged.get("shed", can_shed)
+    if not isinstance(shed, bool):
+        fail(f"query {qname}: shed must be true or false", where("shed"), found=repr(shed))
+    if shed and not can_shed:
+        raise ContradictoryOptionsError(
+            f"query {qname} asks for shedding, but its output depends on what else was output",
+            source,
+            where("shed"),
+            expected="shed = false for queries with NEXT, LAST, MAX, STRICT, CONSUME BY ANY/PARTITION or LIMIT",
+            found="shed = true",
+            hint="set shed = false for this query, or make it ALL with CONSUME BY NONE and no LIMIT",
+        )
+    sketch = merged.get("sketch_attributes", [])
+    if not isinstance(sketch, list) or not all(isinstance(a, str) for a in sketch):
+        fail(
+            f"query {qname}: sketch_attributes must be a list of attribute names",
+            where("sketch_attributes"),
+            found=repr(sketch),
+        )
+    known = {a for e in checked.event_types for a in e.attributes}
+    for attr in sketch:
+        if attr not in known:
+            raise UndeclaredAttributeError(
+                f"query {qname}: sketch attribute '{attr}' is not an attribute of its event types",
+                source,
+                where("sketch_attributes"),
+                expected=f"attributes of the query's events: {listing(known)}",
+                found=f"'{attr}'",
+                hint=did_you_mean(attr, known),
+            )
+    return WorkloadQuery(qname, tenant, float(weight), bound, shed, tuple(sketch), checked)
+
+
+def _load_schema(head: dict[str, Any], source: Source, loc: _Locator, base: Path | None) -> Schema:
+    text = _inline_or_file(head, ("schema", "schema_file"), "workload", -1, "[workload]", source, loc, base)
+    return Schema.parse(text.text, source=text)
 
 
 def _query_text(
     entry: dict[str, Any], qname: str, index: int, schema: Schema, source: Source, loc: _Locator, base: Path | None
 ) -> CheckedQuery:
-    if ("text" in entry) == ("file" in entry):
+    text = _inline_or_file(entry, ("text", "file"), "query", index, f"query {qname}", source, loc, base)
+    return parse_and_check(text.text, schema, source=text)
+
+
+def _inline_or_file(
+    table: dict[str, Any],
+    keys: tuple[str, str],
+    block: str,
+    index: int,
+    label: str,
+    source: Source,
+    loc: _Locator,
+    base: Path | None,
+) -> Source:
+    """The text a table gives inline (``keys[0]``) or as a file's path
+    (``keys[1]``, relative to the workload), placed where it is written so
+    that its errors point into the workload (or the file)."""
+    inline, file = keys
+    what = "schema" if block == "workload" else "query"
+    example = f"{inline} = '''{'CREATE STREAM' if what == 'schema' else 'SELECT'} ...''' or {file} = \"path\""
+    if (inline in table) == (file in table):
         raise WorkloadError(
-            f"query {qname} needs exactly one of text and file",
+            f"{label} needs exactly one of {inline} and {file}",
             source,
-            loc.key("query", index, "text" if "text" in entry else "name"),
-            expected="text = '''SELECT ...''' or file = \"query.ceql\"",
-            found="both" if "text" in entry else "neither",
+            loc.key(block, index, inline if inline in table else "name" if "name" in table else None),
+            expected=example,
+            found="both" if inline in table else "neither",
         )
-    if "file" in entry:
-        path = (base or Path(".")) / str(entry["file"])
+    key = file if file in table else inline
+    value = table[key]
+    if not isinstance(value, str):
+        raise WorkloadError(
+            f"{'' if block == 'workload' else label + ': '}{key} must be a string",
+            source,
+            loc.key(block, index, key),
+            expected=example,
+            found=f"{value!r} ({_toml_type(value)})",
+            hint=f"put the {what} text (or the file's path) in quotes",
+        )
+    if key == file:
+        path = (base or Path(".")) / value
         try:
-            text = path.read_text()
-        except OSError as exc:
-            raise WorkloadError(
-                f"cannot read query file {path}: {exc.strerror}",
-                source,
-                loc.key("query", index, "file"),
-                hint="paths are relative to the workload file",
-            ) from None
-        return parse_and_check(text, schema, str(path))
-    text = entry["text"]
-    if not isinstance(text, str):
-        raise WorkloadError(f"query {qname}: text must be a string", source, loc.key("query", index, "text"))
-    origin = loc.value_origin("query", index, "text", text)
-    inner = Source(text, source.name, *origin) if origin else Source(text, f"{source.name} (query {qname})")
-    return parse_and_check(text, schema, source=inner)
+            return Source(read_source(path, what), str(path))
+        except QueryError as exc:
+            exc.hint = f'{exc.hint}; {file} = "{value}" is read relative to the workload file'
+            raise
+    origin = loc.value_origin(block, index, inline, value)
+    if origin is None:
+        return Source(value, f"{source.name} ({'schema' if block == 'workload' else label})")
+    return Source(value, source.name, *origin)
+
+
+def _toml_type(value: object) -> str:
+    """The TOML name of a parsed value's type, for messages.
+
+    >>> _toml_type(5), _toml_type([1]), _toml_type({"a": 1})
+    ('an integer', 'an array', 'a table')
+    """
+    names = {bool: "a boolean", int: "an integer", float: "a float", list: "an array", dict: "a table"}
+    return next((n for t, n in names.items() if isinstance(value, t)), "a date or time")

@@ -1,5 +1,5 @@
 """The Spark pipeline: batch detection over DataFrames and files
-(``detect``, ``run_detection``), one engine per partition key on the
+(``detect``, ``run_detection``), streaming detection (``detect_stream``), one engine per partition key on the
 workers, and the session it runs on (``spark_session``). Importing this
 package does not import PySpark; calling into it does."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Detection", "detect", "join_events", "run_detection", "spark_session"]
+__all__ = ["Detection", "detect", "detect_stream", "join_events", "match_recognize", "run_detection", "spark_session"]
 
 
 def __getattr__(name: str) -> Any:
@@ -15,6 +15,14 @@ def __getattr__(name: str) -> Any:
         from . import pipeline as module
 
         return getattr(module, name)
+    if name == "match_recognize":
+        from .recognize import match_recognize
+
+        return match_recognize
+    if name == "detect_stream":
+        from .stream import detect_stream
+
+        return detect_stream
     if name == "spark_session":
         from .session import spark_session
 

@@ -1,13 +1,14 @@
 """Lanes: the queries of a workload that split the stream the same way.
 
-Queries with the same PARTITION BY lists form one lane, which Spark splits
-by partition key: each key's events go to one engine (with the other keys
-of its key group, see ``worker``). A query without
-PARTITION BY, or whose CONSUME BY ANY reaches across keys, belongs to the
-lane with no key: all its events go to one engine. An event goes to every
-lane whose queries' streams hold its type and in which it has a key (the first PARTITION BY
-list whose attributes it all has, as in the engine); the key is the JSON
-list of those attributes' values as text.
+Queries with the same partition attributes (every attribute their
+PARTITION BY names, ``Query.partition_attributes``) form one lane, which
+Spark splits by partition key: each key's events go to one engine (with the
+other keys of its key group, see ``worker``). A query without PARTITION BY,
+or whose CONSUME BY ANY reaches across keys, belongs to the lane with no
+key: all its events go to one engine. An event goes to every lane whose
+queries' streams hold its type and in which it has a key (a non-null value
+of every partition attribute, as in the engine); the key is the JSON list
+of those values as text.
 
 >>> from sharp_cer.language import parse_workload
 >>> w = parse_workload('''
@@ -23,9 +24,18 @@ list of those attributes' values as text.
 ... [[query]]
 ... name = "by_k_too"
 ... text = "SELECT * WHERE B ; B PARTITION BY [k] WITHIN 5 EVENTS"
+... [[query]]
+... name = "by_j_k"
+... text = "SELECT * WHERE A ; A PARTITION BY [k], [j] WITHIN 5 EVENTS"
+... [[query]]
+... name = "by_j_k_too"
+... text = "SELECT * WHERE A ; A PARTITION BY [j, k] WITHIN 5 EVENTS"
 ... ''')
->>> [(lane.queries, lane.partition_by, sorted(lane.event_types)) for lane in lanes(w)]
-[(('by_k', 'by_k_too'), (('k',),), ['A', 'B']), (('all',), (), ['A', 'B'])]
+>>> for lane in lanes(w):
+...     print(lane.queries, lane.partition_attributes, sorted(lane.event_types))
+('by_k', 'by_k_too') ('k',) ['A', 'B']
+('all',) () ['A', 'B']
+('by_j_k', 'by_j_k_too') ('j', 'k') ['A', 'B']
 """
 
 from __future__ import annotations
@@ -37,20 +47,20 @@ from sharp_cer.language import Workload
 
 @dataclass(frozen=True)
 class Lane:
-    """One lane: its queries, their PARTITION BY lists (empty: one
+    """One lane: its queries, their partition attributes (none: one
     partition) and the event types of their streams (by name)."""
 
     queries: tuple[str, ...]
-    partition_by: tuple[tuple[str, ...], ...]
+    partition_attributes: tuple[str, ...]
     event_types: frozenset[str]
 
 
 def lanes(workload: Workload) -> tuple[Lane, ...]:
     """The workload's lanes, in order of their first query (see the module example)."""
-    found: dict[tuple[tuple[str, ...], ...], tuple[list[str], set[str]]] = {}
+    found: dict[tuple[str, ...], tuple[list[str], set[str]]] = {}
     for q in workload.queries:
         query = q.checked.query
-        spec = query.partition_by if query.consume != "ANY" else ()
+        spec = query.partition_attributes if query.consume != "ANY" else ()
         names, types = found.setdefault(spec, ([], set()))
         names.append(q.name)
         # the engine sees every event of the query's streams (contiguity and NOT read them all)

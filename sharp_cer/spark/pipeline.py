@@ -189,27 +189,24 @@ def routes(found: tuple[Lane, ...], attributes: list[str], groups: int) -> Colum
     for number, lane in enumerate(found):
         key = _key(lane, set(attributes))
         chosen = F.col("type").isin(sorted(lane.event_types)) & key.isNotNull()
-        group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_by else F.lit(0).cast("bigint")
+        group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_attributes else F.lit(0).cast("bigint")
         choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(GROUP))))
     return F.filter(F.array(*choices), lambda c: c.isNotNull())
 
 
 def _key(lane: Lane, attributes: set[str]) -> Column:
-    """The lane's partition key of an event: the JSON list (as text) of the
-    attributes of the first PARTITION BY list it has all of (None: it has
-    none); '' in a lane without PARTITION BY."""
+    """The lane's partition key of an event: the JSON list (as text) of its
+    values of the lane's partition attributes (None: it lacks one, or one
+    is null); '' in a lane without PARTITION BY."""
     from pyspark.sql import functions as F
 
-    if not lane.partition_by:
+    names = lane.partition_attributes
+    if not names:
         return F.lit("")
-    key: Column | None = None
-    for names in reversed(lane.partition_by):
-        if not set(names) <= attributes:
-            continue  # no event type has them all
-        present = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").isNotNull() for n in names])
-        value = F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names]))
-        key = F.when(present, value) if key is None else F.when(present, value).otherwise(key)
-    return key if key is not None else F.lit(None).cast("string")
+    if not set(names) <= attributes:
+        return F.lit(None).cast("string")  # no event type has them all
+    present = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").isNotNull() for n in names])
+    return F.when(present, F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names])))
 
 
 def _detect_group_udtf(job: Job) -> Any:

@@ -42,7 +42,8 @@ class Progress:
         self.thread = threading.Thread(target=self._draw, daemon=True)
         self.tty = bool(getattr(out, "isatty", lambda: False)())
         self.shown = False
-        self.total = self.finished = 0
+        self._stages: dict[int, tuple[int, int]] = {}
+        self._shown = 0.0
 
     def __enter__(self) -> Progress:
         self.thread.start()
@@ -58,19 +59,19 @@ class Progress:
             self.out.flush()
 
     def _share(self) -> float:
-        """Tasks done over tasks seen, counting every stage seen so far."""
+        """Tasks done over tasks seen, counting every stage seen so far, and
+        never below what was shown before (a new stage adds tasks to the
+        total: the share would fall, though no work was undone)."""
         for stage in self.tracker.getActiveStageIds():
             info = self.tracker.getStageInfo(stage)
             if info is not None:
                 self._stages[stage] = (info.numTasks, info.numCompletedTasks)
         total = sum(n for n, _ in self._stages.values())
         done = sum(d for _, d in self._stages.values())
-        return done / total if total else 0.0
-
-    _stages: dict[int, tuple[int, int]]
+        self._shown = max(self._shown, done / total if total else 0.0)
+        return self._shown
 
     def _draw(self) -> None:
-        self._stages = {}
         last = 0.0
         while not self.stop.wait(self.poll):
             seconds = time.perf_counter() - self.began

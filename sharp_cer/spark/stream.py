@@ -1,11 +1,14 @@
-"""Streaming detection on Spark: files arriving in a folder in, matches
-appended to a folder of Parquet files out, exactly once across restarts.
+"""Streaming detection on Spark: any streaming DataFrame of events in
+(``detect_stream``), or files arriving in a folder (``start_stream``, the
+``sharp-cer stream`` command), alerts appended to a sink, exactly once
+across restarts.
 
 The query (``start_stream``):
 
 1. *stage 0*, stateless: each new file of ``source`` read whole, parsed
-   and validated (``stream_input.parse_files``), each event routed to its
-   lanes and key groups exactly as the batch pipeline routes it;
+   and validated (``stream_input.parse_files``; a DataFrame's rows:
+   ``parse_rows``), each event routed to its lanes and key groups exactly
+   as the batch pipeline routes it;
 2. *stage 1*, one stateful key: positions in arrival order and lateness
    (``stream_processors.Sequencer``);
 3. the watermark, on the events' time, ``allowed_lateness`` plus a margin
@@ -33,11 +36,13 @@ of earlier ones.
 
 from __future__ import annotations
 
+import io
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.errors import SurfaceError
@@ -50,6 +55,7 @@ from .prepare import (
     LETTER_COLUMNS,
     LINE,
     LOCAL,
+    PART,
     PREV,
     TEXT_FORMATS,
     TS,
@@ -62,16 +68,19 @@ from .stream_input import (
     ARRIVED,
     CLOCK,
     FILE,
+    FLUSH,
     NONE,
     NUMBERED_DDL,
     ROUTE,
     TEXT,
     check_signature,
     parse_files,
+    parse_rows,
     stage_zero_schema,
 )
 from .summary import Summary
-from .worker import GROUP, LANE, Job
+from .watch import EVENTS_IN, MATCHES_OUT, watch
+from .worker import _NO_LATENESS, GROUP, LANE, Job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,7 +96,10 @@ class StreamSettings:
     that is there, then stop), at most ``max_files`` new files per
     micro-batch, the watermark ``watermark_ms`` behind the latest time
     (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
-    (None: four per shuffle partition), bins of ``bin_width`` positions."""
+    (None: four per shuffle partition), the stream's shuffle partitions
+    (None: one per core: each is a state store committed every micro-batch;
+    a checkpoint keeps the number it started with), bins of ``bin_width``
+    positions."""
 
     trigger: float | None = None
     max_files: int | None = None
@@ -95,8 +107,13 @@ class StreamSettings:
     shedder: str | None = None
     seed: int = 0
     groups: int | None = None
+    partitions: int | None = None
     bin_width: int = 1000
     format: str | None = None
+
+    def shuffle_partitions(self, spark: SparkSession) -> int:
+        """The stream's shuffle partitions: as set, else one per core."""
+        return self.partitions or spark.sparkContext.defaultParallelism
 
     def delay_ms(self, workload: Workload) -> int:
         """The watermark delay: above the allowed lateness, in ms."""
@@ -113,19 +130,28 @@ class StreamSettings:
 
 
 def stream_conf() -> dict[str, str]:
-    """The Spark settings a stream needs: the RocksDB state store."""
-    return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB}
+    """The Spark settings a stream needs: the RocksDB state store, whose
+    commits write a changelog rather than a snapshot of every partition (the
+    snapshots are made in the background)."""
+    return {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    }
 
 
 def check_checkpoint(checkpoint: str, workload: Workload) -> None:
-    """Refuse a checkpoint made by another workload (naming the difference);
-    remember this workload's signature in a new one."""
+    """Refuse a checkpoint written in another format or by another workload
+    (naming the difference); remember this workload's signature in a new one."""
+    from .stream_group import FORMAT, check_format
+
     path = Path(checkpoint) / SIGNATURE_FILE
     if path.exists():
-        check_signature(path.read_text(), workload.signature(), str(path))
+        stored = json.loads(path.read_text())
+        check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
+        check_signature(json.dumps(stored["signature"]), workload.signature(), str(path))
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(workload.signature(), indent=1))
+        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature()}, indent=1))
 
 
 def request_flush(checkpoint: str) -> None:
@@ -144,12 +170,7 @@ def start_stream(
     """Start the streaming query (see the module docstring)."""
     from pyspark.sql import functions as F
 
-    from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
-
-    if spark.conf.get("spark.sql.streaming.stateStore.providerClass") != ROCKSDB:
-        raise SurfaceError(
-            "the stream needs the RocksDB state store\n  hint: create the session with spark_session(**stream_conf())"
-        )
+    _check_session(spark)
     if not Path(source).is_dir():
         raise SurfaceError(f"{source}: error: no such folder\n  expected: the folder the stream's files arrive in")
     fmt = settings.format or format_of(source)
@@ -157,13 +178,6 @@ def start_stream(
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
     check_checkpoint(checkpoint, workload)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
-    found = lanes(workload)
-    parts = int(spark.conf.get("spark.sql.shuffle.partitions") or 4)
-    groups = settings.groups or 4 * parts
-    job = Job(
-        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
-    )
-    every_route = [n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_by else 1)]
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
         reader = spark.readStream.format("text").option("wholetext", "true")
@@ -184,6 +198,121 @@ def start_stream(
         .unionByName(files(str(Path(checkpoint, "control")), True, None))
         .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
+    output = _engines(parsed, workload, settings, spark, None)
+    # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
+    output = output.observe(MATCHES_OUT, F.count(F.when(F.col("kind") == "match", 1)).alias("n"))
+    writer = (
+        output.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", str(Path(checkpoint, "query")))
+        .outputMode("append")
+    )
+    if settings.trigger is None:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
+    # the query takes the session's settings as it starts (a restart: the checkpoint's)
+    before = str(spark.conf.get("spark.sql.shuffle.partitions"))
+    spark.conf.set("spark.sql.shuffle.partitions", str(settings.shuffle_partitions(spark)))
+    try:
+        return writer.start()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def detect_stream(
+    events: DataFrame,
+    workload: Workload,
+    *,
+    order_by: Sequence[str] | None = None,
+    arrived: str | None = None,
+    control: str | None = None,
+    settings: StreamSettings | None = None,
+) -> DataFrame:
+    """The matches of ``workload`` over a streaming DataFrame of events (a
+    ``type`` column and one column per attribute, as ``detect`` takes), as
+    a streaming DataFrame of alerts, dead letters and statistics
+    (``STREAM_DDL``): write it with ``writeStream`` to any sink, in append
+    mode, with a ``checkpointLocation`` (the engines' state lives there).
+
+    Events are numbered in arrival order: micro-batch after micro-batch,
+    and within one by ``order_by`` (e.g. Kafka's ``partition`` and
+    ``offset``, or a time), ties and no ``order_by`` in the source's order
+    (task by task). Positions are what ``WITHIN n EVENTS`` counts.
+    ``arrived`` names a timestamp column stamped when the event was sent
+    (its end-to-end latency is measured from it; default: when Spark takes
+    the micro-batch). A file in the folder ``control`` (``request_flush``)
+    releases every held event, as at the end of the input. The session
+    needs ``stream_conf()``; its ``spark.sql.shuffle.partitions`` when the
+    query first starts is the number of state stores, for good (one per
+    core suits latency).
+    """
+    from pyspark.sql import functions as F
+
+    spark = events.sparkSession
+    _check_session(spark)
+    settings = settings or StreamSettings()
+    attributes = list(attribute_kinds(workload.schema))
+    missing = [c for c in ["type", *attributes, *(order_by or ()), *([arrived] if arrived else [])]
+               if c not in events.columns]  # fmt: skip
+    if missing:
+        raise SurfaceError(
+            f"the events lack columns {', '.join(missing)}\n  expected: a type column, the schema's attributes "
+            f"({', '.join(attributes)}) and the order_by and arrived columns named"
+        )
+    order = [f"__order{i}" for i in range(len(order_by or ()))]
+    stamp = F.col(arrived) if arrived else F.current_timestamp()
+    rows = events.select(
+        "type",
+        *attributes,
+        F.unix_millis(stamp).alias(ARRIVED),
+        *[F.col(c).alias(o) for c, o in zip(order_by or (), order, strict=True)],
+    )
+    # lateness is judged in stage 1, once the micro-batch is in order_by's order
+    spec = LoadSpec(workload.schema, "table", _NO_LATENESS)
+    ddl = ", ".join(
+        [arrow_ddl(stage_zero_schema(spec)), *(f"{o} {rows.schema[o].dataType.simpleString()}" for o in order)]
+    )
+    parsed = rows.mapInArrow(lambda batches: parse_rows(spec, order, batches), ddl)
+    if control:
+        Path(control).mkdir(parents=True, exist_ok=True)
+        flushes = (
+            spark.readStream.format("text")
+            .load(control)
+            .select(
+                F.lit(FLUSH).alias(KIND),
+                F.col("_metadata.file_path").alias(FILE),
+                F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+            )
+        )
+        parsed = parsed.unionByName(flushes, allowMissingColumns=True)
+    return _engines(parsed, workload, settings, spark, order)
+
+
+def _check_session(spark: SparkSession) -> None:
+    if spark.conf.get("spark.sql.streaming.stateStore.providerClass") != ROCKSDB:
+        raise SurfaceError(
+            "the stream needs the RocksDB state store\n  hint: create the session with spark_session(**stream_conf())"
+        )
+
+
+def _engines(
+    parsed: DataFrame, workload: Workload, settings: StreamSettings, spark: SparkSession, order: list[str] | None
+) -> DataFrame:
+    """Stage 0's rows numbered (stage 1), held until the watermark passes
+    them and fed to their key groups' engines (stage 2)."""
+    from pyspark.sql import functions as F
+
+    from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
+
+    found = lanes(workload)
+    groups = settings.groups or 4 * settings.shuffle_partitions(spark)
+    job = Job(
+        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
+    )
+    every_route = [
+        n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_attributes else 1)
+    ]
     attributes = list(attribute_kinds(workload.schema))
     coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[GROUP])
     staged = parsed.select(
@@ -192,11 +321,13 @@ def start_stream(
         F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
         F.when(F.col(KIND) == "event", coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
         *LETTER_COLUMNS,
+        *([PART, *order] if order is not None else []),
         F.lit(0).alias("__stream"),
     )  # fmt: skip
     numbered = staged.groupBy("__stream").transformWithStateInPandas(
-        Sequencer(workload, every_route, staged.columns), NUMBERED_DDL, "Append", "None"
+        Sequencer(workload, every_route, staged.columns, order), NUMBERED_DDL, "Append", "None"
     )
+    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
     code = F.col("__code")
     keyed = (
         numbered.select("*", F.explode_outer(ROUTE).alias("__code"))
@@ -209,20 +340,9 @@ def start_stream(
         )
         .withWatermark("__time", f"{settings.delay_ms(workload)} milliseconds")
     )
-    output = keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
+    return keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
     )
-    writer = (
-        output.writeStream.format("parquet")
-        .option("path", out)
-        .option("checkpointLocation", str(Path(checkpoint, "query")))
-        .outputMode("append")
-    )
-    if settings.trigger is None:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
-    return writer.start()
 
 
 def run_until_done(query: StreamingQuery) -> None:
@@ -330,24 +450,21 @@ def run_stream(
     settings: StreamSettings,
     spark: SparkSession,
     timeout: float | None = None,
+    progress: TextIO | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
-    batches every ``trigger`` seconds until ``timeout`` seconds have passed
-    or Ctrl-C; events the watermark has not passed stay held in the
-    checkpoint for the next run."""
+    batches every ``trigger`` seconds, a line each on ``progress``, until
+    ``timeout`` seconds have passed or SIGINT / SIGTERM (then at a
+    micro-batch boundary); events the watermark has not passed stay held in
+    the checkpoint for the next run."""
     if settings.trigger is None:
         run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
         request_flush(checkpoint)
         run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
     else:
         query = start_stream(workload, source, checkpoint, out, settings, spark)
-        try:
-            query.awaitTermination(None if timeout is None else round(timeout))
-        except KeyboardInterrupt:
-            pass
-        except Exception as error:  # Spark wraps the workers' errors
-            raise SurfaceError(_cause(str(error))) from None
-        finally:
-            query.stop()
+        watch(query, progress or io.StringIO(), timeout)
+        if query.exception() is not None:  # Spark wraps the workers' errors
+            raise SurfaceError(_cause(str(query.exception())))
     return stream_summary(spark, out, workload, settings)

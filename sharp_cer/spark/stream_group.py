@@ -17,14 +17,18 @@ left it. Nothing here imports PySpark at import time.
 >>> out = group.release(['{"type": "A", "k": 1}'], [3], [0], now_ms=0)
 >>> group = restore(snapshot(group))  # as a restart would
 >>> out = group.release(['{"type": "B", "k": 1}'], [7], [0], now_ms=40)
->>> out.filter(pa.compute.equal(out["kind"], "match")).select(["query", "start", "end"]).to_pylist()
-[{'query': 'ab', 'start': 3, 'end': 7}]
+>>> alerts = out.filter(pa.compute.equal(out["kind"], "match"))
+>>> alerts.select(["query", "start", "end", "attributes"]).to_pylist()  # the events whole: no join needed
+[{'query': 'ab', 'start': 3, 'end': 7, 'attributes': ['{"type": "A", "k": 1}', '{"type": "B", "k": 1}']}]
+>>> sorted(group.recent)  # kept while a live run reaches them: the A at 3 may start another match
+[3, 7]
 >>> {r["bin"]: r["value"] for r in out.to_pylist() if r["kind"] == E2E}  # one match, 40 ms after arrival
 {40: 1.0}
 """
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import sys
 import threading
@@ -47,6 +51,11 @@ from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, GroupRun, Job, rows_of
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
 E2E = "e2e"
 E2E_MS = 10
+#: the format of a stream's state and of its checkpoint's workload file.
+#: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine
+#: re-pickled whole into the state each micro-batch, beside the fingerprint);
+#: 2: the engine's state split from a token naming it (kept in worker memory)
+FORMAT = 2
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound"}) | MAX_COUNTERS
 
@@ -60,11 +69,16 @@ class StreamGroup(GroupRun):
     def __init__(self, job: Job, lane: int) -> None:
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
+        # position -> (event time, JSON) of the released events a later match
+        # may still hold: an alert carries its events whole; forgotten once no
+        # live run reaches them, so it stays within the windows
+        self.recent: dict[int, tuple[int | None, str]] = {}
 
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream
         order, the arrival of each in ms) at wall time ``now_ms``."""
         batch = lines_batch(self.workload.schema, texts, positions)
+        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
         if self.held is not None:
             from shedding.bounds import reference_latency
 
@@ -78,9 +92,29 @@ class StreamGroup(GroupRun):
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
         self.match_bins.clear()
+        alerts = self._alerts(found)
+        self._forget()
         return pa.concat_tables(
-            [self._matches(found), self._increments(stats), _e2e(found, positions, arrived, now_ms)]
+            [
+                alerts,
+                *(with_alert_columns(t) for t in (self._increments(stats), _e2e(found, positions, arrived, now_ms))),
+            ]
         )
+
+    def _alerts(self, found: list[Match]) -> pa.Table:
+        """The matches as rows, each with its events as JSON (in ``events``
+        order) and the time of its last event."""
+        rows = self._matches(found)
+        events = [[self.recent[p][1] for p in e] for e in rows.column("events").to_pylist()]
+        return with_alert_columns(rows, events, [self.recent[m.end][0] for m in found])
+
+    def _forget(self) -> None:
+        """Drop the events no live run reaches (released in stream order:
+        the oldest come first)."""
+        assert self.detector is not None
+        oldest = self.detector.engine.oldest_position()
+        for p in list(itertools.takewhile(lambda p: p < oldest, self.recent)):
+            del self.recent[p]
 
     def _increments(self, stats: pa.Table) -> pa.Table:
         """Running-total counters turned into what changed since the last release."""
@@ -95,6 +129,59 @@ class StreamGroup(GroupRun):
             keep.append(i)
         stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
         return stats.take(keep)
+
+
+#: what an alert adds to ``worker.OUTPUT``: its events as JSON (type and
+#: attributes, in ``events`` order) and the event time of its last event (ns)
+ALERT = pa.schema([("attributes", pa.list_(pa.string())), ("end_time", pa.int64())])
+
+
+def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
+    """``table`` with the alert's columns (null unless given)."""
+    n = table.num_rows
+    table = table.append_column(
+        ALERT.field(0), pa.array(events, ALERT.field(0).type) if events else pa.nulls(n, ALERT.field(0).type)
+    )
+    return table.append_column(ALERT.field(1), pa.array(times, pa.int64()) if times else pa.nulls(n, pa.int64()))
+
+
+def _times(batch: EventBatch) -> list[int | None]:
+    """Each event's primary time in ns (None: its type has none)."""
+    out: list[int | None] = [None] * len(batch)
+    for code, event in enumerate(batch.event_types):
+        if event.primary_time is None:
+            continue
+        column = batch.columns[event.primary_time]
+        for i in np.flatnonzero(batch.codes == code).tolist():
+            out[i] = int(column.values[i]) if column.valid[i] else None
+    return out
+
+
+def check_format(found: int, where: str) -> None:
+    """Refuse state written in another format than this sharp-cer's,
+    saying which wrote it and what to do.
+
+    >>> check_format(FORMAT, "ck")
+    >>> check_format(1, "ck")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
+      expected: stream format 2
+      hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
+    """
+    if found == FORMAT:
+        return
+    older = found < FORMAT
+    raise SurfaceError(
+        f"{where}: error: this checkpoint was written by {'an older' if older else 'a newer'} sharp-cer "
+        f"(stream format {found})\n  expected: stream format {FORMAT}\n  hint: "
+        + (
+            "finish that stream with the sharp-cer that wrote it (sharp-cer stream without --trigger flushes it), "
+            "then start this version with a new --checkpoint and --out"
+            if older
+            else "upgrade sharp-cer to the version that wrote it"
+        )
+    )
 
 
 def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:

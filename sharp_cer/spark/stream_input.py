@@ -44,6 +44,7 @@ from .prepare import (
     LETTER_COLUMNS,
     LINE,
     LOCAL,
+    PART,
     PREV,
     SUMMARY,
     TS,
@@ -98,10 +99,61 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
                 records = rows.to_pylist()
                 for r in records:
                     r[FILE], r[ARRIVED] = path, arrived
-                    if r[KIND] == EVENT:
-                        event = by_name[r["type"]]
-                        r[TEXT] = json.dumps({"type": r["type"], **{a: r[a] for a in event.attributes}})
+                _texts(records, by_name)
                 yield pa.RecordBatch.from_pylist(records, schema=schema)
+
+
+def _texts(records: list[dict[str, Any]], by_name: dict[str, Any]) -> None:
+    """Each event's record gets its JSON line (type and attributes)."""
+    for r in records:
+        if r[KIND] == EVENT:
+            event = by_name[r["type"]]
+            r[TEXT] = json.dumps({"type": r["type"], **{a: r[a] for a in event.attributes}})
+
+
+def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Stage 0 over a DataFrame's rows (``type``, the attributes,
+    ``__arrived`` and the ``order`` columns): prepare's pass 1 (as a
+    table), each event as a line of JSON; each row keeps its ``order``
+    values and its place in the task (``__part``, ``__local``), which stage 1
+    sorts a micro-batch by. No file: ``__file`` is null, a dead letter's
+    line is its row in the task, from 1.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
+    >>> rows = pa.record_batch({"type": ["A", "A", "A"], "x": [1, None, 3], "t": [10, 11, 12], ARRIVED: [5] * 3,
+    ...                         "__order0": [2, 1, 0]})
+    >>> out = pa.Table.from_batches(parse_rows(LoadSpec(s, "table", 0), ["__order0"], iter([rows]))).to_pylist()
+    >>> [(r[KIND], r[LOCAL], r["__order0"], r[TEXT]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
+    [('event', 0, 2, '{"type": "A", "x": 1, "t": 10}'), ('event', 2, 0, '{"type": "A", "x": 3, "t": 12}'),
+     ('dead', 1, 1, None)]
+    """
+    by_name = {e.name: e for e in spec.schema.event_types()}
+    base = stage_zero_schema(spec)
+    offset = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        events = batch.select([c for c in batch.schema.names if c not in (ARRIVED, *order)])
+        schema = base
+        for name in order:
+            schema = schema.append(batch.schema.field(name))
+        for rows in load_partition(spec, iter([events]), None):
+            records = [r for r in rows.to_pylist() if r[KIND] != SUMMARY]
+            if not records:
+                continue
+            at = pa.array([r[LOCAL] for r in records], pa.int64())
+            arrived = batch.column(ARRIVED).take(at).to_pylist()
+            values = {name: batch.column(name).take(at).to_pylist() for name in order}
+            for i, r in enumerate(records):
+                r[ARRIVED] = arrived[i]
+                r[LOCAL] += offset
+                if r[KIND] == DEAD:
+                    r[LINE] += offset
+                for name in order:
+                    r[name] = values[name][i]
+            _texts(records, by_name)
+            yield pa.RecordBatch.from_pylist(records, schema=schema)
+        offset += batch.num_rows
 
 
 def stage_zero_schema(spec: LoadSpec) -> pa.Schema:
@@ -136,11 +188,18 @@ def check_signature(stored: str, current: dict[str, str], where: str) -> None:
 
 
 def number_rows(
-    frame: pd.DataFrame, cursor: Cursor, schema: Schema, lateness: int, all_routes: list[int]
+    frame: pd.DataFrame,
+    cursor: Cursor,
+    schema: Schema,
+    lateness: int,
+    all_routes: list[int],
+    order: list[str] | None = None,
 ) -> tuple[pd.DataFrame, Cursor]:
     """Stage 1 over one micro-batch's rows (stage 0's columns, with
     ``__route`` and without attributes): positions, lateness, and flushes
-    fanned out to every route. Returns the rows to pass on and the new
+    fanned out to every route. Files' rows are numbered file by file
+    (``order`` None); a DataFrame's rows in the order of its ``order``
+    columns (``parse_rows``). Returns the rows to pass on and the new
     cursor.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
@@ -157,21 +216,8 @@ def number_rows(
     """
     is_flush = frame[KIND] == FLUSH
     data = frame[~is_flush]
-    summaries = data[data[KIND] == SUMMARY]
-    rows = data[data[KIND] != SUMMARY].copy()
-    files = sorted(summaries[FILE].unique().tolist())
-    counts = dict(zip(summaries[FILE], summaries[LOCAL].astype(np.int64), strict=True))
-    tops = dict(zip(summaries[FILE], summaries[TS].astype(np.int64), strict=True))
-    before_rows, before_latest, done, latest = {}, {}, cursor.position, cursor.latest
-    for f in files:  # files in name order, each after every file of earlier micro-batches
-        before_rows[f], before_latest[f] = done, latest
-        done += int(counts[f])
-        latest = max(latest, int(tops[f]))
-    rows = rows.sort_values([FILE, LOCAL], kind="stable")
-    seq = rows[LOCAL].to_numpy(np.int64) + rows[FILE].map(before_rows).to_numpy(np.int64)
-    carried = rows[FILE].map(before_latest).to_numpy(np.int64)
+    rows, seq, prev, done, latest = _by_file(data, cursor) if order is None else _by_order(data, cursor, order)
     ts = rows[TS].to_numpy(np.int64)
-    prev = np.maximum(rows[PREV].to_numpy(np.int64), carried)
     late = late_mask(ts, prev, (rows[KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
     rows[SEQ] = seq
     if late.any():
@@ -204,6 +250,39 @@ def number_rows(
         extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
     out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
     return out[[c.split(" ")[0] for c in NUMBERED_DDL.split(", ")]], Cursor(done, latest, cursor.signature)
+
+
+def _by_file(data: pd.DataFrame, cursor: Cursor) -> tuple[pd.DataFrame, Any, Any, int, int]:
+    """Files in name order, each after every file of earlier micro-batches;
+    rows in their file's order (the rows, positions, the largest time
+    before each, the next position and the largest time)."""
+    summaries = data[data[KIND] == SUMMARY]
+    rows = data[data[KIND] != SUMMARY].copy()
+    files = sorted(summaries[FILE].unique().tolist())
+    counts = dict(zip(summaries[FILE], summaries[LOCAL].astype(np.int64), strict=True))
+    tops = dict(zip(summaries[FILE], summaries[TS].astype(np.int64), strict=True))
+    before_rows, before_latest, done, latest = {}, {}, cursor.position, cursor.latest
+    for f in files:
+        before_rows[f], before_latest[f] = done, latest
+        done += int(counts[f])
+        latest = max(latest, int(tops[f]))
+    rows = rows.sort_values([FILE, LOCAL], kind="stable")
+    seq = rows[LOCAL].to_numpy(np.int64) + rows[FILE].map(before_rows).to_numpy(np.int64)
+    carried = rows[FILE].map(before_latest).to_numpy(np.int64)
+    prev = np.maximum(rows[PREV].to_numpy(np.int64), carried)
+    return rows, seq, prev, done, latest
+
+
+def _by_order(data: pd.DataFrame, cursor: Cursor, order: list[str]) -> tuple[pd.DataFrame, Any, Any, int, int]:
+    """A DataFrame's rows sorted by ``order``, ties (and no ``order``) in
+    the source's order (task, then row), after every earlier micro-batch."""
+    rows = data.sort_values([*order, PART, LOCAL], kind="stable").copy()
+    n = len(rows)
+    ts = rows[TS].to_numpy(np.int64)
+    marked = np.where((rows[KIND].to_numpy() == EVENT) & (ts != NONE), ts, NONE)
+    running = np.maximum.accumulate(np.concatenate([np.array([cursor.latest], np.int64), marked]))
+    seq = cursor.position + np.arange(n, dtype=np.int64)
+    return rows, seq, running[:-1], cursor.position + n, int(running[-1])
 
 
 def _count_row(name: str, value: float, now: int) -> dict[str, Any]:

@@ -10,10 +10,18 @@ released events in stream order. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
   watermark judges them by (ns), arrival (ms), the event as JSON;
-- ``group`` (value): the workload's fingerprint and the engine's snapshot
-  (``stream_group.StreamGroup``: the tECS, partitions, counters and the
-  shedder, exactly as the last committed micro-batch left them);
+- ``engine`` (value): the state's format (``stream_group.FORMAT``), the
+  workload's fingerprint and a token naming the snapshot;
+- ``snapshot`` (value): the engine (``stream_group.StreamGroup``: the tECS,
+  partitions, counters, shedder and the events live runs still reach,
+  exactly as the last committed micro-batch left them);
 - one timer, at the time of the oldest event still held.
+
+A worker keeps each group's engine in memory after a release, under the
+token it wrote; the next release uses that copy when the state's token is
+the same (the committed state is the one the worker left), and otherwise
+restores the snapshot (a restart, a retried micro-batch, or a group last
+run by another Python worker: Spark gives a task any idle one).
 
 A flush row releases everything held. Lane -1 is not a lane: it carries
 dead letters and counters to the output unchanged.
@@ -24,11 +32,13 @@ from __future__ import annotations
 import json
 import math
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -40,26 +50,36 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
 from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
-from .stream_group import StreamGroup, restore, snapshot
+from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
 from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
 
 #: the stream's output: ``worker.OUTPUT`` plus dead letters' fields
 #: (kind ``dead_letter``: position in ``start``, its kind in ``name``)
 DEAD_LETTER = "dead_letter"
+#: the counter of engines restored from the state's snapshot (not the worker's own copy)
+RESTORED = "engines_restored"
 LETTER_FIELDS = ("file", "line", "reason", "column", "expected", "found", "hint", "raw")
 STREAM_DDL = (
     "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
-    "vars map<string, array<bigint>>, bin bigint, name string, value double, file string, line bigint, "
+    "vars map<string, array<bigint>>, bin bigint, name string, value double, attributes array<string>, "
+    "end_time bigint, file string, line bigint, "
     "reason string, `column` string, expected string, found string, hint string, raw string"
 )
+
+#: each key group's engine, kept in the worker's memory across micro-batches
+#: with the token of the state it matches: (fingerprint, lane, group) -> (token, engine)
+_ENGINES: dict[tuple[str, int, int], tuple[str, StreamGroup]] = {}
+#: the stream's columns, in order
+COLUMNS = [*OUTPUT.names, *ALERT.names, *LETTER_FIELDS]
 
 
 class Sequencer(StatefulProcessor):
     """Stage 1 (see the module docstring)."""
 
-    def __init__(self, workload: Workload, routes: list[int], columns: list[str]) -> None:
+    def __init__(self, workload: Workload, routes: list[int], columns: list[str], order: list[str] | None) -> None:
         self.columns = columns
+        self.order = order
         self.workload = workload
         self.routes = routes
         self.signature = workload.signature()
@@ -77,7 +97,8 @@ class Sequencer(StatefulProcessor):
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             check_signature(cursor.signature, self.signature, "stream state (positions)")
-        out, cursor = number_rows(frame, cursor, self.workload.schema, self.workload.allowed_lateness, self.routes)
+        lateness = self.workload.allowed_lateness
+        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
 
@@ -94,7 +115,8 @@ class KeyGroups(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.group = handle.getValueState("group", "fingerprint string, snapshot binary")
+        self.engine = handle.getValueState("engine", "format int, fingerprint string, token string")
+        self.snapshot = handle.getValueState("snapshot", "data binary")
         self.buffer = handle.getListState("buffer", "seq bigint, clock bigint, arrived bigint, text string")
 
     def handleInputRows(
@@ -110,14 +132,15 @@ class KeyGroups(StatefulProcessor):
             columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
             self.buffer.appendList(list(zip(*columns, strict=True)))
         flush = bool((frame[KIND] == FLUSH).any())
-        yield from self._release(lane, timerValues, flush)
+        yield from self._release(key, timerValues, flush)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        yield from self._release(int(key[0]), timerValues, flush=False)
+        yield from self._release(key, timerValues, flush=False)
 
-    def _release(self, lane: int, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+    def _release(self, key: Any, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+        lane = int(key[0])
         held = sorted(self.buffer.get()) if self.buffer.exists() else []
         watermark = timer_values.getCurrentWatermarkInMs()
         limit = math.inf if flush else watermark * 1_000_000
@@ -133,25 +156,40 @@ class KeyGroups(StatefulProcessor):
             self.buffer.clear()
         if not n:
             return
-        state = self._load(lane)
+        cache = (self.job.fingerprint, lane, int(key[1]))
+        state, restored = self._load(lane, cache)
         out = state.release(
             [h[3] for h in held[:n]], [h[0] for h in held[:n]], [h[2] for h in held[:n]], int(time.time() * 1000)
         )
-        self.group.update((self.job.fingerprint, snapshot(state)))
+        token = uuid.uuid4().hex
+        self.engine.update((FORMAT, self.job.fingerprint, token))
+        self.snapshot.update((snapshot(state),))
+        _ENGINES[cache] = (token, state)
+        if restored:  # counted: how often the worker's own copy could not be used
+            counted = with_alert_columns(rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0]))
+            out = pa.concat_tables([out, counted])
         yield _frame(out)
 
-    def _load(self, lane: int) -> StreamGroup:
-        if not self.group.exists():
-            return StreamGroup(self.job, lane)
-        fingerprint, data = self.group.get()  # type: ignore[misc]
+    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
+        """The group's engine as the last committed micro-batch left it: the
+        worker's own copy when the state's token says it is that one, else
+        restored from the state's snapshot (a restart, a retried micro-batch,
+        a group another worker ran)."""
+        mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
+        if not self.engine.exists():
+            return StreamGroup(self.job, lane), False
+        written, fingerprint, token = self.engine.get()  # type: ignore[misc]
+        check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
             raise SurfaceError(
                 f"stream state (lane {lane}): error: this checkpoint's engines were built for workload "
                 f"fingerprint {fingerprint}, not {self.job.fingerprint}\n"
                 "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
             )
-        group: StreamGroup = restore(bytes(data))
-        return group
+        if mine is not None and mine[0] == token:
+            return mine[1], False
+        group: StreamGroup = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
+        return group, True
 
     def close(self) -> None:
         pass
@@ -166,12 +204,12 @@ def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 
 def _frame(table: Any) -> pd.DataFrame:
-    """An ``OUTPUT`` table as the stream's rows (``STREAM_DDL``)."""
+    """An ``OUTPUT`` table (with or without the alerts' columns) as the stream's rows (``STREAM_DDL``)."""
     frame = table.to_pandas()
     frame["vars"] = [None if v is None else dict(v) for v in frame["vars"]]
-    for name in LETTER_FIELDS:
+    for name in [*(ALERT.names if "end_time" not in frame else ()), *LETTER_FIELDS]:
         frame[name] = None
-    return frame
+    return frame[COLUMNS]
 
 
 def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
@@ -192,4 +230,4 @@ def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
             value=counts[VALUE].astype(float).tolist(),
         )
     )
-    return pd.concat([out, counted], ignore_index=True)[[f.name for f in OUTPUT] + list(LETTER_FIELDS)]
+    return pd.concat([out, counted], ignore_index=True)[COLUMNS]

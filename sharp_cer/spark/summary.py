@@ -126,7 +126,10 @@ class Summary:
                 bottom.axhline(q.bound_units, color=line.get_color(), linewidth=0.6, linestyle="--")
         top.set_ylabel(f"matches per {self.bin_width:,} events")
         top.set_title(f"{self.workload}: matches and latency over the stream")
-        top.legend(fontsize=7, ncol=2)
+        if top.lines:  # an empty input draws nothing, and a legend of nothing warns
+            top.legend(fontsize=7, ncol=2)
+        else:
+            top.text(0.5, 0.5, "no events", transform=top.transAxes, ha="center", va="center")
         bottom.set_yscale("symlog")
         bottom.set_ylabel("latency, cost units\n(solid: max, dotted: mean, dashed: bound)")
         bottom.set_xlabel("stream position (events)")

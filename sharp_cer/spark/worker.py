@@ -108,13 +108,15 @@ class Job:
         return dataclasses.replace(self.workload, queries=tuple(q for q in self.workload.queries if q.name in names))
 
 
-_PLANS: dict[tuple[str, int], Plan] = {}
+_PLANS: dict[tuple[str, tuple[str, ...]], Plan] = {}
 
 
 def lane_plan(job: Job, lane: int) -> Plan:
     """The lane's plan, compiled on the first group a worker process runs and
-    reused for every later one (plans are immutable; engines are not)."""
-    key = (job.fingerprint, lane)
+    reused for every later one (plans are immutable; engines are not). Keyed
+    by the lane's queries, not its number: two jobs over one workload may
+    number their lanes differently."""
+    key = (job.fingerprint, job.lanes[lane])
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = compile_plan([(q.name, q.checked) for q in job.lane_workload(lane).queries])
@@ -156,6 +158,7 @@ class GroupRun:
             allowed_lateness=self.workload.allowed_lateness,
             shedder=self.shedder,
             record_latency=True,
+            tenants=self.tenant,
         )
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
@@ -198,8 +201,7 @@ class GroupRun:
         self.match_bins.update((m.query, m.end // width) for m in matches)
         found = matches_to_arrow(matches)
         columns = {name: found.column(name) for name in found.column_names}
-        tenants = [self.tenant[m.query] for m in matches]
-        return rows_of(kind=[MATCH] * len(matches), tenant=tenants, **columns)
+        return rows_of(kind=[MATCH] * len(matches), **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width

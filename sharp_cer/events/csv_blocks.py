@@ -1,0 +1,453 @@
+"""Reading CORE-style CSV in blocks of bytes, column-wise.
+
+A block is split into lines and fields by pyarrow compute, without a Python
+step per row. Only the suspicious lines, those holding a quote or longer than
+the csv module's field limit, go to Python's ``csv`` one by one; a block that
+is not UTF-8 or breaks lines with a bare carriage return is read that way as
+a whole. A line is a row, as in Spark's reading, with one exception kept from
+the csv module: a quoted field may hold line breaks, so a line with an odd
+number of quotes is joined with the lines up to the next such line when the
+joined text is exactly one well-formed CSV record of at most ``JOIN_LINES``
+lines; otherwise the line stands alone, and an unbalanced quote costs that
+one line (and holds back at most ``JOIN_LINES`` lines while it waits).
+
+>>> import io
+>>> blocks = list(read_blocks(io.BytesIO(b'A,1\\n\\nB,"x\\ny",2\\nA,"3\\n'), {"A": ("v",), "B": ("s", "v")}, None))
+>>> [(b.lines.tolist(), b.types.to_pylist(), b.counts.tolist(), b.skipped) for b in blocks]
+[([1, 3], ['A', 'B'], [2, 3], 1), ([5], ['A'], [2], 0)]
+>>> blocks[0].values["s"].to_pylist(), blocks[1].values["v"].to_pylist()
+([None, 'x\\ny'], ['3'])
+
+The last line's quote may close in a later block, so it waits for the next
+read; at the end of the input it stands alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+#: bytes read at a time; a block holds this much and ends at a line break
+BLOCK_BYTES = 4 << 20
+#: the most lines one record (a quoted field holding line breaks) may span
+JOIN_LINES = 100
+_BLANK = " \t\r\n\x0b\x0c"
+_LIMIT = csv.field_size_limit()
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
+_NULL = pa.scalar(None, pa.string())
+
+#: decides whether a record is a header: (fields, line, text) -> True to skip it (or raises)
+HeaderCheck = Callable[[list[str], int, str], bool]
+
+
+@dataclass(frozen=True)
+class CsvBlock:
+    """The rows of one block: where each starts (``lines``, 1-based), its
+    type field (trimmed, null when empty or unreadable), its field count
+    (-1 when it is no CSV record: see ``malformed``), and per attribute
+    name the field of the rows whose type declares it and whose field count
+    fits (null elsewhere and where the field is empty). ``skipped`` counts
+    the blank lines and the header; ``text(i)`` is row i as written."""
+
+    lines: npt.NDArray[np.int64]
+    types: Any
+    counts: npt.NDArray[np.int64]
+    values: dict[str, Any]
+    malformed: dict[int, str]
+    skipped: int
+    text: Callable[[int], str]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A record read by Python's csv: its first line (index in the block),
+    fields (None when unreadable, with ``error``) and text."""
+
+    line: int
+    size: int  # lines it spans
+    fields: list[str] | None
+    error: str
+    text: str
+
+
+def read_blocks(
+    stream: BinaryIO, layouts: Mapping[str, tuple[str, ...]], header: HeaderCheck | None, size: int = BLOCK_BYTES
+) -> Iterator[CsvBlock]:
+    """The rows of a CSV byte stream, block by block. ``layouts`` gives
+    each event type's attribute names in field order; ``header`` judges the
+    first record (None: there is no header)."""
+    buffer = b""
+    line = 1
+    first = True
+    yielded = False
+    while True:
+        chunk = stream.read(size)
+        final = not chunk
+        buffer += chunk
+        if first:
+            buffer, first = buffer.removeprefix(b"\xef\xbb\xbf"), False
+        cut = len(buffer) if final else buffer.rfind(b"\n") + 1
+        if cut == 0 and not final:
+            continue  # no whole line yet
+        if cut:
+            block, used, lines = _read_block(buffer[:cut], line, final, layouts, header)
+            if block is not None:
+                header = None  # only the first record can be a header
+                yielded = True
+                yield block
+            buffer, line = buffer[used:], line + lines
+        if final and not buffer:
+            break
+    if not yielded:  # an empty input is one empty block
+        nothing = pa.array([], pa.string())
+        attributes = dict.fromkeys(a for attrs in layouts.values() for a in attrs)
+        yield CsvBlock(
+            np.zeros(0, np.int64), nothing, np.zeros(0, np.int64), dict.fromkeys(attributes, nothing), {}, 0, str
+        )
+
+
+def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    """Blocks of about ``size`` bytes that end at a line break (or the end),
+    each with the number of its first line; an empty input is one empty block.
+
+    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"a\\nb\\nc"), 2)]
+    [(b'a\\n', 1), (b'b\\n', 2), (b'c', 3)]
+    """
+    buffer = b""
+    line = 1
+    yielded = False
+    while True:
+        chunk = stream.read(size)
+        buffer += chunk
+        cut = buffer.rfind(b"\n") + 1 if chunk else len(buffer)
+        if cut:
+            yield buffer[:cut], line
+            yielded = True
+            line += buffer.count(b"\n", 0, cut)
+            buffer = buffer[cut:]
+        if not chunk:
+            break
+    if not yielded:
+        yield b"", 1
+
+
+def _read_block(
+    data: bytes, first_line: int, final: bool, layouts: Mapping[str, tuple[str, ...]], header: HeaderCheck | None
+) -> tuple[CsvBlock | None, int, int]:
+    """(the block's rows or None when it has no line, bytes used, lines used).
+    Lines from an odd quote on are left over when their record may go on in
+    the next block."""
+    carriage = data.count(b"\r")
+    even = carriage == 0 or carriage == data.count(b"\r\n")
+    if even and b'"' not in data:
+        table = _read_even(data)
+        if table is not None:
+            rows = np.arange(table.num_rows, dtype=np.int64)
+            return _from_table(table, rows, first_line, layouts, header), len(data), table.num_rows
+    try:
+        text = data.decode("utf-8")
+        undecoded = False
+    except UnicodeDecodeError:
+        text, undecoded = data.decode("utf-8", "surrogateescape"), True
+    if undecoded or not even:
+        return _read_slowly(text, data, first_line, final, layouts, header, undecoded)
+    lines = pc.split_pattern(pa.array([text], pa.large_string()), "\n").values.cast(pa.string())
+    if text.endswith("\n"):
+        lines = lines.slice(0, len(lines) - 1)
+    stripped = pc.replace_substring_regex(lines, "\r$", "") if carriage else lines
+    quotes = _numpy(pc.count_substring(lines, '"')) if b'"' in data else np.zeros(len(lines), dtype=np.int64)
+    suspicious = (quotes > 0) | (_numpy(pc.binary_length(lines)) > _LIMIT)
+    records, used = _python_records(
+        len(lines), quotes, np.flatnonzero(suspicious).tolist(), lambda k: lines[k].as_py() + "\n", final
+    )
+    if used < len(lines):
+        lines, stripped, suspicious = lines.slice(0, used), stripped.slice(0, used), suspicious[:used]
+        byte_count = int(pc.sum(pc.binary_length(lines)).as_py() or 0) + used
+    else:
+        byte_count = len(data)
+    if used == 0:
+        return None, 0, 0
+    # lines inside a multi-line record are no rows of their own
+    simple = ~suspicious
+    for r in records:
+        simple[r.line : r.line + r.size] = False
+    simple &= ~_numpy(pc.equal(pc.utf8_trim(stripped, characters=_BLANK), ""))
+    rows = np.flatnonzero(simple)
+    records = [r for r in records if r.fields is None or r.text.strip(_BLANK)]
+    found = _header_row(rows, records, stripped, first_line, header)
+    if found == "fast":
+        rows = rows[1:]
+    elif found == "python":
+        records = records[1:]
+    skipped = used - len(rows) - sum(r.size for r in records)
+    block = _assemble(rows, stripped.take(pa.array(rows, pa.int64())), records, layouts)
+    return _finish(block, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
+
+
+def _uneven(row: Any) -> str:
+    return "error"  # a line of another field count: read the block line by line
+
+
+def _read_even(data: bytes) -> Any:
+    """The block as a table of strings by pyarrow's CSV reader, when that is
+    exact: no quotes (checked by the caller), every line with the first
+    line's field count, no blank line, no field over the csv module's
+    limit; else None."""
+    width = data[: data.find(b"\n")].count(b",") + 1
+    names = [f"f{i}" for i in range(width)]
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 20),  # threads share a block
+            parse_options=pcsv.ParseOptions(
+                quote_char=False, ignore_empty_lines=False, newlines_in_values=False, invalid_row_handler=_uneven
+            ),
+            convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+        )
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows == 0 or pc.any(pc.equal(pc.utf8_trim(table.column(0), characters=_BLANK), "")).as_py():
+        return None  # a blank line is no row
+    if len(data) > _LIMIT and any(pc.max(pc.binary_length(c)).as_py() > _LIMIT for c in table.columns):
+        return None
+    return table
+
+
+def _from_table(
+    table: Any,
+    rows: npt.NDArray[np.int64],
+    first_line: int,
+    layouts: Mapping[str, tuple[str, ...]],
+    header: HeaderCheck | None,
+) -> CsvBlock:
+    """The rows of an even block read by pyarrow."""
+    columns = [c.combine_chunks() for c in table.columns]
+    skipped = 0
+    if header is not None:
+        first = [c[0].as_py() for c in columns]
+        if header(first, first_line, ",".join(first)):
+            columns, rows, skipped = [c.slice(1) for c in columns], rows[1:], 1
+    types = columns[0]
+    codes = _numpy(pc.index_in(types, value_set=pa.array(list(layouts), pa.string())).fill_null(-1))
+    if (codes < 0).any():  # names padded with blanks are names too
+        types = pc.utf8_trim(types, characters=_BLANK)
+        codes = _numpy(pc.index_in(types, value_set=pa.array(list(layouts), pa.string())).fill_null(-1))
+    width = len(columns)
+    positions: dict[str, list[tuple[Any, int]]] = {}
+    for code, attrs in enumerate(layouts.values()):
+        if 1 + len(attrs) == width:
+            for j, attr in enumerate(attrs):
+                positions.setdefault(attr, []).append((codes == code, j + 1))
+    values: dict[str, Any] = {}
+    for attr in dict.fromkeys(a for attrs in layouts.values() for a in attrs):
+        column = pa.nulls(len(rows), pa.string())
+        fields = {j for _, j in positions.get(attr, [])}
+        for j in sorted(fields):
+            mask = np.logical_or.reduce([m for m, k in positions[attr] if k == j])
+            # a column every row declares is taken whole, without a copy
+            column = columns[j] if mask.all() else pc.if_else(pa.array(mask), columns[j], column)
+        values[attr] = _empty_as_null(column)
+    counts = np.full(len(rows), width, dtype=np.int64)
+
+    def text(i: int) -> str:
+        return ",".join(c[i].as_py() for c in columns)
+
+    return CsvBlock(rows + first_line, pc.if_else(pc.equal(types, ""), _NULL, types), counts, values, {}, skipped, text)
+
+
+def _empty_as_null(arr: Any) -> Any:
+    empty = pc.equal(pc.binary_length(arr), 0)
+    return pc.if_else(empty, _NULL, arr) if pc.any(empty).as_py() else arr
+
+
+def _numpy(arr: Any) -> npt.NDArray[Any]:
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def _python_records(
+    n: int, quotes: npt.NDArray[Any], suspicious: list[int], line: Callable[[int], str], final: bool
+) -> tuple[list[_Record], int]:
+    """Python's csv on the suspicious lines (``line(k)`` with its line
+    break): (their records, lines used). Work is linear in the lines: a
+    join spans no other odd line."""
+    odd = np.flatnonzero(quotes % 2 == 1)
+    records: list[_Record] = []
+    after = 0  # lines before this belong to earlier records
+    for k in suspicious:
+        if k < after:
+            continue
+        if quotes[k] % 2 == 1:
+            later = odd[np.searchsorted(odd, k, side="right") :]
+            if not len(later) and not final and n - k < JOIN_LINES:
+                return records, k  # the record may go on in the next block
+            if len(later) and later[0] - k < JOIN_LINES:
+                end = int(later[0])
+                joined = "".join(line(j) for j in range(k, end + 1))
+                fields = _strict_record(joined)
+                if fields is not None:
+                    records.append(_Record(k, end + 1 - k, fields, "", joined.rstrip("\r\n")))
+                    after = end + 1
+                    continue
+        records.append(_loose_record(k, line(k)))
+        after = k + 1
+    return records, n
+
+
+def _strict_record(text: str) -> list[str] | None:
+    """The one well-formed CSV record ``text`` holds, or None."""
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error:
+        return None
+    return rows[0] if len(rows) == 1 else None
+
+
+def _loose_record(k: int, line: str) -> _Record:
+    """One line read by the csv module's lenient rules."""
+    text = line.rstrip("\r\n")
+    try:
+        rows = list(csv.reader([text]))
+        fields: list[str] | None = rows[0] if rows else [""]
+        error = ""
+    except csv.Error as exc:
+        fields, error = None, str(exc)
+    return _Record(k, 1, fields, error, text)
+
+
+def _read_slowly(
+    text: str,
+    data: bytes,
+    first_line: int,
+    final: bool,
+    layouts: Mapping[str, tuple[str, ...]],
+    header: HeaderCheck | None,
+    undecoded: bool,
+) -> tuple[CsvBlock | None, int, int]:
+    """A block every line of which goes to Python's csv (bytes that are not
+    UTF-8, or bare carriage returns, which end a line as in csv's reading)."""
+    physical = list(io.StringIO(text, newline=""))
+    quotes = np.array([p.count('"') for p in physical], dtype=np.int64)
+    records, used = _python_records(len(physical), quotes, list(range(len(physical))), physical.__getitem__, final)
+    if used == 0:
+        return None, 0, 0
+    consumed = len(data)
+    if used < len(physical):
+        consumed = sum(len(p.encode("utf-8", "surrogateescape")) for p in physical[:used])
+    kept = [r for r in records if r.fields is None or r.text.strip(_BLANK)]
+    if undecoded:
+        kept = [_Record(r.line, r.size, None, "", r.text) if _UNDECODED.search(r.text) else r for r in kept]
+    no_rows = np.zeros(0, dtype=np.int64)
+    no_lines = pa.array([], pa.string())
+    if _header_row(no_rows, kept, no_lines, first_line, header) is not None:
+        kept = kept[1:]
+    skipped = used - sum(r.size for r in kept)
+    block = _assemble(no_rows, no_lines, kept, layouts)
+    return _finish(block, no_rows, kept, first_line, skipped, lambda k: ""), consumed, used
+
+
+def _header_row(
+    rows: npt.NDArray[np.int64], records: list[_Record], lines: Any, first_line: int, header: HeaderCheck | None
+) -> str | None:
+    """Which first record is a header: "fast" (the first simple row),
+    "python" (the first record read by csv), or None."""
+    if header is None:
+        return None
+    fast = int(rows[0]) if len(rows) else None
+    slow = records[0] if records else None
+    if fast is not None and (slow is None or fast < slow.line):
+        text = lines[fast].as_py()
+        return "fast" if header(text.split(","), first_line + fast, text) else None
+    if slow is not None:
+        fields = slow.fields if slow.fields is not None else [""]
+        return "python" if header(fields, first_line + slow.line, slow.text) else None
+    return None
+
+
+@dataclass(frozen=True)
+class _Parts:
+    types: Any
+    counts: npt.NDArray[np.int64]
+    values: dict[str, Any]
+
+
+def _assemble(
+    rows: npt.NDArray[np.int64], lines: Any, records: list[_Record], layouts: Mapping[str, tuple[str, ...]]
+) -> _Parts:
+    """Types, field counts and attribute fields of the simple rows (split by
+    pyarrow) followed by the records read by csv, in that order."""
+    names = pa.array(list(layouts), pa.string())
+    split = pc.split_pattern(lines, ",")
+    flat = split.values
+    offsets = np.asarray(split.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    counts = np.diff(offsets)
+    types = flat.take(pa.array(offsets[:-1])) if len(rows) else pa.array([], pa.string())
+    codes = _numpy(pc.index_in(pc.utf8_trim(types, characters=_BLANK), value_set=names).fill_null(-1))
+    attributes = list(dict.fromkeys(a for attrs in layouts.values() for a in attrs))
+    where = {a: np.full(len(rows), -1, dtype=np.int64) for a in attributes}
+    for code, attrs in enumerate(layouts.values()):
+        chosen = np.flatnonzero((codes == code) & (counts == 1 + len(attrs)))
+        for j, attr in enumerate(attrs):
+            where[attr][chosen] = offsets[chosen] + 1 + j
+    values = {a: flat.take(pa.array(w, mask=w < 0)) for a, w in where.items()}
+
+    slow_types: list[str | None] = []
+    slow_counts: list[int] = []
+    slow_values: dict[str, list[str | None]] = {a: [None] * len(records) for a in attributes}
+    for m, r in enumerate(records):
+        if r.fields is None:
+            slow_types.append(None)
+            slow_counts.append(-1)
+            continue
+        slow_types.append(r.fields[0])
+        slow_counts.append(len(r.fields))
+        attrs = layouts.get(r.fields[0].strip(_BLANK), ())
+        if len(r.fields) == 1 + len(attrs):
+            for j, attr in enumerate(attrs):
+                slow_values[attr][m] = r.fields[1 + j]
+    return _Parts(
+        pa.concat_arrays([types, pa.array(slow_types, pa.string())]),
+        np.concatenate([counts, np.array(slow_counts, dtype=np.int64)]),
+        {a: pa.concat_arrays([values[a], pa.array(slow_values[a], pa.string())]) for a in attributes},
+    )
+
+
+def _finish(
+    parts: _Parts,
+    rows: npt.NDArray[np.int64],
+    records: list[_Record],
+    first_line: int,
+    skipped: int,
+    fast_text: Callable[[int], str],
+) -> CsvBlock:
+    """The block in line order, empty fields as nulls."""
+    starts = np.concatenate([rows, np.array([r.line for r in records], dtype=np.int64)]).astype(np.int64)
+    order = np.argsort(starts, kind="stable")
+    take = pa.array(order)
+    types = pc.utf8_trim(parts.types.take(take), characters=_BLANK)
+    values = {attr: _empty_as_null(arr.take(take)) for attr, arr in parts.values.items()}
+    counts = parts.counts[order]
+    types = pc.if_else(pc.equal(types, ""), _NULL, types)
+    malformed = {}
+    split = len(rows)
+    for i in np.flatnonzero(counts < 0).tolist():
+        r = records[int(order[i]) - split]
+        malformed[i] = f"a CSV parse error ({r.error})" if r.error else "bytes that are not UTF-8"
+
+    def text(i: int) -> str:
+        k = int(order[i])
+        return fast_text(int(rows[k])) if k < split else records[k - split].text
+
+    return CsvBlock(starts[order] + first_line, types, counts, values, malformed, skipped, text)

@@ -1,0 +1,145 @@
+"""The thread-list matcher (a Pike VM): every live way of matching the
+pattern from one start row advances in lock step over the rows, kept in the
+pattern's preference order, so the first match in that order comes out
+without exponential backtracking.
+
+A thread carries what DEFINE can read: the labels of the rows matched so
+far, the quantifier counters and the exclusion depth. Two threads that
+reach the same instruction with the same state at the same row have the
+same future, so only the first (preferred) one lives. When every condition
+reads only its own row (and rows at physical offsets from it), the labels
+cannot change the future and are left out of that state: threads merge,
+and work per row is bounded by the program's size. Otherwise labels are part
+of the state and ``max_threads`` caps the live threads with a located error.
+
+>>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.program import compile_pattern
+>>> prog = compile_pattern(parse_clause("MATCH_RECOGNIZE (PATTERN (A B+) DEFINE A AS true)").pattern, ["A", "B"])
+>>> ok = lambda var, labels, pos: var == 0 or pos != 2
+>>> first_match(prog, 0, 5, ok, labels_matter=False)
+Found(end=2, labels=(0, 1), excluded=())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .errors import MatchError
+from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
+
+Condition = Callable[[int, tuple[int, ...], int], bool]
+"""``condition(variable, labels, row)``: does ``row`` fit ``variable`` when the
+match so far has ``labels`` (ending with ``variable`` for ``row`` itself)?"""
+
+DEFAULT_MAX_THREADS = 100_000
+
+
+@dataclass(frozen=True)
+class Found:
+    """A match: rows ``start..end-1`` with ``labels``; ``excluded`` rows are not output."""
+
+    end: int
+    labels: Sequence[int]
+    excluded: tuple[int, ...]
+
+
+# A thread: (pc, counters, exclusion depth, labels, excluded rows)
+Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
+
+
+def first_match(
+    program: Program,
+    start: int,
+    size: int,
+    condition: Condition,
+    *,
+    labels_matter: bool,
+    max_threads: int = DEFAULT_MAX_THREADS,
+) -> Found | None:
+    """The preferred match starting at row ``start`` of ``size`` rows, or None."""
+    code = program.code
+    threads: list[Thread] = []
+    _close(code, (0, (0,) * program.loops, 0, (), ()), start, size, threads, set(), labels_matter)
+    found: Found | None = None
+    row = start
+    while threads:
+        following: list[Thread] = []
+        seen: set[tuple[object, ...]] = set()
+        for thread in threads:
+            pc, counters, depth, labels, excluded = thread
+            instruction = code[pc]
+            if instruction[0] == MATCH:
+                found = Found(row, labels, excluded)
+                break  # lower-priority threads can only give less preferred matches
+            if row < size:
+                variable = instruction[1]
+                grown = (*labels, variable)
+                if condition(variable, grown, row):
+                    moved = (*excluded, row) if depth else excluded
+                    _close(code, (pc + 1, counters, depth, grown, moved), row + 1, size, following, seen, labels_matter)
+        if len(following) > max_threads:
+            raise MatchError(
+                f"more than {max_threads} live threads while matching from row {start}",
+                hint="DEFINE conditions that read the match so far (aggregates, FIRST/LAST, CLASSIFIER) keep "
+                "threads apart; narrow the pattern's quantifiers or raise max_threads",
+            )
+        threads = following
+        row += 1
+    return found
+
+
+def _close(
+    code: tuple[tuple[int, ...], ...],
+    thread: Thread,
+    row: int,
+    size: int,
+    out: list[Thread],
+    seen: set[tuple[object, ...]],
+    labels_matter: bool,
+) -> None:
+    """Follow the non-consuming instructions from ``thread`` at ``row`` in
+    preference order (depth first), appending the threads that wait on a row
+    or a match to ``out``; a state already reached at this row is dropped."""
+    stack = [thread]
+    while stack:
+        thread = stack.pop()
+        pc, counters, depth, labels, excluded = thread
+        key: tuple[object, ...] = (pc, counters, depth, labels) if labels_matter else (pc, counters, depth)
+        if key in seen:
+            continue
+        seen.add(key)
+        instruction = code[pc]
+        op = instruction[0]
+        if op in (LABEL, MATCH):
+            out.append(thread)
+        elif op == SPLIT:
+            stack.append((instruction[2], counters, depth, labels, excluded))
+            stack.append((instruction[1], counters, depth, labels, excluded))
+        elif op == JMP:
+            stack.append((instruction[1], counters, depth, labels, excluded))
+        elif op == START:
+            if row == 0:
+                stack.append((pc + 1, counters, depth, labels, excluded))
+        elif op == END:
+            if row == size:
+                stack.append((pc + 1, counters, depth, labels, excluded))
+        elif op in (EXCL_IN, EXCL_OUT):
+            stack.append((pc + 1, counters, depth + (1 if op == EXCL_IN else -1), labels, excluded))
+        elif op == LOOP:
+            _, loop, low, high, greedy, leave = instruction
+            count = counters[loop]
+            options = []
+            if high < 0 or count < high:
+                options.append((pc + 1, counters, depth, labels, excluded))
+            if count >= low:
+                reset = (*counters[:loop], 0, *counters[loop + 1 :])
+                options.append((leave, reset, depth, labels, excluded))
+            if not greedy:
+                options.reverse()
+            stack.extend(reversed(options))
+        else:
+            assert op == COUNT
+            _, loop, cap, head = instruction
+            counted = (*counters[:loop], min(counters[loop] + 1, cap), *counters[loop + 1 :])
+            stack.append((head, counted, depth, labels, excluded))

@@ -1,0 +1,494 @@
+"""MATCH_RECOGNIZE over a pandas DataFrame or an Arrow table.
+
+Rows are split by PARTITION BY and put in ORDER BY order; in each partition
+the matcher searches from each row for the preferred match, the output
+mode turns matches into rows, and AFTER MATCH SKIP says where the next
+search starts.
+
+>>> import pandas as pd
+>>> ticks = pd.DataFrame({"day": [1, 2, 3, 4, 5, 6], "price": [10, 8, 6, 9, 12, 11]})
+>>> out = match_recognize(ticks, '''MATCH_RECOGNIZE (
+...     ORDER BY day
+...     MEASURES FIRST(day) AS start_day, LAST(DOWN.day) AS bottom_day, LAST(UP.day) AS end_day
+...     ONE ROW PER MATCH
+...     PATTERN (STRT DOWN+ UP+)
+...     DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price))''')
+>>> out.to_dict("records")
+[{'start_day': 1, 'bottom_day': 3, 'end_day': 5}]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sharp_cer.errors import RecognizeError
+from sharp_cer.language.errors import did_you_mean, listing
+
+from . import ast
+from .errors import ClauseError, MatchError
+from .expressions import Compiled, Scope, View, compile_expr
+from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
+from .parser import parse_clause
+from .program import Program, compile_pattern
+from .types import measure_types
+from .vectorized import (
+    Counter,
+    FastPattern,
+    Locator,
+    Plan,
+    codes_to_text,
+    compile_regex,
+    labels_of,
+    measure_plan,
+    plan_counts,
+    plan_rows,
+    row_codes,
+    vector_conditions,
+)
+
+
+@dataclass(frozen=True)
+class Recognizer:
+    """A clause compiled against the input's columns, ready to run partitions."""
+
+    clause: ast.Clause
+    variables: list[str]
+    sets: dict[str, frozenset[int]]
+    program: Program
+    conditions: list[Compiled | None]
+    measures: list[Compiled]
+    labels_matter: bool
+    max_threads: int
+    vectorize: bool
+    fast: FastPattern | None
+    plans: list[Plan] | None
+
+    def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Input columns before and after the measures: ONE ROW PER MATCH keeps
+        the partition columns; ALL ROWS PER MATCH the partition columns, the
+        ORDER BY columns, then (after the measures) the other input columns."""
+        clause = self.clause
+        before = list(dict.fromkeys([*clause.partition, *(k.column for k in clause.order)]))
+        if clause.rows == "one":
+            return list(clause.partition), []
+        return before, [c for c in columns if c not in before]
+
+    def run(
+        self,
+        columns: dict[str, Sequence[Any]],
+        size: int,
+        known: list[np.ndarray | None] | None = None,
+    ) -> tuple[list[int], list[list[Any]]]:
+        """Match one partition in ORDER BY order: for each output row, the
+        input row it comes from and its measures' values. ``known``: every
+        condition already evaluated over the partition's rows (the fast path)."""
+        clause = self.clause
+        sources: list[int] = []
+        values: list[list[Any]] = []
+        text = codes_to_text(row_codes(known, size)) if known is not None and self.fast is not None else None
+        memo: list[list[bool | None]] = []
+        if known is None:
+            memo = [[None] * size for _ in self.variables]
+        elif text is None:
+            memo = [[True] * size if k is None else k.tolist() for k in known]
+        row = covered = matches = 0
+        while row < size:
+            if text is not None:
+                assert self.fast is not None
+                hit = self.fast.regex.search(text, row)
+                if hit is None or hit.start() >= size:
+                    begin, found = size, None
+                else:
+                    begin, found = hit.start(), Found(hit.end(), labels_of(self.fast, hit), ())
+                if clause.empty == "unmatched":
+                    for skipped in range(max(row, covered), begin):
+                        sources.append(skipped)
+                        values.append([None] * len(self.measures))
+                if found is None:
+                    break
+                row = begin
+            else:
+                found = first_match(
+                    self.program, row, size, self._condition(columns, row, matches + 1, memo),
+                    labels_matter=self.labels_matter, max_threads=self.max_threads,
+                )
+            if found is None:
+                if clause.empty == "unmatched" and row >= covered:
+                    sources.append(row)
+                    values.append([None] * len(self.measures))
+                row += 1
+                continue
+            matches += 1
+            self._emit(columns, size, row, found, matches, sources, values)
+            covered = max(covered, found.end)
+            row = self._skip(row, found)
+        return sources, values
+
+    def search_all(self, text: str) -> tuple[list[int], list[int]]:
+        """Every match of the regex path in one partition's text, in order,
+        with the skip rule: match starts, and each match's group spans
+        flattened (begin, end per group, the whole match first)."""
+        assert self.fast is not None
+        search = self.fast.regex.search
+        size = len(text)
+        starts: list[int] = []
+        spans: list[tuple[tuple[int, int], ...]] = []
+        skip = self.clause.skip
+        members = self.sets[skip.variable] if skip.variable is not None else frozenset()
+        targets = [g for g, v in enumerate(self.fast.groups, start=1) if v in members]
+        kind = skip.kind
+        # one group for the skip's variable (the common case) is read without a call
+        (only,) = targets if len(targets) == 1 else (0,)
+        row = 0
+        while row < size:
+            hit = search(text, row)
+            if hit is None or hit.start() >= size:
+                break  # an empty match after the last row is no match: searches start at rows
+            regs = hit.regs
+            start, end = regs[0]
+            starts.append(start)
+            spans.append(regs)
+            if kind == "past_last":
+                row = end if end > start else start + 1
+            elif kind == "next_row" or end == start:
+                row = start + 1
+            elif only and regs[only][0] >= 0 and regs[only][1] > regs[only][0]:
+                row = regs[only][1] - 1 if kind == "to_last" else regs[only][0]
+                if row == start:
+                    row = self._skip_to(start, end, [regs[only]])  # the standard's error
+            else:
+                row = self._skip_to(start, end, [regs[g] for g in targets])
+        flat = itertools.chain.from_iterable(itertools.chain.from_iterable(spans))
+        return starts, list(flat)
+
+    def _condition(
+        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None]]
+    ) -> Condition:
+        conditions = self.conditions
+
+        def condition(variable: int, labels: tuple[int, ...], row: int) -> bool:
+            compiled = conditions[variable]
+            if compiled is None:
+                return True  # an undefined variable matches every row
+            if compiled.row_local:
+                known = memo[variable][row]
+                if known is None:
+                    known = compiled.fn(View(columns, row, (variable,), 1, match_number), None) is True
+                    memo[variable][row] = known
+                return known
+            return compiled.fn(View(columns, start, labels, len(labels), match_number), None) is True
+
+        return condition
+
+    def _emit(
+        self, columns: dict[str, Sequence[Any]], size: int, start: int, found: Found, number: int,
+        sources: list[int], values: list[list[Any]],
+    ) -> None:
+        labels = found.labels
+        if self.clause.rows == "one":
+            view = View(columns, start, labels, len(labels), number, size)
+            sources.append(start)
+            values.append([m.fn(view, None) for m in self.measures])
+            return
+        if not labels:
+            if self.clause.empty != "omit":
+                view = View(columns, start, labels, 0, number, size)
+                sources.append(start)
+                values.append([m.fn(view, None) for m in self.measures])
+            return
+        excluded = set(found.excluded)
+        for k in range(len(labels)):
+            if start + k in excluded:
+                continue
+            view = View(columns, start, labels, k + 1, number, size)
+            sources.append(start + k)
+            values.append([m.fn(view, None) for m in self.measures])
+
+    def _skip(self, start: int, found: Found) -> int:
+        skip = self.clause.skip
+        if not found.labels or skip.kind == "next_row":
+            return start + 1
+        if skip.kind == "past_last":
+            return found.end
+        assert skip.variable is not None
+        members = self.sets[skip.variable]
+        spans = [(start + k, start + k + 1) for k, label in enumerate(found.labels) if label in members]
+        return self._skip_to(start, found.end, spans)
+
+    def _skip_to(self, start: int, end: int, spans: list[tuple[int, int]]) -> int:
+        """AFTER MATCH SKIP TO FIRST/LAST v, given the spans of rows mapped to v
+        (a span's begin is -1 when it took no part)."""
+        skip = self.clause.skip
+        if end == start:
+            return start + 1  # an empty match maps no row to any variable
+        used = [(b, e) for b, e in spans if b >= 0 and e > b]
+        source = self.clause.source
+        if not used:
+            raise MatchError(
+                f"AFTER MATCH SKIP failed: pattern variable {skip.variable!r} is not present in the match "
+                f"starting at row {start} of its partition",
+                source, skip.span, hint="skip to a variable every match contains, or SKIP PAST LAST ROW",
+            )
+        target = min(b for b, _ in used) if skip.kind == "to_first" else max(e for _, e in used) - 1
+        if target == start:
+            raise MatchError(
+                f"AFTER MATCH SKIP failed: cannot skip to first row of match (row {start} of its partition): "
+                "matching would never advance",
+                source, skip.span, hint="skip to a variable that cannot match the match's first row",
+            )
+        return target
+
+
+def compile_clause(
+    clause: ast.Clause, columns: Sequence[str], *, max_threads: int = DEFAULT_MAX_THREADS, fast: bool = True
+) -> Recognizer:
+    """Check ``clause`` against the input's ``columns`` and compile it;
+    ``fast=False`` turns the column-wise fast path off (the tests compare both)."""
+    source = clause.source
+    names = set(columns)
+    for name, span in clause.column_spans:
+        if name not in names:
+            raise ClauseError(f"no column {name!r}", source, span, expected=f"a column: {listing(names)}",
+                              hint=did_you_mean(name, names))
+    if clause.rows == "all":
+        for measure in clause.measures:
+            if measure.name in names:
+                raise ClauseError(
+                    f"measure {measure.name!r} has the name of an input column, which ALL ROWS PER MATCH also outputs",
+                    source, measure.span, hint="rename the measure",
+                )
+    variables = ast.pattern_variables(clause.pattern)
+    sets = {name: frozenset({i}) for i, name in enumerate(variables)}
+    for name, members in clause.subsets:
+        sets[name] = frozenset(variables.index(m) for m in members)
+    scope = Scope(variables, sets, names, source)
+    conditions: list[Compiled | None] = [None] * len(variables)
+    for definition in clause.definitions:
+        conditions[variables.index(definition.variable)] = compile_expr(
+            definition.condition, scope, define=definition.variable
+        )
+    measures = [compile_expr(m.expr, scope) for m in clause.measures]
+    labels_matter = any(c is not None and not c.row_local for c in conditions)
+    program = compile_pattern(clause.pattern, variables)
+    regex = compile_regex(clause.pattern, variables) if fast and not labels_matter else None
+    plans: list[Plan] | None = None
+    if regex is not None and clause.rows == "one":
+        found = [measure_plan(m.expr, sets) for m in clause.measures]
+        plans = [p for p in found if p is not None] if all(p is not None for p in found) else None
+    return Recognizer(
+        clause, variables, sets, program, conditions, measures, labels_matter, max_threads,
+        fast and not labels_matter, regex, plans,
+    )
+
+
+def _sort_keys(table: pa.Table, clause: ast.Clause) -> list[np.ndarray]:
+    """Dense ranks, primary key first: partition columns, then ORDER BY keys
+    with their direction and NULL placement."""
+    keys = []
+    for name in clause.partition:
+        keys.append(_rank(table.column(name), "ascending", "at_end"))
+    for key in clause.order:
+        direction = "descending" if key.descending else "ascending"
+        keys.append(_rank(table.column(key.column), direction, "at_start" if key.nulls_first else "at_end"))
+    return keys
+
+
+def _rank(column: pa.ChunkedArray, direction: str, nulls: str) -> np.ndarray:
+    ranks = pc.rank(column, sort_keys=[("", direction, nulls)], tiebreaker="dense")
+    return np.asarray(ranks.to_numpy())
+
+
+def _partitions(keys: list[np.ndarray], parts: int, size: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The sorting permutation and each partition's [begin, end) in it."""
+    if not keys:
+        return np.arange(size), [(0, size)] if size else []
+    order = np.lexsort(keys[::-1])
+    if parts == 0:
+        return order, [(0, size)] if size else []
+    change = np.zeros(size, dtype=bool)
+    for key in keys[:parts]:
+        ranked = key[order]
+        change[1:] |= ranked[1:] != ranked[:-1]
+    starts = [0, *np.flatnonzero(change).tolist()]
+    return order, list(zip(starts, [*starts[1:], size], strict=True))
+
+
+def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
+    """Run ``recognizer`` over an Arrow table; the output as an Arrow table."""
+    clause = recognizer.clause
+    order, partitions = _partitions(_sort_keys(table, clause), len(clause.partition), table.num_rows)
+    ordered = table.take(pa.array(order, type=pa.int64()))
+    known = _vectorized(ordered, recognizer, partitions) if recognizer.vectorize else None
+    before, after = recognizer.layout(ordered.column_names)
+    names = [*before, *(m.name for m in clause.measures), *after]
+    if known is not None and recognizer.plans is not None:
+        taken, measures = _one_row_batch(ordered, recognizer, partitions, known)
+        kinds = measure_types(clause, ordered.schema)
+        arrays = [ordered.column(name).take(taken) for name in before]
+        arrays += [_cast(m, k) for m, k in zip(measures, kinds, strict=True)]
+        return pa.Table.from_arrays(arrays, names=names)
+    data = {name: ordered.column(name).to_pylist() for name in ordered.column_names}
+    sources: list[int] = []
+    values: list[list[Any]] = []
+    for begin, end in partitions:
+        columns = {name: column[begin:end] for name, column in data.items()}
+        slices = None if known is None else [None if k is None else k[begin:end] for k in known]
+        rows, measured = recognizer.run(columns, end - begin, slices)
+        sources.extend(begin + r for r in rows)
+        values.extend(measured)
+    taken = pa.array(sources, type=pa.int64())
+    arrays = [ordered.column(name).take(taken) for name in before]
+    kinds = measure_types(clause, ordered.schema)
+    arrays += [_measure_array([v[i] for v in values], kinds[i]) for i in range(len(clause.measures))]
+    arrays += [ordered.column(name).take(taken) for name in after]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _one_row_batch(
+    ordered: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]], known: list[np.ndarray | None]
+) -> tuple[pa.Array, list[pa.Array]]:
+    """ONE ROW PER MATCH on the fast path: the regex finds the matches, and
+    the measures (columns at the first or last row of a variable, counts,
+    match numbers) are computed for all matches at once, so Python touches
+    each match once, not each row."""
+    assert recognizer.fast is not None and recognizer.plans is not None
+    groups = recognizer.fast.groups
+    text = codes_to_text(row_codes(known, ordered.num_rows))
+    starts: list[int] = []
+    flat: list[int] = []
+    numbers: list[np.ndarray] = []
+    bounds: list[np.ndarray] = []
+    for begin, end in partitions:
+        found, spans = recognizer.search_all(text[begin:end])
+        starts.extend(begin + f for f in found)
+        flat.extend(spans)
+        numbers.append(np.arange(1, len(found) + 1))
+        bounds.append(np.repeat([[begin, end]], len(found), axis=0))
+    count = len(starts)
+    spans_all = np.asarray(flat, np.int64).reshape(count, len(groups) + 1, 2)
+    offsets = np.asarray(starts, np.int64) - spans_all[:, 0, 0]  # partition begin of each match
+    used = spans_all[:, :, 0] >= 0
+    spans_all = spans_all + np.where(used, offsets[:, None], 0)[:, :, None]
+    first, last = spans_all[:, 0, 0], spans_all[:, 0, 1]
+    group_spans = spans_all[:, 1:, :]
+    limits = np.concatenate(bounds) if bounds else np.zeros((0, 2), np.int64)
+    out: list[pa.Array] = []
+    for plan in recognizer.plans:
+        if isinstance(plan, Locator):
+            rows = plan_rows(plan, first, last, group_spans, groups)
+            moved = rows + plan.shift
+            ok = (rows >= 0) & (moved >= limits[:, 0]) & (moved < limits[:, 1])
+            index = pa.array(np.where(ok, moved, 0), mask=~ok)
+            out.append(ordered.column(plan.column).take(index).combine_chunks())
+        elif isinstance(plan, Counter):
+            out.append(pa.array(plan_counts(plan, first, last, group_spans, groups)))
+        else:
+            out.append(pa.array(np.concatenate(numbers) if numbers else np.zeros(0, np.int64)))
+    return pa.array(first), out
+
+
+def _vectorized(
+    table: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]]
+) -> list[np.ndarray | None] | None:
+    """Every DEFINE condition over all rows with numpy, when each reads only
+    its row and physical offsets from it and uses what numpy runs."""
+    values: dict[str, np.ndarray] = {}
+    valid: dict[str, np.ndarray] = {}
+    for name in _define_columns(recognizer.clause):
+        if name not in table.column_names:
+            continue
+        column = table.column(name)
+        kind = column.type
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+            filler: Any = False if pa.types.is_boolean(kind) else 0
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            filler = ""
+        else:
+            continue  # conditions over other types take the general path
+        values[name] = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        valid[name] = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False))
+    partition = np.zeros(table.num_rows, np.int64)
+    for i, (begin, end) in enumerate(partitions):
+        partition[begin:end] = i
+    try:
+        return vector_conditions(recognizer.clause, recognizer.variables, values, valid, partition)
+    except KeyError:
+        return None
+
+
+def _define_columns(clause: ast.Clause) -> set[str]:
+    """The columns DEFINE conditions read."""
+    names: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, ast.Column):
+            names.add(node.name)
+        elif isinstance(node, tuple | list):
+            for item in node:
+                walk(item)
+        elif hasattr(node, "__dataclass_fields__"):
+            for field in node.__dataclass_fields__:
+                walk(getattr(node, field))
+
+    walk([d.condition for d in clause.definitions])
+    return names
+
+
+def _measure_array(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A measure's values as an Arrow array of its inferred type (what the
+    values say, when the inference and the values disagree)."""
+    try:
+        return pa.array(values, type=None if pa.types.is_null(kind) else kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(values)
+
+
+def _cast(array: pa.Array, kind: pa.DataType) -> pa.Array:
+    try:
+        return array if pa.types.is_null(kind) or array.type == kind else array.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return array
+
+
+def _pandas_type(dtype: pa.DataType) -> Any:
+    import pandas as pd
+
+    if pa.types.is_integer(dtype):
+        return pd.Int64Dtype()
+    if pa.types.is_floating(dtype):
+        return pd.Float64Dtype()
+    if pa.types.is_boolean(dtype):
+        return pd.BooleanDtype()
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return pd.StringDtype()
+    return None
+
+
+def match_recognize(frame: Any, clause: str | ast.Clause, *, max_threads: int = DEFAULT_MAX_THREADS) -> Any:
+    """Run a ``MATCH_RECOGNIZE ( ... )`` clause over a pandas DataFrame or an
+    Arrow table; the result is of the same kind, NULLs as nulls (pandas'
+    nullable types). ONE ROW PER MATCH gives the partition columns and the
+    measures; ALL ROWS PER MATCH the input columns and the measures."""
+    import pandas as pd
+
+    if not isinstance(clause, str | ast.Clause):
+        raise RecognizeError(f"match_recognize takes the clause as text, found {type(clause).__name__}")
+    parsed = parse_clause(clause) if isinstance(clause, str) else clause
+    is_arrow = isinstance(frame, pa.Table)
+    if not is_arrow and not isinstance(frame, pd.DataFrame):
+        raise RecognizeError(
+            f"match_recognize takes a pandas DataFrame or an Arrow table, found {type(frame).__name__}"
+        )
+    try:
+        table = frame if is_arrow else pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise RecognizeError(f"the DataFrame cannot be read as typed columns: {err}") from None
+    result = recognize_table(table, compile_clause(parsed, table.column_names, max_threads=max_threads))
+    return result if is_arrow else result.to_pandas(types_mapper=_pandas_type)

@@ -1,0 +1,359 @@
+"""The fast path for DEFINE conditions that read only their own row and rows
+at physical offsets from it: each is evaluated once over whole columns with
+numpy, and a row's variables become one code (a bit per variable), so the
+pattern can run over codes as text with Python's ``re``, whose preference
+order (greedy and reluctant quantifiers, alternatives left to right) is the
+pattern's.
+
+>>> import numpy as np
+>>> from sharp_cer.recognize.parser import parse_clause
+>>> c = parse_clause("MATCH_RECOGNIZE (PATTERN (A B+) DEFINE B AS v < PREV(v))")
+>>> conds = vector_conditions(c, ["A", "B"], {"v": np.array([3.0, 2.0, 1.0, 4.0])},
+...                           {"v": np.ones(4, bool)}, np.zeros(4, np.int64))
+>>> conds[1].tolist()
+[False, True, True, False]
+>>> fast = compile_regex(c.pattern, ["A", "B"])
+>>> labels_of(fast, fast.regex.search(codes_to_text(row_codes(conds, 4)), 0))
+[0, 1, 1]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import ast
+
+_BASE = 0x100  # row codes become characters from here on: no newline among them
+_MAX_VARIABLES = 10  # a variable's character class lists 2**(variables-1) codes
+
+
+class _Unsupported(Exception):
+    """The expression has a construct the column-wise evaluator does not run."""
+
+
+# a column-wise value: (values, valid) — valid False is SQL NULL
+Vector = tuple[np.ndarray, np.ndarray]
+
+
+def _scalar(value: Any, size: int) -> Vector:
+    if value is None:
+        return np.zeros(size), np.zeros(size, bool)
+    return np.full(size, value, dtype=object if isinstance(value, str) else None), np.ones(size, bool)
+
+
+class _Evaluator:
+    def __init__(
+        self, values: dict[str, np.ndarray], valid: dict[str, np.ndarray], partition: np.ndarray
+    ) -> None:
+        self.values = values
+        self.valid = valid
+        self.partition = partition
+        self.size = len(partition)
+
+    def shift(self, vector: Vector, by: int) -> Vector:
+        """The value ``by`` rows later (earlier if negative) in the same partition."""
+        values, valid = vector
+        size = self.size
+        out_values = np.zeros_like(values)
+        out_valid = np.zeros(size, bool)
+        if by < 0 and -by < size:
+            out_values[-by:] = values[:by]
+            out_valid[-by:] = valid[:by] & (self.partition[-by:] == self.partition[:by])
+        elif by > 0 and by < size:
+            out_values[:-by] = values[by:]
+            out_valid[:-by] = valid[by:] & (self.partition[:-by] == self.partition[by:])
+        elif by == 0:
+            return vector
+        return out_values, out_valid
+
+    def expr(self, node: ast.Expr) -> Vector:
+        if isinstance(node, ast.Literal):
+            if isinstance(node.value, bool | int | float | str) or node.value is None:
+                return _scalar(node.value, self.size)
+            raise _Unsupported
+        if isinstance(node, ast.Column):
+            return self.values[node.name], self.valid[node.name]
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Unary):
+            values, valid = self.expr(node.operand)
+            if node.op == "NOT":
+                return ~values.astype(bool), valid
+            return -values, valid
+        if isinstance(node, ast.Binary):
+            return self.binary(node)
+        if isinstance(node, ast.IsNull):
+            _, valid = self.expr(node.operand)
+            return (valid if node.negated else ~valid), np.ones(self.size, bool)
+        if isinstance(node, ast.Between):
+            low = ast.Binary(">=", node.operand, node.low)
+            high = ast.Binary("<=", node.operand, node.high)
+            both = self.binary(ast.Binary("AND", low, high))
+            return (~both[0] if node.negated else both[0]), both[1]
+        raise _Unsupported
+
+    def call(self, node: ast.Call) -> Vector:
+        if node.name == "abs" and len(node.args) == 1:
+            values, valid = self.expr(node.args[0])
+            return np.abs(values), valid
+        if node.name not in ("prev", "next", "last") or not node.args:
+            raise _Unsupported
+        offset = 1 if node.name != "last" else 0
+        if len(node.args) == 2:
+            arg = node.args[1]
+            if not isinstance(arg, ast.Literal) or not isinstance(arg.value, int):
+                raise _Unsupported
+            offset = arg.value
+        target = node.args[0]
+        if node.name == "last":
+            if offset != 0:
+                raise _Unsupported
+            return self.expr(target)
+        if isinstance(target, ast.Call):
+            if target.name != "last" or len(target.args) != 1:
+                raise _Unsupported
+            target = target.args[0]
+        return self.shift(self.expr(target), -offset if node.name == "prev" else offset)
+
+    def binary(self, node: ast.Binary) -> Vector:
+        (a, a_ok), (b, b_ok) = self.expr(node.left), self.expr(node.right)
+        op = node.op
+        if op in ("AND", "OR"):
+            a, b = a.astype(bool), b.astype(bool)
+            if op == "AND":  # false wins over unknown
+                known_false = (a_ok & ~a) | (b_ok & ~b)
+                return a & b & a_ok & b_ok, known_false | (a_ok & b_ok)
+            known_true = (a_ok & a) | (b_ok & b)
+            return known_true, known_true | (a_ok & b_ok)
+        apply = _NUMPY.get(op)
+        if apply is None:
+            raise _Unsupported
+        valid = a_ok & b_ok
+        with np.errstate(all="ignore"):
+            return apply(a, b), valid
+
+
+_NUMPY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": np.add, "-": np.subtract, "*": np.multiply,
+    "=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+}
+
+
+def vector_conditions(
+    clause: ast.Clause,
+    variables: list[str],
+    values: dict[str, np.ndarray],
+    valid: dict[str, np.ndarray],
+    partition: np.ndarray,
+) -> list[np.ndarray | None] | None:
+    """Each variable's condition over all rows (None: undefined, always true),
+    or None if some condition has a construct the column-wise evaluator lacks.
+    Only call it with row-local conditions."""
+    evaluator = _Evaluator(values, valid, partition)
+    out: list[np.ndarray | None] = [None] * len(variables)
+    try:
+        for definition in clause.definitions:
+            result, known = evaluator.expr(definition.condition)
+            out[variables.index(definition.variable)] = np.asarray(result, dtype=bool) & known
+    except (_Unsupported, TypeError):
+        return None
+    return out
+
+
+def row_codes(conditions: Sequence[np.ndarray | None], size: int) -> np.ndarray:
+    """One code per row: bit ``i`` set when variable ``i``'s condition holds."""
+    codes = np.zeros(size, np.int64)
+    for i, condition in enumerate(conditions):
+        codes |= (np.ones(size, bool) if condition is None else condition).astype(np.int64) << i
+    return codes
+
+
+def codes_to_text(codes: np.ndarray) -> str:
+    """Row codes as a string, one character per row."""
+    return (codes.astype(np.uint32) + _BASE).tobytes().decode("utf-32-le")
+
+
+@dataclass(frozen=True)
+class FastPattern:
+    """A pattern as a Python regular expression over row codes; ``groups[g]`` is
+    the variable of capturing group ``g + 1``, which spans that variable's rows."""
+
+    regex: re.Pattern[str]
+    groups: tuple[int, ...]
+
+
+def labels_of(fast: FastPattern, match: re.Match[str]) -> list[int]:
+    """The variable of each row of a match, from its groups' spans (groups
+    that took part in the match are in row order and cover it)."""
+    labels: list[int] = []
+    spans = match.regs
+    for g, variable in enumerate(fast.groups, start=1):
+        begin, end = spans[g]
+        if begin >= 0:
+            labels += [variable] * (end - begin)
+    return labels
+
+
+def _min_length(node: ast.Pattern) -> int:
+    if isinstance(node, ast.Variable):
+        return 1
+    if isinstance(node, ast.Concatenation | ast.Permute):
+        return sum(_min_length(i) for i in node.items)
+    if isinstance(node, ast.Alternation):
+        return min(_min_length(i) for i in node.items)
+    if isinstance(node, ast.Quantified):
+        return node.low * _min_length(node.body)
+    if isinstance(node, ast.Exclusion):
+        return _min_length(node.body)
+    return 0
+
+
+def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | None:
+    """The pattern as a regular expression, or None where labels could not be
+    read back from groups (a quantified group, an exclusion) or an iteration
+    could be empty (whose handling in ``re`` we do not rely on)."""
+    if len(variables) > _MAX_VARIABLES:
+        return None
+    ids = {name: i for i, name in enumerate(variables)}
+    groups: list[int] = []
+    codes = range(1 << len(variables))
+
+    def cls(variable: int) -> str:
+        chars = "".join(chr(_BASE + c) for c in codes if c >> variable & 1)
+        return f"[{re.escape(chars)}]" if chars else "(?!)"
+
+    def quantifier(node: ast.Quantified) -> str:
+        high = "" if node.high is None else str(node.high)
+        text = f"{{{node.low},{high}}}"
+        return text + ("" if node.greedy else "?")
+
+    def walk(node: ast.Pattern) -> str | None:
+        if isinstance(node, ast.Variable):
+            groups.append(ids[node.name])
+            return f"({cls(ids[node.name])})"
+        if isinstance(node, ast.Quantified):
+            if _min_length(node.body) == 0:
+                return None
+            if isinstance(node.body, ast.Variable):
+                groups.append(ids[node.body.name])
+                return f"({cls(ids[node.body.name])}{quantifier(node)})"
+            return None
+        if isinstance(node, ast.Concatenation | ast.Alternation | ast.Permute):
+            items = node.items
+            if isinstance(node, ast.Permute):
+                items = ast.permutations_in_order(node.items).items
+                node = ast.Alternation(items)
+            parts = [walk(i) for i in items]
+            if any(p is None for p in parts):
+                return None
+            joined = ("|" if isinstance(node, ast.Alternation) else "").join(p or "" for p in parts)
+            return f"(?:{joined})"
+        if isinstance(node, ast.Anchor):
+            return r"\A" if node.kind == "start" else r"\Z"
+        return None
+
+    text = walk(pattern)
+    if text is None:
+        return None
+    try:
+        return FastPattern(re.compile(text), tuple(groups))
+    except (OverflowError, re.error):  # a bound beyond what re repeats: the general matcher has no such limit
+        return None
+
+
+# --- ONE ROW PER MATCH measures over all matches at once ----------------------
+
+
+@dataclass(frozen=True)
+class Locator:
+    """A measure that reads one column at the first or last row of a set of
+    variables (None: any row) in the whole match, moved ``shift`` rows."""
+
+    column: str
+    members: frozenset[int] | None
+    from_last: bool
+    shift: int
+
+
+@dataclass(frozen=True)
+class Counter:
+    """``COUNT(*)`` or ``COUNT(v.*)``."""
+
+    members: frozenset[int] | None
+
+
+class MatchNumber:
+    """``MATCH_NUMBER()``."""
+
+
+Plan = Locator | Counter | MatchNumber
+
+
+def measure_plan(node: ast.Expr, sets: dict[str, frozenset[int]]) -> Plan | None:
+    """The column-wise plan of a ONE ROW PER MATCH measure, or None if it
+    needs the general evaluator."""
+    shift = 0
+    if isinstance(node, ast.Call) and node.name in ("prev", "next") and node.args:
+        if len(node.args) == 2:
+            arg = node.args[1]
+            if not isinstance(arg, ast.Literal) or not isinstance(arg.value, int):
+                return None
+            shift = arg.value
+        elif len(node.args) != 1:
+            return None
+        else:
+            shift = 1
+        shift = -shift if node.name == "prev" else shift
+        node = node.args[0]
+    from_last = True
+    if isinstance(node, ast.Call) and node.name in ("first", "last") and len(node.args) == 1:
+        from_last = node.name == "last"
+        node = node.args[0]
+    if isinstance(node, ast.Column):
+        return Locator(node.name, None if node.variable is None else sets[node.variable], from_last, shift)
+    if shift or not from_last:
+        return None
+    if isinstance(node, ast.Call) and node.name == "match_number" and not node.args:
+        return MatchNumber()
+    if isinstance(node, ast.Call) and node.name == "count" and len(node.args) <= 1:
+        star = node.args[0] if node.args else ast.Star(None)
+        if isinstance(star, ast.Star):
+            return Counter(None if star.variable is None else sets[star.variable])
+    return None
+
+
+def plan_rows(
+    plan: Locator, starts: np.ndarray, ends: np.ndarray, spans: np.ndarray, groups: tuple[int, ...]
+) -> np.ndarray:
+    """Each match's row for a locator (-1: none); ``spans[m, g]`` is group g's
+    (begin, end) in match m, begin -1 when the group took no part."""
+    if plan.members is None:
+        rows = ends - 1 if plan.from_last else starts.copy()
+        rows[ends == starts] = -1
+        return rows
+    chosen = [g for g, v in enumerate(groups) if v in plan.members]
+    if not chosen:
+        return np.full(len(starts), -1)
+    begins, finishes = spans[:, chosen, 0], spans[:, chosen, 1]
+    used = (begins >= 0) & (finishes > begins)  # a quantified group can take part with no row
+    if plan.from_last:
+        return np.asarray(np.where(used, finishes - 1, -1).max(axis=1))
+    big = np.iinfo(np.int64).max
+    first = np.where(used, begins, big).min(axis=1)
+    return np.where(first == big, -1, first)
+
+
+def plan_counts(
+    plan: Counter, starts: np.ndarray, ends: np.ndarray, spans: np.ndarray, groups: tuple[int, ...]
+) -> np.ndarray:
+    """Each match's row count for ``COUNT(*)``/``COUNT(v.*)``."""
+    if plan.members is None:
+        return np.asarray(ends - starts)
+    chosen = [g for g, v in enumerate(groups) if v in plan.members]
+    lengths = spans[:, chosen, 1] - spans[:, chosen, 0]
+    return np.asarray(np.where(spans[:, chosen, 0] >= 0, lengths, 0).sum(axis=1))

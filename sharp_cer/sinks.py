@@ -1,0 +1,136 @@
+"""Where ``sharp-cer match`` writes its matches: JSON Lines (a stream or a
+``.jsonl`` file), CSV or Parquet, chosen by the file's suffix. Each takes the
+matches chunk by chunk, so nothing is held but the chunk.
+
+>>> import io
+>>> from sharp_cer.events.match import Match
+>>> out = io.StringIO()
+>>> with open_sink(None, out) as sink:
+...     sink.write([Match("q", 0, 2, (0, 2), {"a": (0,), "b": (2,)}, tenant="acme")])
+>>> out.getvalue()
+'{"query": "q", "tenant": "acme", "start": 0, "end": 2, "events": [0, 2], "vars": {"a": [0], "b": [2]}}\\n'
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from .errors import SurfaceError
+from .events.match import Match
+
+#: the suffixes ``--out`` takes
+SUFFIXES = (".jsonl", ".csv", ".parquet")
+
+
+class MatchSink:
+    """Matches to JSON Lines on a text stream (the base of every sink)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.written = 0
+
+    def write(self, matches: Sequence[Match]) -> None:
+        """Write a chunk of matches."""
+        if matches:
+            self.stream.write("".join(m.to_json() + "\n" for m in matches))
+            self.written += len(matches)
+
+    def close(self) -> None:
+        """Finish the output (flush what is buffered)."""
+        self.stream.flush()
+
+    def __enter__(self) -> MatchSink:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class _FileSink(MatchSink):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path.open("w", newline=""))
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+class _CsvSink(_FileSink):
+    """One row per match; events and variables as JSON text."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.rows = csv.writer(self.stream)
+        self.rows.writerow(["query", "tenant", "start", "end", "events", "vars"])
+
+    def write(self, matches: Sequence[Match]) -> None:
+        self.rows.writerows(
+            [
+                m.query,
+                m.tenant if m.tenant is not None else "",
+                m.start,
+                m.end,
+                json.dumps(list(m.events)),
+                json.dumps({k: list(v) for k, v in sorted(m.vars.items())}),
+            ]
+            for m in matches
+        )
+        self.written += len(matches)
+
+
+class _ParquetSink(MatchSink):
+    """Row groups of ``MATCH_SCHEMA``, one per chunk."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        from .api import MATCH_SCHEMA
+
+        self.written = 0
+        self.file: Any = pq.ParquetWriter(path, MATCH_SCHEMA)
+
+    def write(self, matches: Sequence[Match]) -> None:
+        from .api import matches_to_arrow
+
+        if matches:
+            self.file.write_table(matches_to_arrow(matches))
+            self.written += len(matches)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def check_out(path: str | None) -> None:
+    """Refuse an output path of an unknown kind, before anything runs.
+
+    >>> check_out("m.txt")
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.SurfaceError: m.txt: error: unknown kind of output
+      expected: a path ending in .jsonl, .csv or .parquet
+      found: '.txt'
+    """
+    if path is not None and Path(path).suffix not in SUFFIXES:
+        raise SurfaceError(
+            f"{path}: error: unknown kind of output\n  expected: a path ending in .jsonl, .csv or .parquet\n"
+            f"  found: {Path(path).suffix or Path(path).name!r}"
+        )
+
+
+def open_sink(path: str | None, stream: TextIO) -> MatchSink:
+    """The sink for ``--out PATH`` (by its suffix), or JSON Lines on ``stream``."""
+    check_out(path)
+    if path is None:
+        return MatchSink(stream)
+    target = Path(path)
+    if target.suffix == ".csv":
+        return _CsvSink(target)
+    if target.suffix == ".parquet":
+        return _ParquetSink(target)
+    return _FileSink(target)

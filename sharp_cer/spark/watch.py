@@ -1,0 +1,116 @@
+"""Watching a stream that runs micro-batches on a trigger, from the command
+line: one line per micro-batch (events in, matches out, its duration), and a
+stop at a micro-batch boundary when the user asks (Ctrl-C: SIGINT, or
+SIGTERM), so the checkpoint holds a committed batch and a restart resumes it.
+
+The figures come from the query's progress reports: its duration, and the
+counts the stream observes on its rows (``observe``, named ``EVENTS_IN`` and
+``MATCHES_OUT``, each a count ``n``).
+
+>>> batch_line({"batchId": 3, "durationMs": {"triggerExecution": 812},
+...             "observedMetrics": {EVENTS_IN: {"n": 120}, MATCHES_OUT: {"n": 4}}})
+'micro-batch 3: 120 events in, 4 matches out, 812 ms'
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+#: the names of the stream's observed counts: events read, matches written
+EVENTS_IN, MATCHES_OUT = "sharp_cer_events_in", "sharp_cer_matches_out"
+
+
+def batch_line(progress: Any) -> str:
+    """One line for a micro-batch's progress report (see the module example)."""
+    observed = progress["observedMetrics"] or {}
+
+    def count(name: str) -> int:
+        metric = observed.get(name)
+        return int(metric["n"] or 0) if metric is not None else 0
+
+    duration = (progress["durationMs"] or {}).get("triggerExecution", 0)
+    return (
+        f"micro-batch {progress['batchId']}: {count(EVENTS_IN):,} events in, "
+        f"{count(MATCHES_OUT):,} matches out, {duration:,} ms"
+    )
+
+
+class StopRequest(threading.Event):
+    """Set when the user asks the stream to stop; ``signal`` names how."""
+
+    signal: str | None = None
+
+
+@contextmanager
+def stop_requests() -> Iterator[StopRequest]:
+    """While inside: SIGINT and SIGTERM set the event instead of raising
+    ``KeyboardInterrupt`` in the middle of a call into the JVM (whose broken
+    connection then prints pages of Java and py4j traces). Outside the main
+    thread, where handlers cannot be set, the event is only set by the caller.
+
+    >>> import os
+    >>> with stop_requests() as asked:
+    ...     os.kill(os.getpid(), signal.SIGTERM)
+    ...     _ = asked.wait(5)
+    >>> asked.is_set(), asked.signal
+    (True, 'SIGTERM')
+    """
+    asked = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield asked
+        return
+
+    def handle(number: int, frame: Any) -> None:
+        asked.signal = signal.Signals(number).name
+        asked.set()
+
+    previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield asked
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def watch(query: Any, out: TextIO, timeout: float | None, *, poll: float = 0.5) -> str:
+    """Wait for ``query``: print a line per finished micro-batch on ``out``;
+    on a stop request (or after ``timeout`` seconds) let the running
+    micro-batch finish, stop the query and say so in one line. Returns why
+    it stopped: ``"SIGINT"`` or ``"SIGTERM"``, ``"timeout"``, or ``"ended"``
+    (the query stopped by itself; its error, if any, is the caller's)."""
+    shown = -1
+
+    def report() -> None:
+        nonlocal shown
+        for progress in query.recentProgress:
+            if progress["batchId"] > shown:
+                shown = progress["batchId"]
+                print(batch_line(progress), file=out, flush=True)
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with stop_requests() as asked:
+        while query.isActive and not asked.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            asked.wait(poll)
+            report()
+        why = (asked.signal or "a request") if asked.is_set() else "ended" if not query.isActive else "timeout"
+        # a boundary: no trigger running, so the last batch is committed or not begun
+        while query.isActive and query.status["isTriggerActive"]:
+            time.sleep(poll / 5)
+        query.stop()
+        report()
+    if why != "ended":
+        last = f"after micro-batch {shown}" if shown >= 0 else "before the first micro-batch"
+        print(
+            f"stopped ({why}) {last}; events not yet released stay in the checkpoint: "
+            "run again with the same --checkpoint to resume",
+            file=out,
+            flush=True,
+        )
+    return why

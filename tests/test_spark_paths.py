@@ -1,0 +1,145 @@
+"""How the Spark commands behave around the edges, without starting Spark:
+a micro-batch stream stops at a boundary on SIGINT/SIGTERM with one line,
+prints one line per micro-batch, the batch progress bar never runs
+backwards, and an empty input draws its plot without a warning."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sharp_cer.spark.progress import Progress
+from sharp_cer.spark.summary import QuerySummary, Summary
+from sharp_cer.spark.watch import EVENTS_IN, MATCHES_OUT, watch
+
+
+class FakeQuery:
+    """A streaming query's surface as ``watch`` reads it: micro-batch ``k``
+    takes ``busy`` polls with a trigger active, then reports its progress;
+    ``on_batch`` runs after each report (a test sends its signal there)."""
+
+    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None) -> None:
+        self.batches, self.busy, self.on_batch = batches, busy, on_batch
+        self.recentProgress: list[dict[str, Any]] = []
+        self.polls = 0
+        self.stopped_mid_trigger: bool | None = None
+
+    def _tick(self) -> None:
+        if len(self.recentProgress) >= self.batches or self.stopped_mid_trigger is not None:
+            return
+        self.polls += 1
+        if self.polls % self.busy == 0:
+            k = len(self.recentProgress)
+            self.recentProgress.append(
+                {
+                    "batchId": k,
+                    "durationMs": {"triggerExecution": 100 + k},
+                    "observedMetrics": {EVENTS_IN: {"n": 10 * k}, MATCHES_OUT: {"n": k}},
+                }
+            )
+            if self.on_batch:
+                self.on_batch(k)
+
+    @property
+    def isActive(self) -> bool:
+        self._tick()
+        return self.stopped_mid_trigger is None and len(self.recentProgress) < self.batches
+
+    @property
+    def status(self) -> dict[str, Any]:
+        self._tick()
+        return {"isTriggerActive": self.polls % self.busy != 0}
+
+    def stop(self) -> None:
+        self.stopped_mid_trigger = self.polls % self.busy != 0
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_stream_at_a_micro_batch_boundary_with_one_line(sent: signal.Signals) -> None:
+    query = FakeQuery(batches=10, on_batch=lambda k: k == 1 and os.kill(os.getpid(), sent))
+    out = io.StringIO()
+    # A SparkContext started earlier in the session installs its own SIGINT handler: restored is "as before".
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert watch(query, out, None, poll=0.001) == sent.name
+    assert query.stopped_mid_trigger is False  # stopped between micro-batches
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == [
+        "micro-batch 0: 0 events in, 0 matches out, 100 ms",
+        "micro-batch 1: 10 events in, 1 matches out, 101 ms",
+    ]
+    assert [line for line in lines if line.startswith("stopped")] == [lines[-1]]
+    assert lines[-1].startswith(f"stopped ({sent.name}) after micro-batch {len(lines) - 2};")
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # handlers restored
+
+
+def test_every_micro_batch_gets_one_line_and_an_ended_stream_none_about_stopping() -> None:
+    out = io.StringIO()
+    assert watch(FakeQuery(batches=4), out, None, poll=0.001) == "ended"
+    assert [line.split(":")[0] for line in out.getvalue().splitlines()] == [f"micro-batch {k}" for k in range(4)]
+
+
+class FakeTracker:
+    """Stage 1 is 80 % done; then stage 2 appears, 5 of its 10 tasks done."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def getActiveStageIds(self) -> list[int]:
+        self.calls += 1
+        return [1] if self.calls == 1 else [1, 2]
+
+    def getStageInfo(self, stage: int) -> Any:
+        class Info:
+            numTasks = 10
+            numCompletedTasks = 8 if stage == 1 else 5
+
+        return Info()
+
+
+def test_the_progress_bar_never_runs_backwards() -> None:
+    class Context:
+        def statusTracker(self) -> FakeTracker:
+            return FakeTracker()
+
+    class Spark:
+        sparkContext = Context()
+
+    bar = Progress(Spark(), 1000, io.StringIO())
+    shares = [bar._share() for _ in range(3)]
+    assert shares == [0.8, 0.8, 0.8]  # 13 of 20 tasks is 65 %: shown as the 80 % already reached
+
+
+def test_an_empty_input_plots_without_a_warning(tmp_path: Path) -> None:
+    query = QuerySummary("q", "t", 0, 0, "-", None, 0.0, 0.0, 0.0, None)
+    summary = Summary("w", 0, {}, 0, 0, None, (query,), 1000, {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary.plot(str(tmp_path / "empty.png"))
+    assert (tmp_path / "empty.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("broken", [BrokenPipeError, ConnectionResetError])
+def test_a_broken_worker_connection_ends_run_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], broken: type[OSError]
+) -> None:
+    import sharp_cer.spark.pipeline as pipeline
+    import sharp_cer.spark.session as session
+    from sharp_cer.cli import main
+
+    def run_detection(*args: object, **kwargs: object) -> None:
+        raise broken(104, "Connection reset by peer")
+
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
+    monkeypatch.setattr(pipeline, "run_detection", run_detection)
+    workload = Path(__file__).parent.parent / "configs" / "stock_trading.toml"
+    (tmp_path / "e.csv").write_text("")
+    assert main(["run", str(workload), "--events", str(tmp_path / "e.csv"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Spark lost a worker's connection") and "Traceback" not in err
+    assert f"see {tmp_path / 'o' / 'spark.log'}" in err
