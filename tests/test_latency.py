@@ -11,7 +11,10 @@ out. A shedder acts only when that latency would pass the bound:
   reference evaluator on small cases);
 * an event's queries enumerate by bound and weight;
 * the latency log summarizes as numpy does (quantiles within its stated
-  error) in memory that does not grow with the stream.
+  error) in memory that does not grow with the stream;
+* ``match`` under a bound still streams: over many chunks, with a
+  workload's capacity, weights and shed flags, with --limit, and a fraction
+  bound's second read under the same arrivals as one whole run.
 """
 
 from __future__ import annotations
@@ -276,3 +279,95 @@ def test_the_queue_log_does_not_grow_with_the_stream() -> None:
         assert engine.queue is not None and engine.queue.summary("q3")["events"] == 100 * batches
         sizes.append(len(pickle.dumps(engine.queue)))
     assert sizes[0] == sizes[1]
+
+
+# ---- bounds on the streaming ``match`` (chunks, workloads, --limit: issue 22's CLI)
+
+STREAM_WORKLOAD = """
+[workload]
+name = "w"
+schema = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }"
+capacity = 1000
+
+[[query]]
+name = "ab"
+weight = 3
+text = "SELECT * WHERE A ; B+ WITHIN 6 EVENTS"
+
+[[query]]
+name = "ba"
+shed = false
+text = "SELECT * WHERE B ; A WITHIN 4 EVENTS"
+"""
+
+
+@pytest.fixture
+def chunked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workload and 300 events 0.1 s apart, read by ``match`` in blocks of 256 bytes (many chunks)."""
+    import functools
+
+    from sharp_cer.events import loaders
+
+    monkeypatch.setattr(loaders, "iter_csv", functools.partial(loaders.iter_csv, block_bytes=256))
+    rng = np.random.default_rng(7)
+    rows = [f"{rng.choice(list('AABBB'))},{rng.integers(0, 5)},{i * 10**8}" for i in range(300)]
+    (tmp_path / "e.csv").write_text("".join(r + "\n" for r in rows))
+    (tmp_path / "w.toml").write_text(STREAM_WORKLOAD)
+    return tmp_path
+
+
+def _match(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    code = main(["match", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_a_bound_never_reached_keeps_every_match_of_a_chunked_workload(
+    chunked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = [str(chunked / "w.toml"), "--events", str(chunked / "e.csv")]
+    code, every, _ = _match(common, capsys)
+    assert code == 0 and len(every) > 100
+    stats = chunked / "stats.json"
+    code, bounded, err = _match([*common, "--latency-bound", "2000ms", "--rate", "10", "--stats", str(stats)], capsys)
+    assert code == 0 and bounded == every  # 10 events/s at 1,000 units/s: never near the bound
+    figures = json.loads(stats.read_text())
+    assert figures["capacity"] == 1000  # the workload's, as --capacity was not given
+    ab, ba = figures["queries"]["ab"], figures["queries"]["ba"]
+    assert ab["bound_ms"] == 2000 and ab["shedder"]["weight"] == 3 and ab["latency"]["events"] == 300
+    assert ba["bound_ms"] is None  # shed = false in the workload: never bounded
+    assert "2000 ms" in err.splitlines()[-2] and err.splitlines()[-3].startswith("query")  # the run summary
+    code, limited, _ = _match([*common, "--latency-bound", "2000ms", "--rate", "10", "--limit", "7"], capsys)
+    assert code == 0 and limited == every[:7]  # one chunk's matches come in end order as without a bound
+
+
+def test_a_fraction_bound_reads_the_chunks_again_under_the_same_arrivals(
+    chunked: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The unshedded pass over the re-read chunks replays each event at its
+    primary time counted from the stream's first: the bound is half the
+    mean of an unshedded run over the whole file at once."""
+    from shedding.bounds import unshedded_latency
+
+    workload = parse_workload(STREAM_WORKLOAD)
+    common = [str(chunked / "w.toml"), "--events", str(chunked / "e.csv")]
+    code, every, _ = _match(common, capsys)
+    stats = chunked / "stats.json"
+    args = [*common, "--latency-bound-fraction", "0.5", "--replay-speed", "20", "--capacity", "300"]
+    code, shed, _ = _match([*args, "--shedder", "random-state", "--stats", str(stats)], capsys)
+    assert code == 0 and set(shed) <= set(every)  # only true matches
+    from sharp_cer.events.loaders import load_csv
+
+    whole = load_csv((chunked / "e.csv").read_text(), workload.schema)[0]
+    plan = compile_plan([(q.name, q.checked) for q in workload.queries])
+    mean = unshedded_latency(plan, [whole], [Pace(speed=20).arrivals(whole)], 300)
+    assert json.loads(stats.read_text())["queries"]["ab"]["bound_ms"] == pytest.approx(0.5 * mean["ab"])
+
+
+@pytest.mark.parametrize("option", [["--capacity", "inf"], ["--rate", "nan"], ["--replay-speed", "-1"]])
+def test_rates_and_capacities_are_positive_and_finite(
+    chunked: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    args = [str(chunked / "w.toml"), "--events", str(chunked / "e.csv"), "--latency-bound", "9", *option]
+    code, out, err = _match(args, capsys)
+    assert code == 2 and out == [] and err.count("error") == 1 and "positive, finite number" in err
