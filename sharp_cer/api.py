@@ -56,7 +56,8 @@ class Detector:
     (see the ``shedding`` package) keeps queries within their latency bounds;
     ``record_latency`` summarizes each query's latency per event
     (``engine.queue``: from arrival, queueing included, in fixed memory per
-    query; ``summary()``). An event arrives when it
+    query; ``summary()``; ``record_service=False`` leaves out the per-event
+    service log ``engine.latency``, which grows with the stream). An event arrives when it
     is fed (live), or, with a ``pace``, at a time derived from an input rate
     or from its primary time at a replay speed (``engine.queueing.Pace``).
     ``capacity`` (cost units per second) makes service deterministic; without
@@ -87,6 +88,7 @@ class Detector:
         count_only: bool = False,
         shedder: Shedder | None = None,
         record_latency: bool = False,
+        record_service: bool | None = None,
         capacity: float | None = None,
         pace: Pace | None = None,
         tenants: Mapping[str, str] | None = None,
@@ -106,6 +108,7 @@ class Detector:
             count_only=count_only,
             shedder=shedder,
             record_latency=record_latency,
+            record_service=record_service,
             capacity=capacity,
         )
         self.history = history and not count_only

@@ -510,6 +510,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     count_only=options.count,
                     shedder=shedder,
                     record_latency=shedding.stats is not None or shedding.bounded,
+                    record_service=False,  # the summary reads the queue log, whose memory does not grow
                     allowed_lateness=lateness,
                     tenants=tenants,
                     capacity=shedding.capacity,

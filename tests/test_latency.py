@@ -371,3 +371,27 @@ def test_rates_and_capacities_are_positive_and_finite(
     args = [str(chunked / "w.toml"), "--events", str(chunked / "e.csv"), "--latency-bound", "9", *option]
     code, out, err = _match(args, capsys)
     assert code == 2 and out == [] and err.count("error") == 1 and "positive, finite number" in err
+
+
+def test_a_long_running_detector_keeps_latency_in_memory_that_does_not_grow() -> None:
+    """``record_service=False`` (what ``match`` uses): the summary comes from the queue log alone, whose
+    size stays the same however many events pass; the per-event service log is not kept."""
+    import pickle
+
+    import pandas as pd
+
+    from sharp_cer.api import Detector
+    from sharp_cer.engine.queueing import Pace
+    from sharp_cer.language import Schema
+
+    s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+    q = [("q", "SELECT * WHERE A ; B WITHIN 5 EVENTS")]
+    sizes = []
+    for batches in (4, 40):
+        d = Detector.from_queries(q, s, record_latency=True, record_service=False, capacity=1000, pace=Pace(rate=1))
+        for _ in range(batches):
+            d.feed(pd.DataFrame({"type": ["A", "B"] * 50, "x": range(100)}))
+        assert d.engine.latency is None
+        assert d.summary()["q"]["matches"] > 0
+        sizes.append(len(pickle.dumps(d.engine.queue)))
+    assert sizes[0] == sizes[1]

@@ -745,7 +745,8 @@ class Engine:
     event in ``latency`` (the event's service only) and in ``queue`` (from
     its arrival, queueing included, in fixed memory per query:
     ``engine.queueing.QueueLog``; ``latency`` grows with the stream: for
-    measuring, not for long-running jobs). ``capacity`` is
+    measuring, so a long-running job passes ``record_service=False`` to keep
+    only ``queue``). ``capacity`` is
     the cost units served per second in the deterministic mode (None:
     service is wall time); ``process`` takes the events' arrivals.
 
@@ -772,6 +773,7 @@ class Engine:
         skip: bool = True,
         shedder: Shedder | None = None,
         record_latency: bool = False,
+        record_service: bool | None = None,
         capacity: float | None = None,
     ) -> None:
         if shedder is not None and count_only:
@@ -781,7 +783,7 @@ class Engine:
             )
         self.plan = plan
         self.shedder = shedder
-        self.latency = LatencyLog() if record_latency else None
+        self.latency = LatencyLog() if (record_latency if record_service is None else record_service) else None
         self.queue = QueueLog() if record_latency else None
         self.server = Server(capacity)
         self.began = 0.0  # when the batch in process began (wall clock)
