@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from planner import Plan, compile_plan
 from sharp_cer.engine import Engine
+from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedding import Shedder
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
@@ -33,6 +34,10 @@ from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+#: In wall mode, replayed events are served in slices of this many seconds of arrivals.
+SLICE_SECONDS = 0.005
 
 
 class Detector:
@@ -49,7 +54,16 @@ class Detector:
     (``from_workload`` sets it). With ``count_only=True`` it only counts matches (``counts``), without
     enumerating them where the query allows (see ``Engine``). A ``shedder``
     (see the ``shedding`` package) keeps queries within their latency bounds;
-    ``record_latency`` keeps each query's latency per event (``engine.latency``).
+    ``record_latency`` summarizes each query's latency per event
+    (``engine.queue``: from arrival, queueing included, in fixed memory per
+    query; ``summary()``; ``record_service=False`` leaves out the per-event
+    service log ``engine.latency``, which grows with the stream). An event arrives when it
+    is fed (live), or, with a ``pace``, at a time derived from an input rate
+    or from its primary time at a replay speed (``engine.queueing.Pace``).
+    ``capacity`` (cost units per second) makes service deterministic; without
+    it service is wall time, and events fed together share their batch's
+    timing (replayed with a pace, a batch is served in slices of
+    ``SLICE_SECONDS`` of arrivals).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -74,12 +88,18 @@ class Detector:
         count_only: bool = False,
         shedder: Shedder | None = None,
         record_latency: bool = False,
+        record_service: bool | None = None,
+        capacity: float | None = None,
+        pace: Pace | None = None,
         tenants: Mapping[str, str] | None = None,
     ) -> None:
         self.plan = plan
         self.schema = schema
         self.strict = strict
         self.allowed_lateness = allowed_lateness
+        self.shedder = shedder
+        self.pace = pace
+        self._origin: float | None = None  # the first event's primary time (replay speed)
         self.engine = Engine(
             plan,
             debug=debug,
@@ -88,6 +108,8 @@ class Detector:
             count_only=count_only,
             shedder=shedder,
             record_latency=record_latency,
+            record_service=record_service,
+            capacity=capacity,
         )
         self.history = history and not count_only
         self.tenants = dict(tenants or {})
@@ -113,8 +135,20 @@ class Detector:
         return cls(compile_plan(checked, counting=options.get("count_only", False)), schema, **options)
 
     @classmethod
-    def from_workload(cls, workload: Workload, **options: Any) -> Detector:
-        """A detector for every query of a workload, with its allowed lateness.
+    def from_workload(
+        cls,
+        workload: Workload,
+        *,
+        shedder: str | None = None,
+        seed: int = 0,
+        reference_ms: dict[str, float] | None = None,
+        **options: Any,
+    ) -> Detector:
+        """A detector for every query of a workload, with its allowed
+        lateness, capacity and tenants, and with ``shedder`` (a name of
+        ``shedding.SHEDDERS``) its bounds and weights, as on Spark. Bounds
+        given as fractions need each query's mean latency in an unshedded
+        run (``reference_ms``, from ``shedding.bounds.unshedded_latency``).
 
         >>> from sharp_cer.language import parse_workload
         >>> w = parse_workload('''
@@ -127,11 +161,18 @@ class Detector:
         ... tenant = "t"
         ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
         ... ''')
-        >>> Detector.from_workload(w).allowed_lateness
-        5
+        >>> d = Detector.from_workload(w, shedder="truncate")
+        >>> d.allowed_lateness, d.tenants, d.shedder.config.bounds
+        (5, {'q': 't'}, {})
         """
         options.setdefault("allowed_lateness", workload.allowed_lateness)
+        options.setdefault("capacity", workload.capacity)
         options.setdefault("tenants", {q.name: q.tenant for q in workload.queries})
+        if shedder is not None:
+            from shedding import make_shedder
+            from shedding.bounds import workload_config
+
+            options["shedder"] = make_shedder(shedder, workload_config(workload, seed=seed, reference_ms=reference_ms))
         plan = compile_plan([(q.name, q.checked) for q in workload.queries], counting=options.get("count_only", False))
         return cls(plan, workload.schema, **options)
 
@@ -155,13 +196,38 @@ class Detector:
             self._batches.clear()
             self.matches = []
         self._batches.append(batch)
-        found = self.engine.process(batch)
+        found = [m for part, at in self._arrivals(batch) for m in self.engine.process(part, at)]
         if self.tenants:
             tenants = self.tenants
             found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
         if not self.engine.count_only:
             self.matches.extend(found)
         return found
+
+    def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
+        """The batch with its events' arrivals (None: now, live), in the
+        slices it is served in (see the class docstring)."""
+        if self.pace is None or not len(batch):
+            return [(batch, None)]
+        if self._origin is None:
+            self._origin = self.pace.origin(batch)
+        arrivals = self.pace.arrivals(batch, self._origin)
+        if self.engine.server.capacity is not None:
+            return [(batch, arrivals)]
+        # wall mode: a slice is served once its last event has arrived
+        cuts = np.flatnonzero(np.diff(np.floor(arrivals / SLICE_SECONDS))) + 1
+        return [
+            (batch.take(np.arange(lo, hi)), arrivals[lo:hi])
+            for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(batch)], strict=True)
+        ]
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per query: tenant, matches, cuts by lever and latency against
+        the bound (``sharp_cer.latency_summary``; latency needs
+        ``record_latency=True``)."""
+        from .latency_summary import query_summaries
+
+        return query_summaries(self.engine, self.shedder, self.tenants)
 
     def _load(self, table: Any) -> EventBatch:
         loader = load_arrow if isinstance(table, pa.Table) else load_pandas

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import SharpCerError, SurfaceError
 from .events.match import Match
-from .language import Schema, Workload, load_workload, parse_and_check
+from .language import LatencyBound, Schema, Workload, load_workload, parse_and_check
 from .language.files import read_source
 from .language.printer import window as window_text
 from .language.source import Source
@@ -274,80 +275,133 @@ def _events_problem(path: str, *, folder: bool) -> str | None:
 
 @dataclass(frozen=True)
 class ShedOptions:
-    """The load shedding asked for on the command line: a bound for every
-    query (cost units, or a fraction of the latency measured by an unshedded
-    run over the same events), the shedder, its seed and sketch attributes,
-    and where the JSON statistics go."""
+    """The load shedding asked for on the command line: one bound for every
+    query (``LatencyBound``: ms, cost units, or a fraction of the unshedded
+    mean latency), the shedder, its seed and sketch attributes, how the
+    events arrive (``rate`` events per second, or their primary time at a
+    replay ``speed``), the engine's ``capacity`` in cost units per second
+    (None: wall time), and where the JSON statistics go."""
 
-    bound_units: float | None = None
-    bound_fraction: float | None = None
+    bound: LatencyBound | None = None
     shedder: str = "sharp"
     seed: int = 0
     sketch_attributes: tuple[str, ...] = ()
     stats: str | None = None
+    rate: float | None = None
+    speed: float | None = None
+    capacity: float | None = None
 
     def problem(self, count: bool, engine: str) -> str | None:
         """What is inconsistent, if anything."""
-        if self.bound_units is not None and self.bound_fraction is not None:
-            return "give --latency-bound or --latency-bound-fraction, not both"
-        if self.bound_units is not None and not 0 < self.bound_units < math.inf:
-            return f"--latency-bound must be a positive, finite number of cost units, not {self.bound_units}"
-        if self.bound_fraction is not None and not 0 < self.bound_fraction <= 1:
-            return f"--latency-bound-fraction must be in (0, 1], not {self.bound_fraction}"
+        if self.rate is not None and self.speed is not None:
+            return "give --rate or --replay-speed, not both"
+        for flag, value in (("--rate", self.rate), ("--replay-speed", self.speed), ("--capacity", self.capacity)):
+            if value is not None and not 0 < value < math.inf:  # nan fails too
+                return f"{flag} must be a positive, finite number, not {value:g}"
         if self.stats is not None and Path(self.stats).is_dir():
             folder = self.stats.rstrip("/")
             return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
+        if self.bound is not None and self.bound.cost_units is None and self.pace is None:
+            return (
+                f"a latency bound of {self.bound} is judged from each event's arrival, and a file has none\n"
+                "  hint: give the input rate (--rate EVENTS_PER_S) or replay its times (--replay-speed 1)"
+            )
         return None
 
     @property
     def bounded(self) -> bool:
         """Whether a bound was given."""
-        return self.bound_units is not None or self.bound_fraction is not None
+        return self.bound is not None
+
+    @property
+    def pace(self) -> Any:
+        """How the events arrive (``engine.queueing.Pace``), or None (all at once)."""
+        from .engine.queueing import Pace
+
+        return Pace(rate=self.rate, speed=self.speed) if self.rate or self.speed else None
 
 
-def _shedder(options: ShedOptions, plan: Any, batches: Iterable[Any], allowed_lateness: int = 0) -> Any:
-    """The shedder the options ask for, with every query bounded (a
-    fraction bound runs the engine unshedded over ``batches`` first)."""
+def latency_bound(text: str) -> LatencyBound:
+    """``--latency-bound``: ``250ms``, ``2s``, a number of cost units or ``40%``.
+
+    >>> latency_bound("250ms").milliseconds, latency_bound("40%").fraction, latency_bound("500").cost_units
+    (250.0, 0.4, 500.0)
+    """
+    try:
+        return LatencyBound.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a latency bound: give milliseconds (250ms), cost units (500) or a fraction (40%)"
+        ) from None
+
+
+def _shedder(
+    options: ShedOptions,
+    plan: Any,
+    first: Any,
+    reread: Callable[[], Iterator[Any]],
+    err: TextIO,
+    workload: Workload | None = None,
+    allowed_lateness: int = 0,
+) -> Any:
+    """The shedder the options ask for, with every query bounded; a
+    workload gives its weights and sketch attributes. A fraction bound runs
+    the engine unshedded first over the batches ``reread`` reads again,
+    under the same arrivals. A bound below the update floor is said on
+    ``err`` before the run, measured on ``first`` (the first batch)."""
     from shedding import ShedConfig, make_shedder
-    from shedding.bounds import reference_latency
+    from shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
 
-    names = [q.name for q in plan.queries]
-    if options.bound_fraction is not None:
-        reference = reference_latency(plan, batches, allowed_lateness=allowed_lateness)
-        bounds = {name: max(1.0, options.bound_fraction * reference[name]) for name in names}
-    else:
-        bounds = dict.fromkeys(names, float(options.bound_units or 0))
-    attributes = dict.fromkeys(names, options.sketch_attributes)
-    return make_shedder(options.shedder, ShedConfig(bounds=bounds, sketch_attributes=attributes, seed=options.seed))
+    given = {q.name: q for q in workload.queries} if workload is not None else {}
+    names = [q.name for q in plan.queries if q.name not in given or given[q.name].shed]
+    bound = options.bound
+    pace, capacity = options.pace, options.capacity
+    assert bound is not None
+    reference_ms = None
+    if bound.fraction is not None:
+        origin = pace.origin(first)
+        batches, again = itertools.tee(reread())  # read in step: tee holds one batch
+        arrivals = (pace.arrivals(b, origin) for b in again)
+        reference_ms = unshedded_latency(plan, batches, arrivals, capacity, allowed_lateness=allowed_lateness)
+    units, ms = resolve_bounds(dict.fromkeys(names, bound), reference_ms=reference_ms)
+    attributes = {
+        name: tuple(
+            dict.fromkeys([*(given[name].sketch_attributes if name in given else ()), *options.sketch_attributes])
+        )
+        for name in names
+    }
+    weights = {name: given[name].weight for name in names if name in given}
+    config = ShedConfig(bounds=units, bounds_ms=ms, weights=weights, sketch_attributes=attributes, seed=options.seed)
+    sample = first.take(list(range(min(len(first), 2000))))
+    at = pace.arrivals(sample) if pace is not None else None
+    for line in floor_warnings(plan, config, sample, capacity, at, allowed_lateness=allowed_lateness):
+        print(f"warning: {line}", file=err)
+    return make_shedder(options.shedder, config)
 
 
-def _shed_stats(detector: Any, shedder: Any, options: ShedOptions) -> dict[str, Any]:
-    """Per query: matches, what was shed, and latency in cost units and seconds."""
-    engine, plan = detector.engine, detector.plan
-    report = shedder.report() if shedder is not None else {}
-    stats = engine.stats()
-    queries: dict[str, Any] = {}
-    per_query = engine.clock.per_query
-    for g, group in enumerate(plan.groups):
-        for qid in group.queries:
-            name = plan.queries[qid].name
-            shed = report.get(name, {})
-            queries[name] = {
-                "matches": detector.counts[name],
-                "shed": bool(shed),
-                **shed,
-                "truncated_enumerations": per_query[name].truncated if name in per_query else 0,
-                "latency": engine.latency.summary(g, name, shed.get("bound_units")),
-            }
+def _summary_table(detector: Any) -> str:
+    """The run summary per query (``latency_summary.render``)."""
+    from .latency_summary import render
+
+    return render(detector.summary())
+
+
+def _shed_stats(detector: Any, options: ShedOptions) -> dict[str, Any]:
+    """The ``--stats`` JSON: the run's settings and, per query, matches,
+    cuts by lever and latency against the bound."""
+    stats = detector.stats()
     return {
-        "shedder": options.shedder if shedder is not None else None,
+        "shedder": options.shedder if detector.shedder is not None else None,
         "seed": options.seed,
+        "rate": options.rate,
+        "replay_speed": options.speed,
+        "capacity": options.capacity,
         "events": stats["events"],
         "events_shed": stats["events_shed"],
         "wall_seconds": stats["wall_seconds"],
-        "queries": queries,
+        "queries": detector.summary(),
     }
 
 
@@ -408,9 +462,10 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
         else:
             assert options.schema is not None
             schema, queries = _schema_and_queries(options.schema, options.queries)
-            lateness, tenants = options.allowed_lateness or 0, {}
+            lateness, tenants, workload = options.allowed_lateness or 0, {}, None
         chunks = _event_chunks(options.events, schema, lateness)
         tally = LoadTally(options.events)
+        summary = ""
         order = {name: i for i, (name, _) in enumerate(queries)}
 
         def in_order(found: list[Any]) -> list[Any]:
@@ -437,18 +492,29 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 from .api import Detector
 
                 plan = compile_plan(queries, counting=options.count)
+                if shedding.capacity is None and workload is not None and workload.capacity is not None:
+                    shedding = replace(shedding, capacity=workload.capacity)
                 shedder = None
                 if shedding.bounded:
-                    again = _event_chunks(options.events, schema, lateness)
-                    shedder = _shedder(shedding, plan, (b for b, _ in again), lateness)
+                    first = next(chunks, None)
+                    if first is not None:
+                        chunks = itertools.chain([first], chunks)
+
+                        def reread() -> Iterator[Any]:
+                            return (b for b, _ in _event_chunks(options.events, schema, lateness))
+
+                        shedder = _shedder(shedding, plan, first[0], reread, err, workload, lateness)
                 detector = Detector(
                     plan,
                     schema,
                     count_only=options.count,
                     shedder=shedder,
-                    record_latency=shedding.stats is not None,
+                    record_latency=shedding.stats is not None or shedding.bounded,
+                    record_service=False,  # the summary reads the queue log, whose memory does not grow
                     allowed_lateness=lateness,
                     tenants=tenants,
+                    capacity=shedding.capacity,
+                    pace=shedding.pace,
                 )
                 if left is not None and not options.count:
                     detector.engine.quota = left
@@ -472,8 +538,9 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 )
                 if shedder is not None:
                     footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                    summary = _summary_table(detector)
                 if shedding.stats is not None:
-                    Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedder, shedding), indent=2))
+                    Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))
                 if left == 0 and options.limit:
                     footer += f"; stopped after --limit {options.limit} matches"
     except BrokenPipeError:
@@ -490,6 +557,8 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
     print(tally.summary(), file=err)
     counts = ", ".join(f"{name}={n}" for name, n in per_query.items())
     print(f"matches: {counts}; {footer}", file=err)
+    if summary:
+        print(summary, file=err)  # the run summary per query, after the totals
     return EXIT_OK
 
 
@@ -793,14 +862,7 @@ def _parser() -> argparse.ArgumentParser:
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
-    run_match.add_argument("--latency-bound", type=float, metavar="UNITS", help="every query's bound, in cost units")
-    run_match.add_argument(
-        "--latency-bound-fraction",
-        type=float,
-        metavar="F",
-        help="every query's bound, as a fraction of its largest latency in an unshedded run over the events "
-        "(reads the events file twice: once unshedded, once shedding)",
-    )
+    _latency_arguments(run_match)
     run_match.add_argument(
         "--shedder", choices=sorted(_SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
     )
@@ -867,6 +929,48 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _latency_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of latency as users feel it: the bound, how events arrive, the engine's capacity."""
+    bound = parser.add_mutually_exclusive_group()
+    bound.add_argument(
+        "--latency-bound",
+        type=latency_bound,
+        metavar="BOUND",
+        help="every query's bound from an event's arrival to its matches, queueing included: "
+        "250ms, cost units (500), or 40%% of the unshedded mean latency (a fraction reads the events file twice)",
+    )
+    bound.add_argument(
+        "--latency-bound-fraction",
+        type=float,
+        metavar="F",
+        help="every query's bound as a fraction of its mean latency in an unshedded run (--latency-bound F*100%%; "
+        "reads the events file twice: once unshedded, once shedding)",
+    )
+    pace = parser.add_mutually_exclusive_group()
+    pace.add_argument("--rate", type=float, metavar="EVENTS_PER_S", help="the events arrive at this fixed rate")
+    pace.add_argument(
+        "--replay-speed", type=float, metavar="X", help="the events arrive at their primary time, X times as fast"
+    )
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        metavar="UNITS_PER_S",
+        help="serve this many cost units per second (deterministic, reproducible); default: the workload's "
+        "capacity, else wall time",
+    )
+
+
+def _bound_option(args: argparse.Namespace) -> LatencyBound | None:
+    """The bound of ``--latency-bound`` or ``--latency-bound-fraction`` (exit 2 on a bad fraction)."""
+    if args.latency_bound_fraction is None:
+        given: LatencyBound | None = args.latency_bound
+        return given
+    fraction = args.latency_bound_fraction
+    if not 0 < fraction <= 1:
+        _parser().error(f"--latency-bound-fraction must be in (0, 1], not {fraction:g}")
+    return LatencyBound(fraction=fraction)
+
+
 #: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
 EXIT_PIPE_CLOSED = 141
 
@@ -889,12 +993,14 @@ def _command(argv: Sequence[str] | None) -> int:
         return check_files(args.files, args.schema, sys.stdout, sys.stderr)
     if args.command == "match":
         shedding = ShedOptions(
-            bound_units=args.latency_bound,
-            bound_fraction=args.latency_bound_fraction,
+            bound=_bound_option(args),
             shedder=args.shedder,
             seed=args.seed,
             sketch_attributes=tuple(args.sketch_attribute),
             stats=args.stats,
+            rate=args.rate,
+            speed=args.replay_speed,
+            capacity=args.capacity,
         )
         asked = MatchOptions(
             args.events,

@@ -1,29 +1,42 @@
 """What every shedder shares: the configuration, the per-query bounds and
 the enumeration budget they give, the overload detector, input shedding
-when the update floor is above a bound, and the report.
+when the queue alone passes a bound, and the report.
 
 The plain :class:`LoadShedder` is the *truncation* baseline: nothing is
 shed but the end of an enumeration that would pass the bound (the walk stops
 when the event's budget is spent, in tECS order). Every other shedder adds a
 policy on top (``shedding.sharp``, ``shedding.baselines``), so each keeps
-the same guarantee: a query's latency for an event is at most its bound
-unless the event's update alone passes it.
+the same guarantee: a query's latency for an event stays within its bound
+unless the event's wait and update alone pass it.
 
-The budget of query q for an event is ``L_q - floor``, where the floor is
-the update work the event has cost so far. The overload detector looks at
-the demand of q's enumerations (the floor plus the steps taken, plus, if the
-walk was cut short, the waiting branches times the steps per match): on the
+Latency is what users wait for (``sharp_cer.engine.queueing``): from an
+event's arrival, queueing included, until the query's matches are out. A
+bound is given in milliseconds, or in cost units (seconds times the
+engine's capacity; in wall mode, without a capacity, a bound in units
+limits the event's own service, as a deterministic per-event bound). The
+budget of query q for an event is ``L_q - latency so far - reserve``,
+where the latency so far counts the event's wait, its update and the
+enumerations of the queries before q, and the reserve is twice the smoothed
+update floor of an event (so the events queued behind this one stay within their
+bounds too). A workload the engine keeps up with never reaches its budgets:
+nothing is shed. The overload detector looks at the demand of q's
+enumerations (the latency so far plus the steps taken, plus, if the walk
+was cut short, the waiting branches times the steps per match): on the
 current event (``overloaded``: the policy's enumeration order applies) and
 smoothed, an exponentially weighted mean. Either one passing the bound marks
 q for the selector (``selecting``), which runs after the event, at most once
 per ``cooldown`` events, with the highest demand seen since it last ran
-(Sharp's Alg. 1 sheds on the current event's latency: a per-event bound is
-passed by single heavy events, which a smoothed mean hardly notices).
-If the smoothed floor itself is above the smallest bound of a group, the
-group sheds its input: it processes one event in ``probe`` (to keep
-measuring) and reports the events shed. Input is shed only in groups whose
-every query may be shed (it would change every query's matches) and reads
-no absence (NOT, ABSENT, ``:``): there a dropped event would invent matches.
+(Sharp's Alg. 1 sheds on the current event's latency).
+If an event's wait plus the group's smoothed update passes the smallest
+bound of a group, the queue alone is over it: the group sheds its input,
+processing one such event in ``probe`` (to keep measuring), and reports the
+events shed. Input is shed only in groups whose every query may be shed (it
+would change every query's matches) and reads no absence (NOT, ABSENT,
+``:``): there a dropped event would invent matches.
+
+Queries of a group enumerate an event's matches one after the other; a
+shedder orders them by bound (tightest first) and weight (heaviest first),
+so a tight query never waits behind a light one's output.
 
 >>> config = ShedConfig(bounds={"q": 50})
 >>> config.bound("q"), config.bound("other"), config.weight("q")
@@ -33,27 +46,26 @@ no absence (NOT, ABSENT, ``:``): there a dropped event would invent matches.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import EnumerationOrder, Walk
-from sharp_cer.engine.shedding import Candidate, WalkControl
+from sharp_cer.engine.shedding import Candidate, GroupView, Progress, WalkControl
 from sharp_cer.engine.tecs import UNION, Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import ast
 
-if TYPE_CHECKING:
-    from sharp_cer.engine.runtime import GroupRunner
-
 
 @dataclass(frozen=True)
 class ShedConfig:
-    """How to shed: per query name its bound in cost units (queries without
-    one are never shed), weight and sketch attributes; the seed of the
+    """How to shed: per query name its bound in cost units or in
+    milliseconds (``bounds_ms``; queries without one are never shed),
+    weight and sketch attributes; the seed of the
     random choices; the sketch's buckets per attribute, decay per epoch and
     epoch (in events; None: the group's largest window in events, else
     1,000); the smoothing of the detector; the events between two
@@ -62,6 +74,7 @@ class ShedConfig:
 
     bounds: Mapping[str, float]
     weights: Mapping[str, float] = field(default_factory=dict)
+    bounds_ms: Mapping[str, float] = field(default_factory=dict)
     sketch_attributes: Mapping[str, Sequence[str]] = field(default_factory=dict)
     seed: int = 0
     buckets: int = 8
@@ -72,12 +85,15 @@ class ShedConfig:
     probe: int = 128
 
     def __post_init__(self) -> None:
-        for name, bound in self.bounds.items():
+        for name, bound in (*self.bounds.items(), *self.bounds_ms.items()):
             if not bound > 0:
                 raise SheddingError(
-                    f"query {name}: a latency bound must be a positive number of cost units, not {bound!r}\n"
-                    "  hint: give units (e.g. 500) or a fraction of the unshedded latency (e.g. 0.5)"
+                    f"query {name}: a latency bound must be positive, not {bound!r}\n"
+                    '  hint: give milliseconds ("250ms"), cost units (500) or a fraction of the unshedded latency'
                 )
+        both = sorted(set(self.bounds) & set(self.bounds_ms))
+        if both:
+            raise SheddingError(f"query {both[0]}: give a bound in cost units or in milliseconds, not both")
         for name, weight in self.weights.items():
             if not weight > 0:
                 raise SheddingError(f"query {name}: a weight must be positive, not {weight!r}")
@@ -85,9 +101,13 @@ class ShedConfig:
             raise SheddingError(f"the sketch's decay must be in (0, 1], not {self.decay!r}")
 
     def bound(self, query: str) -> float | None:
-        """The query's bound in cost units (None: never shed)."""
+        """The query's bound in cost units (None: none in units)."""
         found = self.bounds.get(query)
         return None if found is None else float(found)
+
+    def bounded(self, query: str) -> bool:
+        """Whether the query has a bound (it may be shed)."""
+        return query in self.bounds or query in self.bounds_ms
 
     def weight(self, query: str) -> float:
         """The query's weight (1 by default)."""
@@ -157,6 +177,14 @@ class LoadShedder:
     (4095, True, True)
     >>> int(engine.latency.units(0, "q").max()) <= 40
     True
+
+    At a capacity of 10,000 units per second, one event a second leaves no
+    queue and a bound of 5 s is never reached: nothing is shed.
+
+    >>> from sharp_cer.engine.queueing import Pace
+    >>> calm = Engine(plan, shedder=LoadShedder(ShedConfig(bounds={}, bounds_ms={"q": 5000})), capacity=10_000)
+    >>> len(calm.process(events, Pace(rate=1).arrivals(events))) == len(full)
+    True
     """
 
     name = "truncate"
@@ -165,18 +193,31 @@ class LoadShedder:
         self.config = config
         self.groups: list[GroupState] = []
 
-    def for_group(self, runner: GroupRunner) -> GroupState | None:
+    def for_group(self, view: GroupView) -> GroupState | None:
         """The group's shedder, or None if none of its queries is shed."""
-        tracked = [q for q in runner.queries if q.sheddable and self.config.bound(q.name) is not None]
+        tracked = [q for q in view.queries if q.sheddable and self.config.bounded(q.name)]
         if not tracked:
             return None
-        group = self.make_group(runner, tracked)
+        group = self.make_group(view, tracked)
         self.groups.append(group)
         return group
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """The policy's group shedder (overridden by every other shedder)."""
-        return GroupState(self, runner, tracked)
+        return GroupState(self, view, tracked)
+
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Each tracked query's bound: in milliseconds, or else in cost units."""
+        ms: dict[str, float] = {}
+        units: dict[str, float] = {}
+        for group in self.groups:
+            for k, query in enumerate(group.tracked):
+                bound_ms = group.bound_ms[k]
+                if bound_ms is not None:
+                    ms[query.name] = bound_ms
+                else:
+                    units[query.name] = group.bound[k]
+        return ms, units
 
     def report(self) -> dict[str, dict[str, Any]]:
         """Per tracked query: its bound, what was shed and how often the
@@ -186,6 +227,7 @@ class LoadShedder:
             for k, query in enumerate(group.tracked):
                 out[query.name] = {
                     "bound_units": group.bound[k],
+                    "bound_ms": group.bound_ms[k],
                     "weight": group.weight[k],
                     "overloaded_events": group.overloads[k],
                     "floor_above_bound_events": group.floor_over[k],
@@ -207,18 +249,21 @@ class GroupState:
     #: whether walks check keep-mask bits (shedding by view)
     uses_masks = False
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan]) -> None:
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
         config = owner.config
         self.config = config
-        self.runner = runner
+        self.view = view
         self.tracked = tracked
         self.index = {q.id: k for k, q in enumerate(tracked)}
+        self.bound_ms: list[float | None] = [config.bounds_ms.get(q.name) for q in tracked]
+        # each bound in cost units (ms ones follow the capacity, see ``_bounds``)
         self.bound = [float(config.bound(q.name) or 0) for q in tracked]
+        self.capacity = 0.0  # the capacity the bounds in units were last converted at
         self.weight = [config.weight(q.name) for q in tracked]
         self.min_bound = min(self.bound)
         # a group sheds input only if every query of it may lose matches, and
         # none reads the absence of events (a dropped event would invent one)
-        self.input_sheddable = len(tracked) == len(runner.queries) and all(map(input_safe, tracked))
+        self.input_sheddable = len(tracked) == len(view.queries) and all(map(input_safe, tracked))
         n = len(tracked)
         self.demand = [0.0] * n  # the smoothed demand of each query's enumerations
         self.last_demand = [0.0] * n
@@ -232,6 +277,9 @@ class GroupState:
         self.pms_shed = [0] * n
         self.pms_removed = 0
         self.floor = 0.0  # the smoothed update floor of processed events
+        self.update = 0.0  # the smoothed update units of the group's step
+        self.entry_floor = 0  # the floor of the event in process before the group's step
+        self.ever_overloaded = False  # learning starts at the first overload (an idle shedder costs little)
         self.events = 0  # events processed by the group
         self.events_shed = 0  # by the policy
         self.floor_shed = 0  # while the floor was above the smallest bound
@@ -239,26 +287,58 @@ class GroupState:
         self.selections = 0
         self.considered = 0  # partial matches looked at by selections
         self.last_selection = -config.cooldown
-        self.random = random.Random(config.seed * 7919 + runner.number)
+        self.random = random.Random(config.seed * 7919 + view.number)
         self.batch: EventBatch | None = None
-        window = runner.largest if runner.by_position and runner.largest != float("inf") else 1000
-        self.epoch = max(1, config.epoch or int(window))
-        psd = runner.group.psd
-        self.bits = [psd.bit(q.id) for q in tracked]  # each tracked query's PSD bit
+        self.epoch = max(1, config.epoch or view.window_events or 1000)
+        self.bits = [view.psd_bit(q.id) for q in tracked]  # each tracked query's PSD bit
         self.tracked_bits = sum(self.bits)  # the others are never shed
         self._bitmaps: dict[int, int] = {}
 
     # ------------------------------------------------------------ engine hooks
+    def ranking(self) -> list[int]:
+        """The group's queries in enumeration order: bounded ones by bound
+        (in ms, then in units: tightest first) and weight (heaviest first),
+        then the others as the workload gives them."""
+        k_of = self.index
+
+        def key(q: QueryPlan) -> tuple[float, float, float, int]:
+            k = k_of.get(q.id)
+            if k is None:
+                return (math.inf, math.inf, 0.0, q.id)
+            ms = self.bound_ms[k]
+            return (ms if ms is not None else math.inf, self.bound[k] if ms is None else 0.0, -self.weight[k], q.id)
+
+        return [q.id for q in sorted(self.view.queries, key=key)]
+
     def begin_batch(self, batch: EventBatch) -> None:
         """A batch is about to be processed."""
         self.batch = batch
 
-    def admit(self, row: int) -> bool:
-        """Input shedding: for the floor, then the policy's own (only in a
-        group whose every query may be shed)."""
+    def _bounds(self, progress: Progress) -> None:
+        """Convert the bounds in milliseconds to cost units at the capacity."""
+        capacity = progress.capacity
+        if capacity != self.capacity:
+            self.capacity = capacity
+            for k, ms in enumerate(self.bound_ms):
+                if ms is not None:
+                    self.bound[k] = ms / 1000 * capacity
+            self.min_bound = min(self.bound)
+
+    def charged(self, k: int, progress: Progress) -> float:
+        """What counts against tracked query k's bound so far: the latency
+        (queue included); for a bound in units in wall mode, the service."""
+        return progress.service if progress.wall and self.bound_ms[k] is None else progress.latency
+
+    def admit(self, row: int, progress: Progress) -> bool:
+        """Input shedding: when the event's wait and update alone would pass
+        the smallest bound (the queue is over it), then the policy's own
+        (only in a group whose every query may be shed)."""
+        self.entry_floor = progress.floor
         if not self.input_sheddable:
             return True
-        if self.floor > self.min_bound:
+        self._bounds(progress)
+        ahead = max(self.charged(k, progress) for k in range(len(self.tracked)))
+        if ahead + self.update > self.min_bound:
             self.floor_seen += 1
             if self.floor_seen % self.config.probe:
                 self.floor_shed += 1
@@ -268,18 +348,30 @@ class GroupState:
             return False
         return True
 
-    def enumeration(self, query: QueryPlan, floor: int) -> WalkControl:
-        """The budget ``L_q - floor``; the policy's order while overloaded."""
+    def enumeration(self, query: QueryPlan, progress: Progress) -> WalkControl:
+        """The budget ``L_q - latency so far - reserve``; the policy's order while overloaded."""
         k = self.index.get(query.id)
         if k is None:
             return WalkControl()
-        if floor > self.bound[k]:
+        self._bounds(progress)
+        bound = self.bound[k]
+        if progress.floor > bound:
             self.floor_over[k] += 1
+        used = self.charged(k, progress)
+        # with a queue, room for the update of the events waiting behind this one
+        reserve = 0.0 if progress.wall and self.bound_ms[k] is None else 2 * self.floor
+        budget = bound - used - reserve
+        # the queries after this one wait for its output: a budget is split by weight
+        later = [self.weight[j] for j in map(self.index.get, progress.after) if j is not None]
+        if later:
+            budget *= self.weight[k] / (self.weight[k] + sum(later))
         order = self.order_for(k) if self.overloaded >> k & 1 else None
         bit = self.bits[k] if self.uses_masks else None
-        return WalkControl(max(0, int(self.bound[k] - floor)), order, bit, self.visitor(k))
+        return WalkControl(max(0, int(budget)), order, bit, self.visitor(k))
 
-    def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+    def enumerated(
+        self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]
+    ) -> None:
         """The detector: this enumeration's demand against the bound."""
         k = self.index.get(query.id)
         if k is None:
@@ -288,23 +380,28 @@ class GroupState:
             a = self.config.smoothing
             self.per_match[k] += a * (walk.steps / len(candidates) - self.per_match[k])
             self.length[k] += a * (len(candidates[0][1]) - self.length[k])
-        demand = floor + walk.steps + (walk.left * self.per_match[k] if walk.truncated else 0)
+        demand = self.charged(k, progress) + walk.steps + (walk.left * self.per_match[k] if walk.truncated else 0)
         self.last_demand[k] = demand
         self.demand[k] += self.config.smoothing * (demand - self.demand[k])
         if demand > self.bound[k] or self.demand[k] > self.bound[k]:
             self.overloaded |= 1 << k
             self.overloads[k] += 1
+            self.ever_overloaded = True
             self.selecting |= 1 << k
             self.peak[k] = max(self.peak[k], demand, self.demand[k])
         else:
             self.overloaded &= ~(1 << k)
-        self.learn(k, walk, candidates)
+        if self.ever_overloaded:
+            self.learn(k, walk, candidates)
 
-    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, floor: int) -> None:
+    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
         """After an event: learn, and select partial matches while overloaded."""
         self.events += 1
-        self.floor += self.config.smoothing * (floor - self.floor)
-        self.observe(instance, outputs, row)
+        a = self.config.smoothing
+        self.floor += a * (progress.floor - self.floor)
+        self.update += a * (progress.floor - self.entry_floor - self.update)
+        if self.ever_overloaded:
+            self.observe(instance, outputs, row)
         if self.selecting and self.events - self.last_selection >= self.config.cooldown:
             self.last_selection = self.events
             self.selections += 1
@@ -339,11 +436,7 @@ class GroupState:
         """The PSD bitmap of a deterministic state: the OR of its members'."""
         found = self._bitmaps.get(state)
         if found is None:
-            bitmaps = self.runner.group.psd.bitmaps
-            found = 0
-            for member in self.runner.det.states[state]:
-                found |= bitmaps[member]
-            self._bitmaps[state] = found
+            found = self._bitmaps[state] = self.view.state_bitmap(state)
         return found
 
     def sheddable_state(self, state: int) -> bool:
@@ -364,5 +457,5 @@ class GroupState:
         return float((self.bound[k] / demand) ** (1.0 / max(1.0, self.length[k])))
 
     def live_partial_matches(self) -> list[tuple[Any, int, list[Node]]]:
-        """(instance, state, union-list) of every live state of every partition."""
-        return [(inst, state, ulist) for inst in self.runner.instances.values() for state, ulist in inst.active.items()]
+        """(partition, state, union-list) of every live state of every partition."""
+        return list(self.view.partial_matches())

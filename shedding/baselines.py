@@ -21,19 +21,16 @@ lets it grow back by 2%.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedding import Candidate, remove_partial_matches
+from sharp_cer.engine.shedding import Candidate, GroupView, Progress
 from sharp_cer.engine.tecs import Node
 from sharp_cer.events.batch import EventBatch
 
 from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import HistoricalSketch
-
-if TYPE_CHECKING:
-    from sharp_cer.engine.runtime import GroupRunner
 
 #: The smallest fraction of input the controller keeps.
 _MIN_KEEP = 0.02
@@ -45,13 +42,13 @@ class _InputRate(GroupState):
     #: demand over bound by more than this factor steers the input rate
     steer_above = 1.0
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan]) -> None:
-        super().__init__(owner, runner, tracked)
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+        super().__init__(owner, view, tracked)
         self.keep = 1.0
 
-    def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
+    def enumerated(self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """Steer the kept fraction of input."""
-        super().enumerated(query, floor, walk, candidates)
+        super().enumerated(query, progress, walk, candidates)
         k = self.index.get(query.id)
         if k is None:
             return
@@ -67,9 +64,9 @@ class RandomInputShedder(LoadShedder):
 
     name = "random-input"
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """An RI group shedder."""
-        return RandomInputGroup(self, runner, tracked)
+        return RandomInputGroup(self, view, tracked)
 
 
 class RandomInputGroup(_InputRate):
@@ -97,7 +94,7 @@ class _StateShedding(GroupState):
         for inst, state, j in self.drop(pms, ratio):
             keep_flags[(id(inst), state)][2][j] = False
         for inst, state, keep in keep_flags.values():
-            self.pms_removed += remove_partial_matches(self.runner, inst, state, keep)
+            self.pms_removed += self.view.take_out(inst, state, keep)
 
     def drop(self, pms: list[tuple[Any, int, int, Node]], ratio: float) -> list[tuple[Any, int, int]]:
         """Which PMs to drop, keeping about ``ratio`` of them."""
@@ -109,9 +106,9 @@ class RandomStateShedder(LoadShedder):
 
     name = "random-state"
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """An RS group shedder."""
-        return RandomStateGroup(self, runner, tracked)
+        return RandomStateGroup(self, view, tracked)
 
 
 class RandomStateGroup(_StateShedding):
@@ -127,8 +124,8 @@ class _StateSketch(_StateShedding):
     """Per label (state), PMs created and matches they ended in, over all
     queries: the state's selectivity."""
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan]) -> None:
-        super().__init__(owner, runner, tracked)
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+        super().__init__(owner, view, tracked)
         self.sketch = HistoricalSketch(1, 1, self.epoch, owner.config.decay)
 
     def observe(self, instance: Any, outputs: list[tuple[Node, int]], row: int) -> None:
@@ -156,17 +153,17 @@ class SelectivityShedder(LoadShedder):
 
     name = "selectivity"
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """An SS group shedder."""
-        return _StateSketch(self, runner, tracked)
+        return _StateSketch(self, view, tracked)
 
 
 class DarlingGroup(_InputRate):
     """Input shedding by event type utility: matches each type's events are
     part of, per event of the type."""
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan]) -> None:
-        super().__init__(owner, runner, tracked)
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+        super().__init__(owner, view, tracked)
         self.seen: dict[int, float] = {}  # type code -> events
         self.used: dict[int, float] = {}  # type code -> marks in matches
         self.type_at: dict[int, int] = {}  # position -> type code of recent events
@@ -226,9 +223,9 @@ class DarlingShedder(LoadShedder):
 
     name = "darling"
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """A DARLING-like group shedder."""
-        return DarlingGroup(self, runner, tracked)
+        return DarlingGroup(self, view, tracked)
 
 
 class HybridGroup(DarlingGroup, _StateSketch):
@@ -243,6 +240,6 @@ class HybridShedder(LoadShedder):
 
     name = "hybrid"
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """A hybrid group shedder."""
-        return HybridGroup(self, runner, tracked)
+        return HybridGroup(self, view, tracked)

@@ -15,7 +15,9 @@ each marked query i the clusters are ranked by their yield for i (matches
 per test that i's walks made of their PMs, from the sketch, scaled by i's
 weight relative to the mean), worst first, and shed while the yield is
 surely below what a test gives in i's walks the budget cut (its upper
-confidence bound is) and the overhead shed stays within Eq. 3's share:
+confidence bound is) and the overhead shed stays within Eq. 3's share (the
+cluster that would pass it is shed in part, that share of its PMs: Eq. 3
+counts PMs, and a cluster as large as the overload must not stop it):
 
     Σ_{ρ kept} b_i(ρ) Δ-_i(ρ)  ≥  (L_i / l_i) ** (1 / m_i) Σ_{ρ live} b_i(ρ) Δ-_i(ρ)
 
@@ -25,8 +27,8 @@ passes through, one per mark, so each level keeps the m_i-th root). The
 threshold is the knapsack's: a test freed by shedding is worth a test of a
 cut walk, a PM shed loses its matches everywhere. The ranking costs O(1)
 per PM (a few dozen clusters per group). Shed clusters stay shed for PMs
-created later (O(1) each), until the next selection or an epoch without a
-cut walk.
+created later (O(1) each; a cluster shed in part, the same share of them),
+until the next selection or an epoch without a cut walk.
 
 By view, a PM shed for query i loses bit i of its mask: the walks of i
 never enter it, the other queries still see it; a PM kept for no query it
@@ -45,21 +47,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedding import Candidate, remove_partial_matches
+from sharp_cer.engine.shedding import Candidate, GroupView
 from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
 
 from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import Bucketer, HistoricalSketch
-
-if TYPE_CHECKING:
-    from sharp_cer.engine.runtime import GroupRunner
 
 #: Clusters tested less often than this by a query's cut walks have no
 #: estimate yet: they are kept, never shed on no evidence.
@@ -86,9 +85,9 @@ class SharpShedder(LoadShedder):
     name = "sharp"
     by_instance = False
 
-    def make_group(self, runner: GroupRunner, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
         """A Sharp group shedder."""
-        return SharpGroup(self, runner, tracked, by_instance=self.by_instance)
+        return SharpGroup(self, view, tracked, by_instance=self.by_instance)
 
 
 class SharpInstanceShedder(SharpShedder):
@@ -103,9 +102,9 @@ class SketchedGroup(GroupState):
     PMs created and matches per key (see ``shedding.sketch``)."""
 
     def __init__(
-        self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan], attributes: Sequence[str]
+        self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], attributes: Sequence[str]
     ) -> None:
-        super().__init__(owner, runner, tracked)
+        super().__init__(owner, view, tracked)
         self.bucketer = Bucketer(attributes, owner.config.buckets)
         self.sketch = HistoricalSketch(len(tracked), self.bucketer.buckets, self.epoch, owner.config.decay)
         self.bucket_at: dict[int, int] = {}  # position -> bucket, of recent processed events
@@ -167,16 +166,18 @@ class SketchedGroup(GroupState):
 class SharpGroup(SketchedGroup):
     """Sharp's group shedder (see the module docstring)."""
 
-    def __init__(self, owner: LoadShedder, runner: GroupRunner, tracked: list[QueryPlan], by_instance: bool) -> None:
+    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], by_instance: bool) -> None:
         attributes = sorted({a for q in tracked for a in owner.config.sketch_attributes.get(q.name, ())})
-        super().__init__(owner, runner, tracked, attributes)
+        super().__init__(owner, view, tracked, attributes)
         self.by_instance = by_instance
         self.uses_masks = not by_instance
         n = len(tracked)
         mean_weight = sum(self.weight) / n
         self.relative_weight = [w / mean_weight for w in self.weight]
         self.cut_yield: list[float | None] = [None] * n  # matches per test of walks the budget cut
-        self.shed_keys: list[frozenset[int]] = [frozenset()] * n  # clusters shed per query
+        # per query, the clusters shed: the share of their PMs to shed (1: all)
+        self.shed_keys: list[dict[int, float]] = [{} for _ in range(n)]
+        self._credit: dict[tuple[int, int], float] = {}  # (query, cluster): share owed, for partial ones
         self.last_overload = [0] * n
 
     def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
@@ -196,21 +197,35 @@ class SharpGroup(SketchedGroup):
         super().observe(instance, outputs, row)
         for k, keys in enumerate(self.shed_keys):
             if keys and self.events - self.last_overload[k] > self.epoch:
-                self.shed_keys[k] = frozenset()
+                self.shed_keys[k] = {}
         if not any(self.shed_keys) or not outputs:
             return
-        bucket, buckets, shed_keys = self.rows[row], self.sketch.buckets, self.shed_keys
+        bucket, buckets = self.rows[row], self.sketch.buckets
         leaving: dict[int, set[int]] = {}
         for node, state in outputs:
             key = node.label * buckets + bucket
             dropped = 0
-            for k, keys in enumerate(shed_keys):
-                if key in keys:
+            for k in range(len(self.shed_keys)):
+                if self._takes(k, key):
                     dropped |= self.bits[k]
             if dropped and self._shed(node, state, dropped):
                 leaving.setdefault(state, set()).add(id(node))
         for state, ids in leaving.items():
             self._take_out(instance, state, ids)
+
+    def _takes(self, k: int, key: int) -> bool:
+        """Whether query k sheds the next PM of cluster ``key``: every one of
+        a cluster shed whole; of one shed in part, its share, spread evenly
+        over the cluster's PMs in the order they come."""
+        share = self.shed_keys[k].get(key)
+        if share is None:
+            return False
+        if share >= 1.0:
+            return True
+        credit = self._credit.get((k, key), 0.0) + share
+        taken = credit >= 1.0
+        self._credit[(k, key)] = credit - 1.0 if taken else credit
+        return taken
 
     def _shed(self, node: Node, state: int, dropped: int) -> bool:
         """Shed ``node`` (a PM in ``state``) for the tracked queries whose
@@ -234,10 +249,10 @@ class SharpGroup(SketchedGroup):
     def _take_out(self, instance: Any, state: int, ids: set[int]) -> None:
         """Take the PMs whose ids are in ``ids`` out of ``state``'s live
         union-list in ``instance``."""
-        ulist = instance.active.get(state)
+        ulist = self.view.union_list(instance, state)
         if ulist is not None:
             keep = [id(entry) not in ids for entry in ulist]
-            self.pms_removed += remove_partial_matches(self.runner, instance, state, keep)
+            self.pms_removed += self.view.take_out(instance, state, keep)
 
     def select(self) -> None:
         """Sharp's Alg. 4 with Eq. 3, on clusters of PMs (their attribute
@@ -270,22 +285,26 @@ class SharpGroup(SketchedGroup):
         self.considered += len(pms)
         for k in marked:
             self.shed_keys[k] = self._shed_clusters(k, overhead[k])
+        self._credit.clear()
         leaving: dict[tuple[int, int], tuple[Any, int, set[int]]] = {}
         for inst, state, node, key in pms:
             dropped = 0
             for k in marked:
-                if key in self.shed_keys[k] and node.mask & bits[k]:
+                if node.mask & bits[k] and self._takes(k, key):
                     dropped |= bits[k]
             if dropped and self._shed(node, state, dropped):
                 leaving.setdefault((id(inst), state), (inst, state, set()))[2].add(id(node))
         for inst, state, ids in leaving.values():
             self._take_out(inst, state, ids)
 
-    def _shed_clusters(self, k: int, overhead: dict[int, float]) -> frozenset[int]:
-        """The clusters (keys) to shed for query k: worst yield first, while
-        the yield is surely below the cut walks' (its upper confidence
-        bound is: a cluster seen briefly is not shed on chance) and the
-        overhead shed fits Eq. 3."""
+    def _shed_clusters(self, k: int, overhead: dict[int, float]) -> dict[int, float]:
+        """The clusters (keys) to shed for query k, with the share of their
+        PMs to shed: worst yield first, while the yield is surely below the
+        cut walks' (its upper confidence bound is: a cluster seen briefly is
+        not shed on chance) and Eq. 3 lets overhead go. Eq. 3 counts PMs,
+        not clusters: the first cluster whose overhead passes what is left
+        to let go is shed in that share (a cluster as large as the overload
+        would otherwise stop the selection, and nothing would be shed)."""
         sketch, cut = self.sketch, self.cut_yield[k]
         assert cut is not None
         weight = self.relative_weight[k]
@@ -297,13 +316,14 @@ class SharpGroup(SketchedGroup):
                 ranked.append((weight * upper_bound(matches) / tests, key))
         ranked.sort()
         room = (1.0 - self.keep_ratio(k)) * sum(overhead.values())
-        shed: set[int] = set()
+        shed: dict[int, float] = {}
         for quality, key in ranked:
-            if quality >= cut or overhead[key] > room:
+            if quality >= cut or room <= 0:
                 break
-            room -= overhead[key]
-            shed.add(key)
-        return frozenset(shed)
+            share = 1.0 if overhead[key] <= room else room / overhead[key]
+            room -= share * overhead[key]
+            shed[key] = share
+        return shed
 
 
 def upper_bound(count: float) -> float:

@@ -169,23 +169,30 @@ class FixedBudget:
         self.asked: list[str] = []
         self.units_each = units
 
-    def for_group(self, runner: Any) -> FixedBudget:
+    def for_group(self, view: Any) -> FixedBudget:
+        self.queries = [q.id for q in view.queries]
         return self
+
+    def ranking(self) -> list[int]:
+        return self.queries
+
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        return {}, {}
 
     def begin_batch(self, batch: Any) -> None:
         pass
 
-    def admit(self, row: int) -> bool:
+    def admit(self, row: int, progress: Any) -> bool:
         return True
 
-    def enumeration(self, query: Any, floor: int) -> WalkControl:
+    def enumeration(self, query: Any, progress: Any) -> WalkControl:
         self.asked.append(query.name)
         return WalkControl(limit=self.units_each)
 
-    def enumerated(self, query: Any, floor: int, walk: Any, candidates: Any) -> None:
+    def enumerated(self, query: Any, progress: Any, walk: Any, candidates: Any) -> None:
         pass
 
-    def stepped(self, instance: Any, outputs: Any, row: int, floor: int) -> None:
+    def stepped(self, instance: Any, outputs: Any, row: int, progress: Any) -> None:
         pass
 
 

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.api import Detector
+from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.language import parse_workload
 from sharp_cer.spark.prepare import offsets
-from sharp_cer.spark.summary import _percentile
 from sharp_cer.spark.worker import COUNTER, MATCH, Job, run_sorted
 from tests.test_spark import HAND_MADE, hand_made_events
 
@@ -98,7 +98,9 @@ def test_percentile_of_a_histogram_is_numpys(histogram: dict[int, int], q: float
     values = sorted(histogram)
     counts = [float(histogram[v]) for v in values]
     expanded = np.repeat(values, [histogram[v] for v in values])
-    assert abs(_percentile(values, counts, q) - float(np.percentile(expanded, q))) <= 1e-6 * max(1, expanded.max())
+    assert abs(weighted_percentile(values, counts, q) - float(np.percentile(expanded, q))) <= 1e-6 * max(
+        1, expanded.max()
+    )
 
 
 def _released(

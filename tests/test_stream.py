@@ -282,7 +282,7 @@ def test_detect_stream_over_a_file_source_numbers_by_order_by_and_alerts_carry_t
     frame = hand_made_events(600, 13)
     _shuffled_parts(frame, tmp_path / "in", 3, 13)
     events = (
-        spark.readStream.schema("type string, k bigint, x bigint, t bigint, n bigint")
+        spark.readStream.schema("type string, k bigint, x bigint, j bigint, t bigint, n bigint")
         .option("maxFilesPerTrigger", 1)
         .json(str(tmp_path / "in"))
     )
@@ -323,7 +323,7 @@ def _events_source() -> Any:
                 for i, line in enumerate(lines):
                     if first <= i < last:
                         r = json.loads(line)
-                        yield (r["type"], r["k"], r["x"], r["t"])
+                        yield (r["type"], r["k"], r["x"], r["j"], r["t"])
 
     class Events(DataSource):
         @classmethod
@@ -331,7 +331,7 @@ def _events_source() -> Any:
             return "sharp_cer_test_events"
 
         def schema(self) -> str:
-            return "type string, k bigint, x bigint, t bigint"
+            return "type string, k bigint, x bigint, j bigint, t bigint"
 
         def streamReader(self, schema: Any) -> Reader:
             return Reader(self.options["path"])

@@ -1,6 +1,9 @@
-"""Per-event, per-query latency, in cost units and in wall time.
+"""Per-event, per-query service, in cost units and in wall time: the work
+an event costs until a query's matches are out, without the time it waited
+in the queue (latency from arrival, queueing included, is
+``engine.queueing.QueueLog``).
 
-A query's latency for an event is the update work the event has cost
+A query's service for an event is the update work the event has cost
 before the query's matches are out (its condition checks, and the steps of
 every group run before and including the query's own) plus the query's own
 enumeration. It is recorded for every event a group processes or sheds

@@ -24,7 +24,7 @@ evicted.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -43,8 +43,9 @@ from .enumeration import EnumerationOrder, Walk, always, count_matches
 from .feed import attribute_rows, partition_keys, visible, window_values
 from .latency import LatencyLog
 from .predicates import PredicateBits
+from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
 from .selection import SELECT, end_order, limit_order, project
-from .shedding import Shedder, WalkControl
+from .shedding import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge, oldest_position
@@ -162,14 +163,29 @@ class GroupRunner:
         self.floor = 0
         self.row = 0  # the event's row in its batch
         self.began = 0.0  # when its step began (recording latency)
+        # the event's service units before this group's step (earlier groups' work)
+        self.served = 0
+        self.backlog: Backlog | None = None  # the queue as this group sees it, while it runs
         self.shedder = engine.shedder.for_group(self) if engine.shedder is not None else None
+        # the order the group's queries enumerate an event's matches in
+        order = self.shedder.ranking() if self.shedder is not None else [q.id for q in self.queries]
+        self.rank = {qid: k for k, qid in enumerate(order)}
 
     # ------------------------------------------------------------ per batch
-    def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
+    def run(
+        self,
+        batch: EventBatch,
+        atoms: AtomColumns,
+        out: list[Match],
+        units: list[int],
+        floors: list[int],
+        arrivals: Any = None,
+    ) -> int:
         """Process the events of ``batch`` this group sees, given every
         atom's column; append their matches to ``out``, add each event's
         units to ``units`` (update and enumeration) and ``floors`` (update
-        only) and return the update units spent.
+        only) and return the update units spent. ``arrivals`` (seconds, per
+        event) let the shedder see the queue.
 
         Events that can change nothing are skipped in bulk: an event is
         processed only if its symbol starts a run or is *busy* for some
@@ -218,8 +234,12 @@ class GroupRunner:
         clock = self.engine.clock
         shedder, log = self.shedder, self.engine.latency
         shed_before = self.input_shed
+        backlog = None
         if shedder is not None:
             shedder.begin_batch(batch)
+            if arrivals is None:
+                arrivals = live_arrivals(n)
+            backlog = self.backlog = Backlog(self.engine.server, arrivals, units, self.engine.began)
         update = done = 0
         position = 0
         stretch = _STRETCH
@@ -234,13 +254,13 @@ class GroupRunner:
             for i in todo:
                 if not busy_now[listed[i]]:
                     continue  # its symbol became idle since the stretch began
-                if shedder is not None and not shedder.admit(i):
+                self.floor, self.row, self.served = floors[i], i, units[i]
+                if shedder is not None and not shedder.admit(i, self._progress(floors[i], 0)):
                     self.input_shed += 1
                     if log is not None:
                         log.floor(self.number, floors[i], 0.0, positions[i])
                     continue
                 self.steps_here = 0
-                self.floor, self.row = floors[i], i
                 if log is not None:
                     self.began = time.perf_counter()
                 spent = self.step(
@@ -250,6 +270,8 @@ class GroupRunner:
                 units[i] += spent + self.steps_here
                 floors[i] += spent
                 done += 1
+                if backlog is not None:
+                    backlog.done(i, spent + self.steps_here)
                 if clock.events + i + 1 >= self.next_sweep:
                     if progress is not None:
                         self.latest_time = max(self.latest_time, progress[i])
@@ -272,6 +294,7 @@ class GroupRunner:
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
+        self.backlog = None
         return update
 
     def _sweep_at(self, events: int, position: int) -> None:
@@ -411,8 +434,10 @@ class GroupRunner:
             floor = self.floor + transitions + len(created) + unions
             if log is not None:
                 log.floor(self.number, floor, time.perf_counter() - self.began, position)
-            for qid in sorted(accepted):
-                self._enumerate(qid, accepted[qid], position, value, instance.local, out, floor)
+            order = sorted(accepted, key=self.rank.__getitem__)
+            for k, qid in enumerate(order):
+                after = tuple(order[k + 1 :]) if shedder is not None else ()
+                self._enumerate(qid, accepted[qid], position, value, instance.local, out, floor, after)
         if consumes:
             self._consume(accepted, ghosts, key)
         if engine.debug:
@@ -427,8 +452,20 @@ class GroupRunner:
         self.transitions += transitions
         self.nodes_created += nodes
         if shedder is not None and outputs is not None:
-            shedder.stepped(instance, outputs, self.row, self.floor + transitions + nodes)
+            self._stepped(instance, outputs, transitions + nodes)
         return transitions + nodes
+
+    def _stepped(self, instance: _Instance, outputs: list[tuple[Node, int]], update: int) -> None:
+        """Tell the shedder the event is done in this group (``update``: its units here)."""
+        assert self.shedder is not None and self.backlog is not None
+        progress = self._progress(self.floor + update, update + self.steps_here)
+        self.shedder.stepped(instance, outputs, self.row, progress)
+
+    def _progress(self, floor: int, spent: int) -> Progress:
+        """Where the event in process stands, this group having spent ``spent`` units on it."""
+        backlog = self.backlog
+        assert backlog is not None
+        return Progress(floor, self.served + spent, backlog.latency(self.row, spent), backlog.capacity, backlog.wall)
 
     def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
         """Where the dropped runs go: every target, marking or not."""
@@ -502,7 +539,15 @@ class GroupRunner:
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
-        self, qid: int, nodes: list[Node], position: int, value: float, local: int, out: list[Match], floor: int = 0
+        self,
+        qid: int,
+        nodes: list[Node],
+        position: int,
+        value: float,
+        local: int,
+        out: list[Match],
+        floor: int = 0,
+        after: tuple[int, ...] = (),
     ) -> None:
         """Enumerate a query's matches ending here, from every final state
         that accepts it: one match per interval and output events, with the
@@ -524,7 +569,8 @@ class GroupRunner:
         control = WalkControl()
         shedder = self.shedder if query.sheddable else None
         if shedder is not None:
-            control = shedder.enumeration(query, floor)
+            progress = self._progress(floor, floor - self.floor + self.steps_here)._replace(after=after)
+            control = shedder.enumeration(query, progress)
         walk = Walk(
             test,
             test,
@@ -554,7 +600,7 @@ class GroupRunner:
             if quota is not None and len(candidates) >= quota:
                 break  # enough matches are out (see Engine.quota)
         if shedder is not None:
-            shedder.enumerated(query, floor, walk, candidates)
+            shedder.enumerated(query, progress, walk, candidates)
         if query.strategy in SELECT:
             candidates = SELECT[query.strategy](candidates)
         best: dict[tuple[int, tuple[int, ...]], Match] = {}
@@ -584,6 +630,9 @@ class GroupRunner:
                 engine.quota -= len(matches)
         if engine.latency is not None:
             engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
+        if engine.queue is not None:
+            # the event's service units until this query's matches are out
+            engine.outs.append((self.row, query.name, self.served + floor - self.floor + self.steps_here))
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
         self.engine.clock.enumeration_steps += steps
@@ -591,6 +640,68 @@ class GroupRunner:
         self.steps_here += steps
         cost.candidates += candidates
         cost.matches += matches
+
+    # ------------------------------------------------------------ what shedders see (GroupView)
+    @property
+    def window_events(self) -> int | None:
+        """The group's largest window in events (None: not counted in events)."""
+        return int(self.largest) if self.by_position and self.largest != _INF else None
+
+    def psd_bit(self, query: int) -> int:
+        """The PSD bit of the query with id ``query``."""
+        return self.group.psd.bit(query)
+
+    def state_bitmap(self, state: int) -> int:
+        """The PSD bitmap of a deterministic state: the OR of its members'."""
+        bitmaps = self.group.psd.bitmaps
+        found = 0
+        for member in self.det.states[state]:
+            found |= bitmaps[member]
+        return found
+
+    def partial_matches(self) -> Iterator[tuple[_Instance, int, list[Node]]]:
+        """(partition, state, union-list) of every live state of every partition."""
+        for instance in self.instances.values():
+            yield from ((instance, state, ulist) for state, ulist in instance.active.items())
+
+    def union_list(self, partition: _Instance, state: int) -> list[Node] | None:
+        """The live union-list of ``state`` in ``partition`` (None: none)."""
+        return partition.active.get(state)
+
+    def take_out(self, partition: _Instance, state: int, keep: list[bool]) -> int:
+        """Take the partial matches of ``state``'s union-list in
+        ``partition`` whose ``keep`` flag is False out of the list
+        (shedding by instance); return how many were taken. Nodes created
+        from them before stay valid: a removed partial match is only never
+        extended again.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
+        >>> events = load_csv("A,1\\nA,1\\nB,1\\n", s)[0]
+        >>> _ = engine.process(events.take([0, 1]))
+        >>> runner = engine.runners[0]
+        >>> (partition, state, ulist), = runner.partial_matches()
+        >>> runner.take_out(partition, state, [True, False]), len(ulist)
+        (1, 1)
+        >>> [(m.start, m.end) for m in engine.process(events.take([2]))]  # only the kept one goes on
+        [(1, 2)]
+        """
+        ulist = partition.active[state]
+        kept = [node for node, flag in zip(ulist, keep, strict=True) if flag]
+        removed = len(ulist) - len(kept)
+        if not removed:
+            return 0
+        partition.merged.pop(state, None)  # its cached union no longer fits the list
+        if kept:
+            ulist[:] = kept
+        else:
+            del partition.active[state]
+            if self.index is not None:
+                self.index.moved((state,), ())
+        return removed
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -638,8 +749,13 @@ class Engine:
     ``shedder`` sheds load (``engine.shedding``: it also caps each event's
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per
-    event in ``latency`` (memory grows with the stream: for measuring, not
-    for long-running jobs).
+    event in ``latency`` (the event's service only) and in ``queue`` (from
+    its arrival, queueing included, in fixed memory per query:
+    ``engine.queueing.QueueLog``; ``latency`` grows with the stream: for
+    measuring, so a long-running job passes ``record_service=False`` to keep
+    only ``queue``). ``capacity`` is
+    the cost units served per second in the deterministic mode (None:
+    service is wall time); ``process`` takes the events' arrivals.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -664,6 +780,8 @@ class Engine:
         skip: bool = True,
         shedder: Shedder | None = None,
         record_latency: bool = False,
+        record_service: bool | None = None,
+        capacity: float | None = None,
     ) -> None:
         if shedder is not None and count_only:
             raise EngineError(
@@ -672,7 +790,12 @@ class Engine:
             )
         self.plan = plan
         self.shedder = shedder
-        self.latency = LatencyLog() if record_latency else None
+        self.latency = LatencyLog() if (record_latency if record_service is None else record_service) else None
+        self.queue = QueueLog() if record_latency else None
+        self.server = Server(capacity)
+        self.began = 0.0  # when the batch in process began (wall clock)
+        # (row, query, service units until its matches are out) of the batch in process
+        self.outs: list[tuple[int, str, int]] = []
         self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
@@ -689,11 +812,15 @@ class Engine:
         #: matches out are true ones, the first in end order for one group
         self.quota: int | None = None
         self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
+        if self.queue is not None and shedder is not None:
+            self.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
 
-    def process(self, batch: EventBatch) -> list[Match]:
+    def process(self, batch: EventBatch, arrivals: Any = None) -> list[Match]:
         """Feed a batch (positions must keep increasing across batches) and
         return the matches its events complete, in order of their end.
+        ``arrivals`` are the events' arrival times in seconds (a float
+        array; None: now, as when fed live).
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -703,7 +830,9 @@ class Engine:
         >>> [(m.start, m.end) for m in engine.process(load_csv("A,1\\nA,1\\nB,1\\n", s)[0])]
         [(0, 2), (1, 2)]
         """
-        began = time.perf_counter()
+        began = self.began = time.perf_counter()
+        if arrivals is None:
+            arrivals = live_arrivals(len(batch))
         if self._bits is None:
             self._bits = PredicateBits(self.plan.predicates, batch.event_types)
         checks_before = self._bits.checks
@@ -717,12 +846,50 @@ class Engine:
         for runner in self.runners:
             if self.quota is not None and self.quota <= 0:
                 break
-            update += runner.run(batch, atoms, out, units, floors)
+            update += runner.run(batch, atoms, out, units, floors, arrivals)
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
+        if units:
+            self._serve(arrivals, units, began)
         return out
+
+    def _serve(self, arrivals: Any, units: list[int], began: float) -> None:
+        """The server's side of a batch: when it is free again, and, when
+        recording, each query's latency per event (``engine.queueing``)."""
+        server = self.server
+        capacity = server.capacity
+        if capacity is not None:
+            service = np.asarray(units, dtype=np.float64) / capacity
+            finish = finish_times(arrivals, service, server.free)
+            server.free = float(finish[-1])
+        else:
+            now = time.perf_counter()
+            finish = np.full(len(units), max(server.free, float(arrivals.max())) + now - began)
+            server.free = float(finish[-1])
+            server.units += sum(units)
+            server.busy += now - began
+        if self.queue is None:
+            return
+        default = finish - arrivals  # the event's whole service: no match of the query ends here
+        outs: dict[str, list[tuple[int, int]]] = {}
+        for row, name, spent in self.outs:
+            outs.setdefault(name, []).append((row, spent))
+        self.outs = []
+        for query in self.plan.queries:
+            seconds = default.copy()
+            if capacity is not None:
+                found = outs.get(query.name)
+                if found:
+                    rows, spent = np.array(found, dtype=np.int64).T
+                    seconds[rows] = finish[rows] - service[rows] + spent / capacity - arrivals[rows]
+                latency_units = seconds * capacity
+            else:
+                latency_units = np.asarray(units, dtype=np.float64)
+                for row, spent in outs.get(query.name, ()):
+                    latency_units[row] = spent
+            self.queue.add(query.name, seconds, latency_units)
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:

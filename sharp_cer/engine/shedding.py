@@ -1,32 +1,37 @@
-"""The hooks through which a load shedder watches and prunes the engine
-(partial matches shed by view or by instance, input events shed); the
-shedders themselves live in the ``shedding`` layer.
+"""The seam through which a load shedder watches and prunes the engine;
+the shedders themselves live in the ``shedding`` layer.
 
 The engine asks a :class:`Shedder` once per group for a
-:class:`GroupShedder` (None: that group is never shed) and calls it at four
-points of Algorithm 1:
+:class:`GroupShedder` (None: that group is never shed), handing it the
+group as a :class:`GroupView` (its queries, the PSD bitmaps of its states,
+its live partial matches, and the one way to take some out), and calls it
+at four points of Algorithm 1:
 
-* ``admit(row)`` before an event is processed: False sheds the event for the
-  group (input shedding; the group's state does not see it);
-* ``enumeration(query, floor)`` before a query's matches of an event are
-  enumerated, with the update units the event has cost so far: how to walk
+* ``admit(row, progress)`` before an event is processed: False sheds the
+  event for the group (input shedding; the group's state does not see it);
+* ``enumeration(query, progress)`` before a query's matches of an event are
+  enumerated, with where the event stands (:class:`Progress`: its update
+  units so far and its latency so far, queueing included): how to walk
   (:class:`WalkControl`: the step limit, the order, the keep-mask bit and
   a callback for the nodes the walk tests);
-* ``enumerated(query, floor, walk, candidates)`` after it, with what the
+* ``enumerated(query, progress, walk, candidates)`` after it, with what the
   walk cost and the paths it found (to learn from);
-* ``stepped(instance, outputs, row, floor)`` after the event, with the
-  output nodes it created (the new partial matches) and their states, and
-  the update units the event cost up to here; now the
-  shedder may clear keep-mask bits of live partial matches (by view) or take
-  them out of their union-lists (by instance, :func:`remove_partial_matches`).
+* ``stepped(instance, outputs, row, progress)`` after the event, with the
+  output nodes it created (the new partial matches) and their states; now
+  the shedder may clear keep-mask bits of live partial matches (by view) or
+  take them out of their union-lists (by instance, ``GroupView.take_out``).
 
-Only queries that may be shed (``QueryPlan.sheddable``) are asked about.
+``ranking()`` tells the group in which order its queries enumerate the
+matches of one event (one server: a query's matches wait for those of the
+queries before it). Only queries that may be shed (``QueryPlan.sheddable``)
+are asked about. ``latency_bounds()`` tells the engine which bound to
+count each query's events over (``engine.queueing.QueueLog``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from planner.plan import QueryPlan
 from sharp_cer.events.batch import EventBatch
@@ -34,11 +39,27 @@ from sharp_cer.events.batch import EventBatch
 from .enumeration import EnumerationOrder, Walk
 from .tecs import Node
 
-if TYPE_CHECKING:
-    from .runtime import GroupRunner
-
 #: (bottom position, marks) of a complete path, marks as ((position, label), ...)
 Candidate = tuple[int, tuple[tuple[int, int], ...]]
+
+
+class Progress(NamedTuple):
+    """Where an event stands at some point of its service: ``floor``, the
+    update units it has cost so far (condition checks and every group's
+    step); ``service``, all its units so far (enumerations included);
+    ``latency``, its latency so far in cost units (the time since it
+    arrived, queueing included, times ``capacity``); ``capacity``, the cost
+    units the engine serves per second (measured in wall mode);
+    ``wall``, whether service is wall time (no capacity was given); and
+    ``after``, the ids of the queries that enumerate the event's matches
+    after the one about to (they share what is left of the budget)."""
+
+    floor: int
+    service: int
+    latency: float
+    capacity: float
+    wall: bool
+    after: tuple[int, ...] = ()
 
 
 class WalkControl(NamedTuple):
@@ -52,72 +73,76 @@ class WalkControl(NamedTuple):
     visit: Callable[[Node], None] | None = None
 
 
+class GroupView(Protocol):
+    """What a shedder sees of one query group of the engine."""
+
+    number: int  # the group's index in the plan
+    queries: list[QueryPlan]
+
+    @property
+    def window_events(self) -> int | None:
+        """The group's largest window in events (None: not counted in events)."""
+        ...
+
+    def psd_bit(self, query: int) -> int:
+        """The PSD bit of the query with id ``query``."""
+        ...
+
+    def state_bitmap(self, state: int) -> int:
+        """The PSD bitmap of a deterministic state: the queries its runs can still complete."""
+        ...
+
+    def partial_matches(self) -> Iterator[tuple[Any, int, list[Node]]]:
+        """(partition, state, union-list) of every live state of every partition."""
+        ...
+
+    def union_list(self, partition: Any, state: int) -> list[Node] | None:
+        """The live union-list of ``state`` in ``partition`` (None: none)."""
+        ...
+
+    def take_out(self, partition: Any, state: int, keep: list[bool]) -> int:
+        """Take the entries of ``state``'s union-list whose ``keep`` flag is
+        False out of it (shedding by instance); how many were taken."""
+        ...
+
+
 class GroupShedder(Protocol):
     """One group's shedder (see the module docstring)."""
+
+    def ranking(self) -> Sequence[int]:
+        """The group's query ids in the order they enumerate an event's matches."""
+        ...
 
     def begin_batch(self, batch: EventBatch) -> None:
         """A batch is about to be processed."""
         ...
 
-    def admit(self, row: int) -> bool:
+    def admit(self, row: int, progress: Progress) -> bool:
         """Whether the group processes the batch's event at ``row``."""
         ...
 
-    def enumeration(self, query: QueryPlan, floor: int) -> WalkControl:
+    def enumeration(self, query: QueryPlan, progress: Progress) -> WalkControl:
         """How to walk ``query``'s matches now."""
         ...
 
-    def enumerated(self, query: QueryPlan, floor: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
-        """What enumerating ``query`` cost and found."""
+    def enumerated(self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """What enumerating ``query`` cost and found (``progress``: before the walk)."""
         ...
 
-    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, floor: int) -> None:
+    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
         """The event at ``row`` was processed in ``instance``; ``outputs`` are
-        the (output node, deterministic state) pairs it created; ``floor``
-        its update units so far."""
+        the (output node, deterministic state) pairs it created."""
         ...
 
 
 class Shedder(Protocol):
     """A load shedder: a :class:`GroupShedder` per group, or None."""
 
-    def for_group(self, runner: GroupRunner) -> GroupShedder | None:
-        """The shedder of ``runner``'s group (None: never shed)."""
+    def for_group(self, group: GroupView) -> GroupShedder | None:
+        """The shedder of ``group`` (None: never shed)."""
         ...
 
-
-def remove_partial_matches(runner: GroupRunner, instance: Any, state: int, keep: list[bool]) -> int:
-    """Take the partial matches of ``state``'s union-list in ``instance``
-    whose ``keep`` flag is False out of the list (shedding by instance);
-    return how many were taken. Nodes created from them before stay valid:
-    a removed partial match is only never extended again.
-
-    >>> from sharp_cer.language import Schema, parse_and_check
-    >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
-    >>> from sharp_cer.engine import Engine
-    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
-    >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
-    >>> events = load_csv("A,1\\nA,1\\nB,1\\n", s)[0]
-    >>> _ = engine.process(events.take([0, 1]))
-    >>> runner = engine.runners[0]
-    >>> (instance,) = runner.instances.values()
-    >>> (state, ulist), = instance.active.items()
-    >>> remove_partial_matches(runner, instance, state, [True, False]), len(ulist)
-    (1, 1)
-    >>> [(m.start, m.end) for m in engine.process(events.take([2]))]  # only the kept one goes on
-    [(1, 2)]
-    """
-    ulist = instance.active[state]
-    kept = [node for node, flag in zip(ulist, keep, strict=True) if flag]
-    removed = len(ulist) - len(kept)
-    if not removed:
-        return 0
-    instance.merged.pop(state, None)  # its cached union no longer fits the list
-    if kept:
-        ulist[:] = kept
-    else:
-        del instance.active[state]
-        if runner.index is not None:
-            runner.index.moved((state,), ())
-    return removed
+    def latency_bounds(self) -> tuple[Mapping[str, float], Mapping[str, float]]:
+        """The bounds the recorded latency is judged against, asked once the
+        groups are made: per query, in milliseconds or else in cost units."""
+        ...

@@ -9,7 +9,7 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 
     [defaults]                 # optional; every key of a query may be given here
     tenant = "desk-a"
-    latency_bound = "50%"      # a fraction of the unshedded latency, or cost units
+    latency_bound = "250ms"    # arrival to alert; or cost units, or "40%" of the unshedded mean
 
     [[query]]
     name = "drop"
@@ -54,7 +54,7 @@ from .files import read_source
 from .schema import Schema
 from .source import Source, Span, lines_of
 
-_WORKLOAD_KEYS = {"name", "description", "schema", "schema_file", "generator", "allowed_lateness"}
+_WORKLOAD_KEYS = {"name", "description", "schema", "schema_file", "generator", "allowed_lateness", "capacity"}
 _QUERY_KEYS = {"name", "tenant", "weight", "latency_bound", "shed", "sketch_attributes", "text", "file"}
 _DEFAULT_KEYS = _QUERY_KEYS - {"name", "text", "file"}
 _QUOTES = ('"""', "'''", '"', "'")
@@ -63,19 +63,27 @@ _TOP_KEYS = {"workload", "defaults", "query"}
 
 @dataclass(frozen=True)
 class LatencyBound:
-    """A per-event latency bound: absolute cost units, or a fraction of the
-    latency measured without shedding.
+    """A query's latency bound: the time from an event's arrival until the
+    query's matches ending there are out, queueing included. Given as
+    milliseconds (``"250ms"``, ``"2s"``), as cost units (a number: seconds
+    times the engine's capacity), or as a fraction (``"40%"``) of the query's
+    mean latency in an unshedded run under the same arrivals.
 
-    >>> LatencyBound.parse("40%"), LatencyBound.parse(1500)
-    (LatencyBound(cost_units=None, fraction=0.4), LatencyBound(cost_units=1500.0, fraction=None))
+    >>> LatencyBound.parse("250ms"), LatencyBound.parse("2s").milliseconds
+    (LatencyBound(cost_units=None, fraction=None, milliseconds=250.0), 2000.0)
+    >>> LatencyBound.parse("40%").fraction, LatencyBound.parse(1500).cost_units
+    (0.4, 1500.0)
+    >>> str(LatencyBound.parse("250ms")), str(LatencyBound.parse("40%")), str(LatencyBound.parse(12))
+    ('250ms', '40%', '12 units')
     """
 
     cost_units: float | None = None
     fraction: float | None = None
+    milliseconds: float | None = None
 
     @classmethod
     def parse(cls, value: object) -> LatencyBound:
-        """From ``"NN%"`` or a positive number; ValueError otherwise."""
+        """From ``"NNms"``, ``"NNs"``, ``"NN%"`` or a positive number; ValueError otherwise."""
         if isinstance(value, bool):
             raise ValueError("a boolean is not a latency bound")
         if isinstance(value, (int, float)):
@@ -83,10 +91,23 @@ class LatencyBound:
                 raise ValueError("a latency bound must be a positive, finite number")
             return cls(cost_units=float(value))
         if isinstance(value, str):
-            m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", value)
-            if m and 0 < float(m.group(1)) <= 100:
-                return cls(fraction=float(m.group(1)) / 100)
+            m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(%|ms|s)?\s*", value)
+            if m and 0 < float(m.group(1)) < math.inf:
+                number, unit = float(m.group(1)), m.group(2)
+                if unit == "%" and number <= 100:
+                    return cls(fraction=number / 100)
+                if unit in ("ms", "s"):
+                    return cls(milliseconds=number * (1000 if unit == "s" else 1))
+                if unit is None:
+                    return cls(cost_units=number)
         raise ValueError(f"{value!r} is not a latency bound")
+
+    def __str__(self) -> str:
+        if self.milliseconds is not None:
+            return f"{self.milliseconds:g}ms"
+        if self.fraction is not None:
+            return f"{self.fraction * 100:g}%"
+        return f"{self.cost_units:g} units"
 
 
 @dataclass(frozen=True)
@@ -113,6 +134,8 @@ class Workload:
     generator: str | None = None
     allowed_lateness: int = 0
     path: Path | None = None
+    #: cost units the engine serves per second (None: service is wall time)
+    capacity: float | None = None
 
     @property
     def tenants(self) -> list[str]:
@@ -145,9 +168,11 @@ class Workload:
             "schema": stream_declarations(self.schema.declarations),
             "allowed_lateness": str(self.allowed_lateness),
         }
+        if self.capacity is not None:
+            parts["capacity"] = f"{self.capacity:g}"
         for q in self.queries:
             b = q.latency_bound
-            bound = None if b is None else f"{b.fraction:g}" if b.fraction is not None else f"{b.cost_units:g}units"
+            bound = None if b is None else f"{b.fraction:g}" if b.fraction is not None else str(b).replace(" ", "")
             parts[f"query {q.name}"] = (
                 f"tenant={q.tenant!r} weight={q.weight!r} bound={bound} shed={q.shed} "
                 f"sketch={q.sketch_attributes} | {to_ceql(q.checked.query)}"
@@ -378,6 +403,15 @@ def parse_workload(
             loc.key("workload", -1, "allowed_lateness"),
             found=repr(lateness),
         )
+    capacity = head.get("capacity")
+    if capacity is not None and (
+        isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not 0 < capacity < math.inf
+    ):
+        fail(
+            "capacity must be a positive, finite number of cost units per second",
+            loc.key("workload", -1, "capacity"),
+            found=repr(capacity),
+        )
     return Workload(
         name=str(wname),
         description=str(head.get("description", "")),
@@ -386,6 +420,7 @@ def parse_workload(
         generator=generator if isinstance(generator, str) else None,
         allowed_lateness=lateness,
         path=path,
+        capacity=float(capacity) if capacity is not None else None,
     )
 
 
@@ -475,7 +510,7 @@ def _query(
             fail(
                 f"query {qname}: invalid latency_bound",
                 where("latency_bound"),
-                expected='cost units per event (a positive number) or a fraction such as "40%"',
+                expected='milliseconds such as "250ms", cost units (a positive number) or a fraction such as "40%"',
                 found=repr(merged["latency_bound"]),
             )
     checked = _query_text(entry, qname, i, schema, source, loc, base)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
@@ -417,7 +418,7 @@ def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: 
 
     from .stream_group import E2E
     from .stream_processors import DEAD_LETTER
-    from .summary import _percentile, summarize_rows
+    from .summary import summarize_rows
 
     output = read_output(spark, out)
     dead = {r["name"]: r["count"] for r in output.where(F.col("kind") == DEAD_LETTER).groupBy("name").count().collect()}
@@ -433,8 +434,8 @@ def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: 
         values, counts = [v for v, _ in histogram], [c for _, c in histogram]
         end_to_end[q.name] = {
             "matches": float(sum(counts)),
-            "p50": _percentile(values, counts, 50),
-            "p99": _percentile(values, counts, 99),
+            "p50": weighted_percentile(values, counts, 50),
+            "p99": weighted_percentile(values, counts, 99),
             "max": float(values[-1]) if values else 0.0,
         }
     trigger = None if settings.trigger is None else round(settings.trigger * 1000)

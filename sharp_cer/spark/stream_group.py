@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from sharp_cer.engine.latency import LatencyLog
+from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
@@ -86,6 +87,8 @@ class StreamGroup(GroupRun):
             self.held = None
         assert self.detector is not None
         self.detector.engine.latency = LatencyLog()  # this release's latencies only
+        queue = self.detector.engine.queue  # this release's latencies, against the same bounds
+        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
         self.match_bins.clear()

@@ -3,21 +3,20 @@ shed, and each query's latency (cost units per event) against its bound,
 aggregated on the cluster from the workers' statistics rows; rendered as
 text and drawn over time (matches and latency per time bin).
 
-Latency percentiles come from exact histograms of cost units (numpy's
-linear interpolation, as ``LatencyLog.summary``). A bound given as a
-fraction is, without shedding, the fraction of the query's largest latency
-in this (unshedded) run; with shedding, each key group resolved it against its
+Latency percentiles come from exact histograms of cost units, read off
+as the engine's latency log reads its own (numpy's linear interpolation:
+``engine.histogram.weighted_percentile``). A bound given as a fraction
+is, without shedding, the fraction of the query's largest latency in this
+(unshedded) run; with shedding, each key group resolved it against its
 own unshedded run, and the largest resolved bound is shown.
-
->>> _percentile([1, 5], [3, 1], 50), _percentile([1, 5], [3, 1], 99)
-(1.0, 4.88)
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from sharp_cer.engine.histogram import weighted_percentile
 
 from .worker import BIN, COUNTER, LATENCY, MAX_COUNTERS
 
@@ -139,27 +138,6 @@ class Summary:
         plt.close(fig)
 
 
-def _percentile(values: list[int], counts: list[float], q: float) -> float:
-    """The q-th percentile of ``values`` repeated ``counts`` times (sorted
-    values), interpolated linearly like numpy's default."""
-    total = sum(counts)
-    if not total:
-        return 0.0
-    rank = q / 100 * (total - 1)
-    low, high = math.floor(rank), math.ceil(rank)
-
-    def at(k: float) -> float:
-        seen = 0.0
-        for v, c in zip(values, counts, strict=True):
-            seen += c
-            if k < seen:
-                return float(v)
-        return float(values[-1])
-
-    a, b = at(low), at(high)
-    return round(a + (b - a) * (rank - low), 6)
-
-
 def summarize(detection: Detection) -> Summary:
     """Aggregate the workers' statistics rows (one Spark job, a small
     collect) and the dead letters per kind."""
@@ -210,8 +188,8 @@ def summarize_rows(
                 int(mine.get("events", 0)),
                 bound,
                 units,
-                _percentile(values, counts, 50),
-                _percentile(values, counts, 99),
+                weighted_percentile(values, counts, 50),
+                weighted_percentile(values, counts, 99),
                 largest,
                 over,
                 {k: v for k, v in mine.items() if k not in shed_keys},
@@ -254,6 +232,10 @@ def _bound(
     if bound.cost_units is not None:
         over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
         return f"{bound.cost_units:g}", bound.cost_units, over
+    if bound.milliseconds is not None:
+        # judged on the engine side: from an event's arrival at its worker to its matches
+        over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
+        return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
     if shedding and "bound_units" in counters:
         units = counters["bound_units"]

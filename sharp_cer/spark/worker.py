@@ -78,7 +78,7 @@ OUTPUT_DDL = (
     "vars map<string, array<bigint>>, bin bigint, name string, value double"
 )
 #: counters whose partitions combine by max, not by sum
-MAX_COUNTERS = frozenset({"bound_units"})
+MAX_COUNTERS = frozenset({"bound_units", "bound_ms"})
 #: the events arrive validated and in order: the loader must not judge lateness again
 _NO_LATENESS = 2**63 - 1
 
@@ -229,7 +229,10 @@ class GroupRun:
                     "events": len(units),
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
-                if "bound_units" in shed:
+                if shed.get("bound_ms") is not None and engine.queue is not None:
+                    # a bound in ms: from an event's arrival at the worker to its matches
+                    counters["over_bound"] = int(engine.queue.summary(name).get("over_bound", 0))  # type: ignore[call-overload]
+                elif "bound_units" in shed:
                     counters["over_bound"] = int(np.count_nonzero(units > shed["bound_units"]))
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]

@@ -1,0 +1,288 @@
+"""Latency as users feel it: events arrive, wait behind the events before
+them, and are served one at a time by one server.
+
+An event's *arrival* is the wall-clock time it reached the engine (live
+feeding), or, for replayed input, a time derived from a fixed input rate
+or from its primary time at a replay speed (:class:`Pace`). Its *service*
+is its update work plus each query's enumeration, one query after the
+other. A query's latency for an event is the time its matches ending there
+are out (for an event that completes none of them: the end of the event's
+service) minus the arrival, queueing included.
+
+Service is counted in one of two ways:
+
+* *capacity* mode (deterministic, reproducible to the match): the server
+  does ``capacity`` cost units per second, so an event's service takes its
+  units divided by the capacity, and a latency in cost units is its
+  seconds times the capacity;
+* *wall* mode (``capacity=None``): the server's service is the wall time of
+  ``Engine.process``. Events processed together in one batch share its
+  timing: the batch starts once its last event has arrived and the server
+  is free, and every event's matches are out when the batch is done.
+
+With service times ``b`` and arrivals ``a``, event ``k`` finishes at
+``f[k] = max(a[k], f[k-1]) + b[k]``, which unrolls to
+``f[k] = S[k] + max(f[-1], max_{j<=k} (a[j] - S[j-1]))`` with ``S`` the
+running sum of ``b``: one numpy pass per batch (:func:`finish_times`).
+
+>>> finish_times(np.array([0.0, 0.0, 5.0]), np.array([2.0, 2.0, 1.0]), 1.0).tolist()
+[3.0, 5.0, 6.0]
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from sharp_cer.errors import EngineError
+from sharp_cer.events.batch import EventBatch
+
+from .histogram import LogHistogram
+
+_NEG = -math.inf
+
+
+def finish_times(
+    arrivals: npt.NDArray[np.float64], service: npt.NDArray[np.float64], free: float
+) -> npt.NDArray[np.float64]:
+    """When each event's service ends, one server in order, the server free
+    from ``free`` on (see the module docstring)."""
+    if not len(arrivals):
+        return np.zeros(0)
+    total = np.cumsum(service)
+    before = total - service
+    return total + np.maximum(free, np.maximum.accumulate(arrivals - before))
+
+
+@dataclass(frozen=True)
+class Pace:
+    """How replayed events arrive: ``rate`` events per second (event k of
+    the stream arrives at k / rate), or at their primary time divided by
+    ``speed`` (``speed=2``: twice as fast as recorded), counted from the
+    stream's first event.
+
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from sharp_cer.language import Schema
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
+    >>> batch = load_csv("A,2024-03-04T09:30:00Z\\nA,2024-03-04T09:30:02Z\\nA,2024-03-04T09:30:10Z\\n", s)[0]
+    >>> Pace(rate=4).arrivals(batch).tolist(), Pace(speed=2).arrivals(batch).tolist()
+    ([0.0, 0.25, 0.5], [0.0, 1.0, 5.0])
+    """
+
+    rate: float | None = None
+    speed: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.rate is None) == (self.speed is None):
+            raise EngineError("a pace is an input rate or a replay speed: give exactly one")
+        for name, value in (("input rate", self.rate), ("replay speed", self.speed)):
+            if value is not None and not value > 0:
+                raise EngineError(f"the {name} must be a positive number, not {value!r}")
+
+    def origin(self, batch: EventBatch) -> float | None:
+        """The origin of a stream whose first batch is ``batch``: its first
+        event's primary time in seconds (None with a rate, which needs none)."""
+        if self.speed is None:
+            return None
+        times = batch.times()
+        return float(times.values[0]) / 1e9 if len(batch) and times.valid[0] else 0.0
+
+    def arrivals(self, batch: EventBatch, origin: float | None = None) -> npt.NDArray[np.float64]:
+        """The arrival (seconds) of each event of ``batch``; ``origin`` is
+        the first event's primary time in seconds (None: this batch's)."""
+        if self.rate is not None:
+            return batch.positions.astype(np.float64) / self.rate
+        assert self.speed is not None
+        times = batch.times()
+        if len(batch) and not times.valid.all():
+            raise EngineError(
+                "a replay speed needs every event's primary time\n"
+                "  hint: replay at a fixed input rate (--rate EVENTS_PER_S) instead"
+            )
+        seconds = times.values.astype(np.float64) / 1e9
+        if origin is None:
+            origin = float(seconds[0]) if len(seconds) else 0.0
+        # an event that is late (up to the allowed lateness) arrives when
+        # the latest before it did: arrivals never go back
+        return (np.maximum.accumulate(seconds) - origin) / self.speed if len(seconds) else seconds
+
+
+class Server:
+    """One server serving events in order: when it is next free, and (in
+    wall mode) the units it has done per second so far.
+
+    >>> server = Server(capacity=100)
+    >>> server.rate(), server.seconds(50)
+    (100.0, 0.5)
+    """
+
+    def __init__(self, capacity: float | None = None) -> None:
+        if capacity is not None and not capacity > 0:
+            raise EngineError(f"the capacity must be a positive number of cost units per second, not {capacity!r}")
+        self.capacity = capacity
+        self.free = _NEG
+        self.units = 0
+        self.busy = 0.0  # seconds of service measured (wall mode)
+
+    def rate(self) -> float:
+        """Cost units per second: the capacity, or as measured (inf before any)."""
+        if self.capacity is not None:
+            return float(self.capacity)
+        return self.units / self.busy if self.busy > 0 and self.units else math.inf
+
+    def seconds(self, units: float) -> float:
+        """How long ``units`` take at ``rate()``."""
+        rate = self.rate()
+        return units / rate if rate != math.inf else 0.0
+
+
+class Backlog:
+    """One group's view of the queue while it runs over a batch (the groups
+    of a batch run one after the other): for the event at a row, its
+    latency so far, in cost units, at the moment the group is at it.
+
+    In capacity mode the view knows the work of the groups run before this
+    one over the whole batch and this group's own work on earlier events;
+    the later groups' work on earlier events of the batch is not known yet
+    and is counted from the next batch on. In wall mode it reads the clock.
+
+    >>> server = Server(capacity=1.0)
+    >>> view = Backlog(server, np.array([0.0, 0.0, 5.0]), [2, 2, 1], time.perf_counter())
+    >>> view.latency(1, 0), view.done(0, 1), view.latency(1, 0)  # the first event took 1 unit more
+    (4.0, None, 5.0)
+    >>> view.latency(2, 0)  # the queue emptied before it arrived
+    1.0
+    """
+
+    __slots__ = ("_a", "_b", "_began", "_finish", "_last", "_max", "_rate", "_sum", "_wall_start", "capacity")
+
+    def __init__(self, server: Server, arrivals: npt.NDArray[np.float64], units: list[int], began: float) -> None:
+        self._a: list[float] = arrivals.tolist()
+        rate = server.rate()
+        self.capacity = rate
+        self._rate = rate
+        self._began = began
+        if server.capacity is not None:
+            service = np.asarray(units, dtype=np.float64) / rate
+            total = np.cumsum(service)
+            self._b: list[float] = service.tolist()
+            self._sum: list[float] = total.tolist()
+            peaks = np.maximum.accumulate(arrivals - (total - service))
+            self._max: list[float] = np.maximum(server.free, peaks).tolist()
+            self._wall_start: float | None = None
+        else:
+            self._wall_start = max(server.free, float(arrivals.max())) if len(arrivals) else 0.0
+        self._finish = server.free  # when the last event this group processed is done
+        self._last = -1
+
+    @property
+    def wall(self) -> bool:
+        """Whether service is wall time."""
+        return self._wall_start is not None
+
+    def _start(self, i: int) -> float:
+        """When the event at row i begins its service."""
+        last = self._last
+        if i - 1 == last:
+            before = self._finish
+        else:
+            # the events in between, served with the known work only
+            s = self._sum
+            done = s[last] if last >= 0 else 0.0
+            before = s[i - 1] + max(self._finish - done, self._max[i - 1])
+        return max(self._a[i], before)
+
+    def latency(self, i: int, extra: int) -> float:
+        """The event at row i's latency so far in cost units, this group
+        having spent ``extra`` units on it already."""
+        if self._wall_start is None:
+            return (self._start(i) - self._a[i] + self._b[i]) * self._rate + extra
+        now = self._wall_start + time.perf_counter() - self._began
+        return (now - self._a[i]) * self._rate if self._rate != math.inf else 0.0
+
+    def done(self, i: int, extra: int) -> None:
+        """This group is done with the event at row i, having spent ``extra`` units."""
+        if self._wall_start is None:
+            self._finish = self._start(i) + self._b[i] + extra / self._rate
+            self._last = i
+
+
+class QueueLog:
+    """Each query's latency per event, queueing included, in milliseconds
+    and in cost units (see the module docstring); recorded per batch by the
+    engine. Memory is fixed per query, whatever the length of the stream:
+    count, sum and max are exact, as is the number of events over the
+    query's bound (``bounds_ms`` judged in ms, ``bounds_units`` in cost
+    units); p50 and p99 come from a log-spaced histogram, within
+    ``ERROR`` (1%) of numpy's (``engine.histogram``). The latest batch's
+    latencies are kept as they are (``latest``).
+
+    >>> log = QueueLog(bounds_ms={"q": 500})
+    >>> log.add("q", np.array([0.25, 1.0]), np.array([25.0, 100.0]))
+    >>> s = log.summary("q")
+    >>> s["ms"]["max"], s["units"]["mean"], s["over_bound"], s["over_bound_share"]
+    (1000.0, 62.5, 1, 0.5)
+    """
+
+    #: the relative error of the quantiles
+    ERROR = 0.01
+
+    def __init__(
+        self, bounds_ms: Mapping[str, float] | None = None, bounds_units: Mapping[str, float] | None = None
+    ) -> None:
+        self.bounds_ms = dict(bounds_ms or {})
+        self.bounds_units = dict(bounds_units or {})
+        self._ms: dict[str, LogHistogram] = {}
+        self._units: dict[str, LogHistogram] = {}
+        self._over: dict[str, int] = {}
+        self._latest: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+
+    def fresh(self) -> QueueLog:
+        """An empty log with the same bounds."""
+        return QueueLog(self.bounds_ms, self.bounds_units)
+
+    def add(self, query: str, seconds: npt.NDArray[np.float64], units: npt.NDArray[np.float64]) -> None:
+        """A batch's latencies of ``query``."""
+        ms = seconds * 1000
+        for histograms, values in ((self._ms, ms), (self._units, units)):
+            if query not in histograms:
+                histograms[query] = LogHistogram(self.ERROR)
+            histograms[query].add(values)
+        # a bound in ms is judged in ms (in wall mode its units follow the measured speed);
+        # the margin absorbs the float clock's cancellation (a finish minus an arrival)
+        bound, judged = (self.bounds_ms, ms) if query in self.bounds_ms else (self.bounds_units, units)
+        if query in bound:
+            over = int(np.count_nonzero(judged > bound[query] * (1 + 1e-9)))
+            self._over[query] = self._over.get(query, 0) + over
+        self._latest[query] = (seconds, units)
+
+    def latest(self, query: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``query``'s latency at each event of the latest batch, in seconds and in cost units."""
+        empty = np.zeros(0)
+        return self._latest.get(query, (empty, empty))
+
+    def summary(self, query: str) -> dict[str, object]:
+        """Mean, p50, p99 and max in ms and in cost units, and, for a query
+        with a bound, how many events were over it and their share."""
+        if query not in self._ms:
+            return {"events": 0}
+        count = self._ms[query].count
+        out: dict[str, object] = {"events": count}
+        for name, histogram in (("ms", self._ms[query]), ("units", self._units[query])):
+            p50, p99 = histogram.quantiles([50, 99])
+            figures = {"mean": histogram.total / count, "p50": p50, "p99": p99, "max": histogram.max}
+            out[name] = {k: round(v, 6) for k, v in figures.items()}
+        if query in self._over:
+            out["over_bound"] = self._over[query]
+            out["over_bound_share"] = self._over[query] / count
+        return out
+
+
+def live_arrivals(n: int, clock: Callable[[], float] = time.perf_counter) -> npt.NDArray[np.float64]:
+    """Arrivals of ``n`` events fed now (live): the clock's reading."""
+    return np.full(n, clock())
