@@ -60,7 +60,8 @@ def pycer(python: str, worker: str, schema: str, shape: str, events: Path, work:
     text = QUERIES[shape].replace("SELECT * WHERE", "SELECT * FROM S WHERE").replace("[t]", "[stock_time]")
     query.write_text(text + "\n")
     for _ in range(120):  # pycer's server has a fixed port: wait while another run holds it
-        done = subprocess.run([python, worker, schema, str(query), str(events)], capture_output=True, text=True)
+        run = [python, worker, schema, str(query), str(events)]
+        done = subprocess.run(run, capture_output=True, text=True, cwd=work)  # pycer writes logs/ where it runs
         if "Address already in use" not in done.stderr:
             break
         time.sleep(5)

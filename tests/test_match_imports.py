@@ -1,0 +1,40 @@
+"""What a ``sharp-cer match`` process imports: a match over a small file
+loads neither networkx (only Kleene sharing, PSD and explain build graphs)
+nor Spark, and still finds the matches the reference evaluator finds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sharp_cer.events.loaders import load_csv
+from sharp_cer.language import Schema, parse_and_check
+from sharp_cer.reference import evaluate
+
+SCHEMA = "CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }\n"
+EVENTS = "A,1\nB,1\nA,2\nB,2\nB,1\n"
+#: prints the heavy modules the match loaded, after its own output
+PROBE = """import sys
+from sharp_cer.cli import main
+code = main(sys.argv[1:])
+print(sorted(m for m in ("networkx", "pyspark") if m in sys.modules), code, file=sys.stderr)
+"""
+
+
+def test_a_match_without_kleene_loads_neither_networkx_nor_spark(tmp_path: Path) -> None:
+    query = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"
+    (tmp_path / "s.ceql").write_text(SCHEMA)
+    (tmp_path / "q.ceql").write_text(query)
+    (tmp_path / "e.csv").write_text(EVENTS)
+    args = ["match", "--schema", "s.ceql", "--query", "q.ceql", "--events", "e.csv"]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.splitlines()[-1] == "[] 0"
+    schema = Schema.parse(SCHEMA)
+    expected = evaluate([("q", parse_and_check(query, schema))], load_csv(EVENTS, schema)[0]).matches
+    found = [json.loads(line) for line in done.stdout.splitlines()]
+    ends = sorted((m.end, m.start, list(m.events)) for m in expected)
+    assert ends and [(m["end"], m["start"], m["events"]) for m in found] == ends
