@@ -12,7 +12,8 @@ The index keeps, per live state, the number of partitions (and consuming
 queries' ghost sets) holding it, and per symbol the number of live states
 (plus the new run) for which the symbol is *busy*; a symbol is busy when
 that number is positive. Per-state rows are computed once per state and
-symbol. Updating costs O(symbols) per state that appears or disappears.
+symbol, kept as the list of symbols busy for it. Updating costs O(those
+symbols) per state that appears or disappears.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> from planner import compile_plan
