@@ -208,11 +208,17 @@ def test_summary_counts_latency_and_bounds(spark: Any) -> None:
             'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION',
             'tenant = "t1"\nlatency_bound = 3\ntext = "SELECT * WHERE A ; B PARTITION',
             1,
+        ).replace(
+            'text = "SELECT * WHERE A ; ABSENT(C)',
+            # a bound no event can meet (a millionth of a millisecond): every event is over it
+            'latency_bound = "0.000001ms"\ntext = "SELECT * WHERE A ; ABSENT(C)',
+            1,
         )
     )
     frame = hand_made_events(1500, 11)
     detector = Detector.from_workload(workload, history=False, record_latency=True)
     detector.feed(frame)
+    in_process = detector.summary()
     detection = run_detection(spark.createDataFrame(frame), workload, spark=spark)
     try:
         summary = detection.summary()
@@ -228,6 +234,17 @@ def test_summary_counts_latency_and_bounds(spark: Any) -> None:
     near = by_name["near_by_position"]
     assert near.bound_units == 3 and near.over_bound is not None and near.over_bound > 0
     assert sum(summary.bins["near_by_position"]["matches"]) == near.matches
+    # per query, the same cuts as in process; engine-side ms latency (wall time, so only its
+    # shape is checked) from the key groups' histograms added
+    for name, row in in_process.items():
+        q = by_name[name]
+        assert q.cuts == row["cuts"], name
+        ms = q.latency_ms
+        assert 0 <= ms["p50"] <= ms["p99"] <= ms["max"] and 0 <= ms["mean"] <= ms["max"], (name, ms)
+    absent = by_name["no_c_between"]
+    assert absent.bound == "1e-06ms" and absent.over_bound == absent.latency_ms["events"] > 0
+    assert absent.over_bound_share == 1.0
+    assert "ms mean / p50 / p99 / max" in summary.render() and summary.to_json()["queries"]["no_c_between"]["cuts"]
 
 
 def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,20 +4,22 @@ group), pass 2's offsets, and percentiles from histograms."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.api import Detector
-from sharp_cer.engine.histogram import weighted_percentile
+from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.language import parse_workload
 from sharp_cer.spark.prepare import offsets
-from sharp_cer.spark.worker import COUNTER, MATCH, Job, run_sorted
+from sharp_cer.spark.worker import COUNTER, LATENCY_MS, MATCH, Job, run_sorted
 from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
@@ -84,6 +86,40 @@ def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
     rows = pa.Table.from_batches(tables).to_pylist()
     bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units"]
     assert len(bounds) == 2 and all(b >= 1 for b in bounds)  # one bound per key group, its own
+
+
+def test_a_key_group_reports_the_in_process_cuts_and_its_ms_histogram() -> None:
+    # one key group sees the lane's whole stream, so its cuts are the in-process detector's
+    workload = parse_workload(BOUNDED.replace('latency_bound = "20%"', "latency_bound = 3"))
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=1)
+    rows = pa.Table.from_batches(list(run_sorted(job, [_stream(1500, 4, 1)]))).to_pylist()
+    lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
+    detector = Detector.from_workload(lane, shedder="truncate", history=False, record_latency=True)
+    detector.feed(hand_made_events(1500, 4))
+    counters = {(r["query"], r["name"]): r["value"] for r in rows if r["kind"] == COUNTER}
+    for name, row in detector.summary().items():
+        assert {k: counters[name, f"cut_{k}"] for k in row["cuts"]} == row["cuts"], name
+        in_ms = [r["value"] for r in rows if r["kind"] == LATENCY_MS and r["query"] == name]
+        # every event of the lane reached the engine and has a latency in ms
+        assert sum(in_ms) == _stream(1500, 4, 1).num_rows and counters[name, "ms_min"] <= counters[name, "ms_max"]
+    assert (
+        counters["near_by_position", "cut_events"] > 0
+        and counters["near_by_position", "cut_enumerations_cut_short"] > 0
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1e6), max_size=20), min_size=1, max_size=5), st.floats(0, 100))
+def test_histograms_added_bin_by_bin_are_the_histogram_of_all_values(parts: list[list[float]], q: float) -> None:
+    # what the driver does with the key groups' latency in ms
+    merged, whole = LogHistogram(), LogHistogram()
+    for part in parts:
+        one = LogHistogram()
+        one.add(np.array(part))
+        merged.add_bins(*one.bins(), total=one.total, least=one.min, most=one.max)
+        whole.add(np.array(part))
+    assert (merged.count, merged.min, merged.max) == (whole.count, whole.min, whole.max)
+    assert merged.total == pytest.approx(whole.total) and merged.quantiles([q]) == whole.quantiles([q])
 
 
 def test_offsets_follow_partition_order() -> None:

@@ -21,6 +21,15 @@ memory is the bins, whatever the number of values: at 1% from 1e-9 to
 [2.51, 969.95]
 >>> weighted_percentile([1, 5], [3, 1], 50), weighted_percentile([1, 5], [3, 1], 99)
 (1.0, 4.88)
+
+Histograms with the same error merge by adding their bins (what Spark's
+key groups do: each ships its ``bins()``, the driver adds them):
+
+>>> other = LogHistogram(error=0.01)
+>>> other.add(np.array([5.0]))
+>>> h.add_bins(*other.bins(), total=other.total, least=other.min, most=other.max)
+>>> h.count, h.total, [round(q, 2) for q in h.quantiles([50])]  # numpy: 3.0
+(5, 1011.0, 2.99)
 """
 
 from __future__ import annotations
@@ -79,6 +88,31 @@ class LogHistogram:
         self.total += float(values.sum())
         self.min = min(self.min, float(values.min()))
         self.max = max(self.max, float(values.max()))
+
+    def bins(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The indices of the bins holding values, and their counts."""
+        index = np.flatnonzero(self._counts)
+        return index, self._counts[index]
+
+    def add_bins(
+        self,
+        index: Sequence[int] | npt.NDArray[Any],
+        counts: Sequence[float] | npt.NDArray[Any],
+        *,
+        total: float,
+        least: float,
+        most: float,
+    ) -> None:
+        """Count what a histogram with the same ``error`` counted: its
+        ``bins()``, and the sum, smallest and largest of its values."""
+        counts = np.asarray(counts, dtype=np.int64)
+        if not counts.sum():
+            return
+        np.add.at(self._counts, np.asarray(index, dtype=np.int64), counts)
+        self.count += int(counts.sum())
+        self.total += total
+        self.min = min(self.min, least)
+        self.max = max(self.max, most)
 
     def quantiles(self, qs: Sequence[float]) -> list[float]:
         """The ``qs``-th percentiles (0 to 100) of the values counted."""

@@ -261,6 +261,10 @@ class QueueLog:
             self._over[query] = self._over.get(query, 0) + over
         self._latest[query] = (seconds, units)
 
+    def histogram(self, query: str) -> LogHistogram | None:
+        """``query``'s latencies in ms (None before its first event)."""
+        return self._ms.get(query)
+
     def latest(self, query: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """``query``'s latency at each event of the latest batch, in seconds and in cost units."""
         empty = np.zeros(0)

@@ -45,7 +45,7 @@ from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 
-from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, GroupRun, Job, rows_of
+from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job, rows_of
 
 #: output rows of a match's end-to-end latency: bin = milliseconds from the
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
@@ -57,7 +57,7 @@ E2E_MS = 10
 #: 2: the engine's state split from a token naming it (kept in worker memory)
 FORMAT = 2
 #: counters that are per release already (the rest are running totals, sent as increments)
-_PER_RELEASE = frozenset({"events", "over_bound"}) | MAX_COUNTERS
+_PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
 
 class StreamGroup(GroupRun):

@@ -1,7 +1,15 @@
 """What a Spark detection did: matches per query and tenant, what was
-shed, and each query's latency (cost units per event) against its bound,
-aggregated on the cluster from the workers' statistics rows; rendered as
-text and drawn over time (matches and latency per time bin).
+cut and by which lever, and each query's latency against its bound, in
+cost units per event and in milliseconds, aggregated on the cluster from
+the workers' statistics rows; rendered as text and drawn over time
+(matches and latency per time bin).
+
+The latency in ms is engine-side: from an event's arrival at its worker
+(the engine of its key group) to its matches, queueing within the key group
+included; each key group keeps it in a log-spaced histogram
+(``engine.queueing.QueueLog``) and the driver merges them by adding their
+bins, so mean and max are exact and p50 and p99 within 1% of numpy's. A
+bound in ms judges this latency, event by event, in each key group.
 
 Latency percentiles come from exact histograms of cost units, read off
 as the engine's latency log reads its own (numpy's linear interpolation:
@@ -16,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sharp_cer.engine.histogram import weighted_percentile
+from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
+from sharp_cer.engine.queueing import QueueLog
 
-from .worker import BIN, COUNTER, LATENCY, MAX_COUNTERS
+from .worker import BIN, COUNTER, CUTS, LATENCY, LATENCY_MS, MAX_COUNTERS, MIN_COUNTERS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -30,7 +39,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class QuerySummary:
-    """One query's figures."""
+    """One query's figures: ``p50`` .. ``max`` in cost units per event,
+    ``latency_ms`` the engine-side events (every event that reached the
+    query's engines), mean, p50, p99 and max in ms (empty without events),
+    ``over_bound_share`` the share of those events (of ``events`` for a bound
+    in units) over the bound, ``cuts`` the work cut per lever (events, partial
+    matches, enumerations cut short)."""
 
     name: str
     tenant: str
@@ -43,6 +57,9 @@ class QuerySummary:
     max: float
     over_bound: int | None
     shed: dict[str, float] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    cuts: dict[str, int] = field(default_factory=dict)
+    over_bound_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,16 +109,20 @@ class Summary:
             + f"; {self.engines:,} engines (lane x key group)"
             + (f"; shedder {self.shedder}, {self.events_shed:,} events shed" if self.shedder else ""),
             f"  {'query':<22} {'tenant':<18} {'matches':>9} {'p50':>7} {'p99':>8} {'max':>9} "
-            f"{'bound':>18} {'over':>7} shed",
+            f"{'ms mean / p50 / p99 / max':<30} {'bound':>18} {'over':>7} cut: events / PMs / enumerations",
         ]
         for q in self.queries:
-            over = "-" if q.over_bound is None else f"{q.over_bound / max(1, q.events):.1%}"
-            shed = int(q.shed.get("partial_matches_shed", 0) + q.shed.get("events_shed_for_floor", 0))
+            over = "-" if q.over_bound_share is None else f"{q.over_bound_share:.1%}"
+            ms = " / ".join(f"{q.latency_ms[k]:.2f}" for k in ("mean", "p50", "p99", "max")) if q.latency_ms else "-"
+            cuts = " / ".join(f"{q.cuts.get(k, 0):,}" for k in CUTS)
             lines.append(
                 f"  {q.name:<22} {q.tenant:<18} {q.matches:>9,} {q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f} "
-                f"{q.bound:>18} {over:>7} {shed if self.shedder and q.shed else '-'}"
+                f"{ms:<30} {q.bound:>18} {over:>7} {cuts}"
             )
-        lines.append("  latency: cost units per event (update + the query's enumeration); over: events over the bound")
+        lines.append(
+            "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
+            " at its key group's engine to its matches; over: events over the bound"
+        )
         lines.append("  per tenant: " + ", ".join(f"{t} {n:,}" for t, n in self.tenants.items()))
         return "\n".join(lines)
 
@@ -154,24 +175,29 @@ def summarize_rows(
     from pyspark.sql import functions as F
 
     rows = (
-        output.where(F.col("kind").isin(LATENCY, BIN, COUNTER))
+        output.where(F.col("kind").isin(LATENCY, LATENCY_MS, BIN, COUNTER))
         .groupBy("kind", "query", "bin", "name")
-        .agg(F.sum("value").alias("total"), F.max("value").alias("top"))
+        .agg(F.sum("value").alias("total"), F.max("value").alias("top"), F.min("value").alias("least"))
         .collect()
     )
     counters: dict[str, dict[str, float]] = {}
     histograms: dict[str, dict[int, float]] = {}
+    in_ms: dict[str, dict[int, float]] = {}
     bins: dict[str, dict[int, dict[str, float]]] = {}
     for r in rows:
         if r["kind"] == COUNTER:
-            counters.setdefault(r["query"], {})[r["name"]] = r["top"] if r["name"] in MAX_COUNTERS else r["total"]
+            name = r["name"]
+            value = r["top"] if name in MAX_COUNTERS else r["least"] if name in MIN_COUNTERS else r["total"]
+            counters.setdefault(r["query"], {})[name] = value
         elif r["kind"] == LATENCY:
             histograms.setdefault(r["query"], {})[r["bin"]] = r["total"]
+        elif r["kind"] == LATENCY_MS:
+            in_ms.setdefault(r["query"], {})[r["bin"]] = r["total"]
         else:
             value = r["top"] if r["name"] == "units_max" else r["total"]
             bins.setdefault(r["query"], {}).setdefault(r["bin"], {})[r["name"]] = value
     queries = []
-    shed_keys = ("bound_units", "over_bound", "weight", "matches", "events")
+    shed_keys = ("bound_units", "over_bound", "weight", "matches", "events", "ms_sum", "ms_min", "ms_max")
     for q in workload.queries:
         histogram = sorted(histograms.get(q.name, {}).items())
         values, counts = [v for v, _ in histogram], [c for _, c in histogram]
@@ -180,6 +206,9 @@ def summarize_rows(
         bound, units, over = _bound(q, shedder is not None, largest, mine)
         if over is None and units is not None:
             over = int(sum(c for v, c in histogram if v > units))
+        ms = _milliseconds(in_ms.get(q.name, {}), mine)
+        in_units = q.latency_bound is None or q.latency_bound.milliseconds is None
+        judged = int(mine.get("events", 0)) if in_units else ms.get("events", 0)
         queries.append(
             QuerySummary(
                 q.name,
@@ -192,7 +221,10 @@ def summarize_rows(
                 weighted_percentile(values, counts, 99),
                 largest,
                 over,
-                {k: v for k, v in mine.items() if k not in shed_keys},
+                {k: v for k, v in mine.items() if k not in shed_keys and not k.startswith("cut_")},
+                ms,
+                {k: int(mine.get(f"cut_{k}", 0)) for k in CUTS},
+                None if over is None else over / max(1, judged),
             )
         )
     engine = counters.get("", {})
@@ -222,6 +254,23 @@ def summarize_rows(
     )
 
 
+def _milliseconds(bins: dict[int, float], counters: dict[str, float]) -> dict[str, float]:
+    """Events, mean, p50, p99 and max in ms of the key groups' histograms, added."""
+    histogram = LogHistogram(QueueLog.ERROR)
+    histogram.add_bins(
+        list(bins),
+        list(bins.values()),
+        total=counters.get("ms_sum", 0.0),
+        least=counters.get("ms_min", 0.0),
+        most=counters.get("ms_max", 0.0),
+    )
+    if not histogram.count:
+        return {}
+    p50, p99 = histogram.quantiles([50, 99])
+    figures = {"mean": histogram.total / histogram.count, "p50": p50, "p99": p99, "max": histogram.max}
+    return {"events": histogram.count, **{k: round(v, 6) for k, v in figures.items()}}
+
+
 def _bound(
     query: Any, shedding: bool, largest: float, counters: dict[str, float]
 ) -> tuple[str, float | None, int | None]:
@@ -234,7 +283,7 @@ def _bound(
         return f"{bound.cost_units:g}", bound.cost_units, over
     if bound.milliseconds is not None:
         # judged on the engine side: from an event's arrival at its worker to its matches
-        over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
+        over = int(counters["over_bound"]) if "over_bound" in counters else None
         return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
     if shedding and "bound_units" in counters:

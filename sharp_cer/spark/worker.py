@@ -45,18 +45,22 @@ import pyarrow as pa
 
 from planner import Plan, compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
+from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
+from sharp_cer.latency_summary import query_summaries
 
 #: the kinds of output rows
-MATCH, LATENCY, BIN, COUNTER = "match", "latency", "bin", "counter"
+MATCH, LATENCY, LATENCY_MS, BIN, COUNTER = "match", "latency", "latency_ms", "bin", "counter"
 #: columns the driver adds to the events before they reach a worker
 LANE, GROUP, SEQ = "__lane", "__group", "__seq"  # prefixed: attribute names are the user's
 #: every output row: a match (query .. vars), a latency histogram entry
-#: (bin = cost units, value = events), a time bin (bin = position // width,
+#: (bin = cost units, value = events), an engine-side latency histogram
+#: entry in ms (bin = the index of an ``engine.histogram.LogHistogram`` bin,
+#: value = events; merged by adding), a time bin (bin = position // width,
 #: name = what, value) or a counter (name, value; query '' for the engine)
 OUTPUT = pa.schema(
     [
@@ -78,7 +82,11 @@ OUTPUT_DDL = (
     "vars map<string, array<bigint>>, bin bigint, name string, value double"
 )
 #: counters whose partitions combine by max, not by sum
-MAX_COUNTERS = frozenset({"bound_units", "bound_ms"})
+MAX_COUNTERS = frozenset({"bound_units", "bound_ms", "ms_max"})
+#: counters whose partitions combine by min
+MIN_COUNTERS = frozenset({"ms_min"})
+#: the levers that cut work, as the run summary names them (``latency_summary``)
+CUTS = ("events", "partial_matches", "enumerations_cut_short")
 #: the events arrive validated and in order: the loader must not judge lateness again
 _NO_LATENESS = 2**63 - 1
 
@@ -151,7 +159,7 @@ class GroupRun:
 
             config = workload_config(self.workload, reference, seed=self.job.seed)
             self.shedder = make_shedder(self.job.shedder, config)
-        return Detector(
+        detector = Detector(
             self.plan,
             self.workload.schema,
             history=False,
@@ -160,6 +168,11 @@ class GroupRun:
             record_latency=True,
             tenants=self.tenant,
         )
+        if self.shedder is None:
+            # a shedder's log counts events over its bounds; without one, the ms bounds are still judged
+            bounds = {q.name: q.latency_bound.milliseconds for q in self.workload.queries if q.latency_bound}
+            detector.engine.queue = QueueLog({k: v for k, v in bounds.items() if v is not None})
+        return detector
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the group's next events; return their matches."""
@@ -209,6 +222,7 @@ class GroupRun:
         assert log is not None
         report = self.shedder.report() if self.shedder is not None else {}
         counts = detector.counts
+        summaries = query_summaries(engine, self.shedder)
         out: list[tuple[str, str, int | None, str | None, float]] = []  # kind, query, bin, name, value
         for g, group in enumerate(self.plan.groups):
             bins, inverse = np.unique(log.positions(g) // width, return_inverse=True)
@@ -229,8 +243,14 @@ class GroupRun:
                     "events": len(units),
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
-                if shed.get("bound_ms") is not None and engine.queue is not None:
-                    # a bound in ms: from an event's arrival at the worker to its matches
+                counters.update({f"cut_{k}": v for k, v in summaries[name]["cuts"].items()})
+                histogram = engine.queue.histogram(name) if engine.queue is not None else None
+                if histogram is not None:
+                    # engine-side latency: from an event's arrival at the worker to its matches
+                    index, times = histogram.bins()
+                    out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
+                    counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
+                if engine.queue is not None and name in engine.queue.bounds_ms:
                     counters["over_bound"] = int(engine.queue.summary(name).get("over_bound", 0))  # type: ignore[call-overload]
                 elif "bound_units" in shed:
                     counters["over_bound"] = int(np.count_nonzero(units > shed["bound_units"]))
