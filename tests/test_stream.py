@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.loaders import load_csv
@@ -122,8 +123,20 @@ def test_stream_summary_reports_engine_and_end_to_end_latency(streamed: dict[str
     assert summary.summary.rows == report.read and summary.summary.dead_letters == report.counts
     matches = {q.name: q.matches for q in summary.summary.queries}
     assert sum(matches.values()) == streamed["output"].where("kind = 'match'").count()
+    events = load_csv(str(streamed["root"] / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)[0]
+    detector = Detector.from_workload(workload, history=False, record_latency=True)
+    detector.feed(events)
+    in_process = detector.summary()
+    keyed = int((events.types != "C").sum())  # C has no k: no partitioned lane reads it
     for q in summary.summary.queries:
         assert q.events > 0 and 0 < q.p50 <= q.max  # engine latency, cost units per event
+        # engine-side ms, the releases' histograms added (wall time: only the shape is checked):
+        # one per event its lane reads; the cuts by lever are the in-process detector's
+        ms, query = q.latency_ms, next(w.checked.query for w in workload.queries if w.name == q.name)
+        by_key = query.partition_by and query.consume != "ANY"  # consuming across keys runs as one partition
+        assert ms["events"] == (keyed if by_key else len(events)), q.name
+        assert 0 <= ms["p50"] <= ms["p99"] <= ms["max"] and ms["mean"] <= ms["max"], ms
+        assert q.cuts == in_process[q.name]["cuts"] and q.matches == in_process[q.name]["matches"], q.name
         figures = summary.end_to_end[q.name]
         assert figures["matches"] == q.matches and 0 <= figures["p50"] <= figures["max"]  # wall ms
     assert summary.watermark_ms == 2002 + 1000 and "end-to-end latency" in summary.render()
