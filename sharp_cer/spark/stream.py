@@ -376,12 +376,12 @@ def read_output(spark: SparkSession, out: str) -> DataFrame:
 @dataclass(frozen=True)
 class StreamSummary:
     """A stream's figures so far, from its committed output: the batch
-    summary's (engine latency in cost units per event and, engine-side, in
-    ms from an event's arrival at its key group's engine to its matches,
-    against the bounds; cuts by lever) and, per query, the end-to-end latency of its matches in ms (from the
-    arrival of the file holding a match's last event to the match's
-    emission), beside what the settings allow for: the trigger interval plus
-    the watermark delay."""
+    summary's (cuts by lever; engine latency in cost units per event and,
+    engine-side, in ms from an event's release to its key group's engine to
+    its matches, against the bounds) and, per query, the end-to-end latency
+    of its matches in ms (from the arrival of the file holding a match's
+    last event to the match's emission), beside what the settings allow
+    for: the trigger interval plus the watermark delay."""
 
     summary: Summary
     end_to_end: dict[str, dict[str, float]]
