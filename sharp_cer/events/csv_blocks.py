@@ -122,16 +122,20 @@ def read_blocks(
 def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
     """Blocks of about ``size`` bytes that end at a line break (or the end),
     each with the number of its first line; an empty input is one empty block.
+    A byte order mark that opens the input is no part of its first line.
 
-    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"a\\nb\\nc"), 2)]
+    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"\\xef\\xbb\\xbfa\\nb\\nc"), 2)]
     [(b'a\\n', 1), (b'b\\n', 2), (b'c', 3)]
     """
     buffer = b""
     line = 1
     yielded = False
+    first = True
     while True:
         chunk = stream.read(size)
         buffer += chunk
+        if first and (len(buffer) >= 3 or not chunk):
+            buffer, first = buffer.removeprefix(b"\xef\xbb\xbf"), False
         cut = buffer.rfind(b"\n") + 1 if chunk else len(buffer)
         if cut:
             yield buffer[:cut], line
@@ -205,7 +209,14 @@ def _read_even(data: bytes) -> Any:
     """The block as a table of strings by pyarrow's CSV reader, when that is
     exact: no quotes (checked by the caller), every line with the first
     line's field count, no blank line, no field over the csv module's
-    limit; else None."""
+    limit; else None. Bytes that are not UTF-8 are refused up front: pyarrow
+    would hand such a line to the row handler and print its decoding error
+    to stderr."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     width = data[: data.find(b"\n")].count(b",") + 1
     names = [f"f{i}" for i in range(width)]
     try:
