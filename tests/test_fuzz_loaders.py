@@ -331,6 +331,16 @@ def test_jsonl_key_that_is_not_utf8_is_a_dead_letter() -> None:
     assert "not UTF-8" in report.dead_letters[0].reason
 
 
+@pytest.mark.parametrize("block_bytes", [4, 16, 1 << 20])
+def test_csv_byte_order_mark_inside_is_unknown_type_whatever_the_blocks(block_bytes: int) -> None:
+    """Found by the fuzzing: pyarrow's CSV reader skipped a mark that opened
+    a block, so the same corrupted line was accepted or not by block size."""
+    path = as_file(b"\xef\xbb\xbfA,1,1\nA,2,2\n\xef\xbb\xbfA,3,3\nA,4,4\n")
+    batch, report = collect(iter_csv(path, SMALL, block_bytes=block_bytes), "t")
+    assert [batch.row(i)["attributes"]["id"] for i in range(len(batch))] == [1, 2, 4]
+    assert [(d.line, d.kind) for d in report.dead_letters] == [(3, "unknown_type")]
+
+
 @QUIET
 def test_csv_bytes_that_are_not_utf8_print_nothing() -> None:
     """Found by the fuzzing: a line that was not UTF-8 and had another field

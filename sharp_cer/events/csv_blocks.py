@@ -209,13 +209,16 @@ def _read_even(data: bytes) -> Any:
     """The block as a table of strings by pyarrow's CSV reader, when that is
     exact: no quotes (checked by the caller), every line with the first
     line's field count, no blank line, no field over the csv module's
-    limit; else None. Bytes that are not UTF-8 are refused up front: pyarrow
+    limit; else None. Refused up front: bytes that are not UTF-8 (pyarrow
     would hand such a line to the row handler and print its decoding error
-    to stderr."""
+    to stderr) and a byte order mark (pyarrow skips one that opens a block,
+    so a corrupted line would pass or not by where a block starts)."""
     if not data.isascii():
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
+            return None
+        if b"\xef\xbb\xbf" in data:
             return None
     width = data[: data.find(b"\n")].count(b",") + 1
     names = [f"f{i}" for i in range(width)]
