@@ -201,6 +201,24 @@ def _read_block(
     return _finish(block, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
 
 
+def plain_utf8(data: bytes) -> bool:
+    """Whether pyarrow's readers see ``data`` as Python's would: it is
+    UTF-8 and holds no byte order mark (pyarrow skips one that opens a
+    buffer, so a line corrupted by one would pass or not by where a block
+    starts; the mark opening the input is removed before).
+
+    >>> plain_utf8(b"A,1"), plain_utf8(b"A,\\xff"), plain_utf8(b"A,1\\n\\xef\\xbb\\xbfA,2")
+    (True, False, False)
+    """
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\xef\xbb\xbf" not in data
+
+
 def _uneven(row: Any) -> str:
     return "error"  # a line of another field count: read the block line by line
 
@@ -209,17 +227,11 @@ def _read_even(data: bytes) -> Any:
     """The block as a table of strings by pyarrow's CSV reader, when that is
     exact: no quotes (checked by the caller), every line with the first
     line's field count, no blank line, no field over the csv module's
-    limit; else None. Refused up front: bytes that are not UTF-8 (pyarrow
-    would hand such a line to the row handler and print its decoding error
-    to stderr) and a byte order mark (pyarrow skips one that opens a block,
-    so a corrupted line would pass or not by where a block starts)."""
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        if b"\xef\xbb\xbf" in data:
-            return None
+    limit; else None. Refused up front unless :func:`plain_utf8` (pyarrow
+    would hand a line that is not UTF-8 to the row handler and print its
+    decoding error to stderr)."""
+    if not plain_utf8(data):
+        return None
     width = data[: data.find(b"\n")].count(b",") + 1
     names = [f"f{i}" for i in range(width)]
     try:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where 
     import pandas as pd
 
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
-from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, read_blocks
+from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
@@ -587,7 +587,7 @@ def _read_jsonl_block(
     floats beside an int attribute); else None."""
     import pyarrow.json as pj
 
-    if not block.strip(_BLANK.encode()) or not _plain_utf8(block):
+    if not block.strip(_BLANK.encode()) or not plain_utf8(block):  # else pyarrow lets bad keys through
         return None
     try:
         table = pj.read_json(pa.py_buffer(block))
@@ -634,20 +634,6 @@ def _read_jsonl_block(
         raw=text,
     )
     return raw, len(starts) - len(rows)
-
-
-def _plain_utf8(block: bytes) -> bool:
-    """Whether pyarrow reads ``block`` as json.loads would, byte-wise: it is
-    UTF-8 (pyarrow lets other bytes into keys, whose names then fail to
-    decode) and holds no byte order mark (pyarrow skips one that opens a
-    block, so a corrupted line would pass or not by where a block starts)."""
-    if block.isascii():
-        return True
-    try:
-        block.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return b"\xef\xbb\xbf" not in block
 
 
 def _read_jsonl(data: bytes, name: str, kinds: dict[str, str], first_line: int = 1) -> tuple[_Raw, int]:
