@@ -122,16 +122,20 @@ def read_blocks(
 def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
     """Blocks of about ``size`` bytes that end at a line break (or the end),
     each with the number of its first line; an empty input is one empty block.
+    A byte order mark that opens the input is no part of its first line.
 
-    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"a\\nb\\nc"), 2)]
+    >>> [(block, line) for block, line in line_blocks(io.BytesIO(b"\\xef\\xbb\\xbfa\\nb\\nc"), 2)]
     [(b'a\\n', 1), (b'b\\n', 2), (b'c', 3)]
     """
     buffer = b""
     line = 1
     yielded = False
+    first = True
     while True:
         chunk = stream.read(size)
         buffer += chunk
+        if first and (len(buffer) >= 3 or not chunk):
+            buffer, first = buffer.removeprefix(b"\xef\xbb\xbf"), False
         cut = buffer.rfind(b"\n") + 1 if chunk else len(buffer)
         if cut:
             yield buffer[:cut], line
@@ -197,6 +201,24 @@ def _read_block(
     return _finish(block, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
 
 
+def plain_utf8(data: bytes) -> bool:
+    """Whether pyarrow's readers see ``data`` as Python's would: it is
+    UTF-8 and holds no byte order mark (pyarrow skips one that opens a
+    buffer, so a line corrupted by one would pass or not by where a block
+    starts; the mark opening the input is removed before).
+
+    >>> plain_utf8(b"A,1"), plain_utf8(b"A,\\xff"), plain_utf8(b"A,1\\n\\xef\\xbb\\xbfA,2")
+    (True, False, False)
+    """
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\xef\xbb\xbf" not in data
+
+
 def _uneven(row: Any) -> str:
     return "error"  # a line of another field count: read the block line by line
 
@@ -205,7 +227,11 @@ def _read_even(data: bytes) -> Any:
     """The block as a table of strings by pyarrow's CSV reader, when that is
     exact: no quotes (checked by the caller), every line with the first
     line's field count, no blank line, no field over the csv module's
-    limit; else None."""
+    limit; else None. Refused up front unless :func:`plain_utf8` (pyarrow
+    would hand a line that is not UTF-8 to the row handler and print its
+    decoding error to stderr)."""
+    if not plain_utf8(data):
+        return None
     width = data[: data.find(b"\n")].count(b",") + 1
     names = [f"f{i}" for i in range(width)]
     try:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where 
     import pandas as pd
 
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
-from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, read_blocks
+from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
@@ -587,7 +587,7 @@ def _read_jsonl_block(
     floats beside an int attribute); else None."""
     import pyarrow.json as pj
 
-    if not block.strip(_BLANK.encode()):
+    if not block.strip(_BLANK.encode()) or not plain_utf8(block):  # else pyarrow lets bad keys through
         return None
     try:
         table = pj.read_json(pa.py_buffer(block))
