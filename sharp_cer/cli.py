@@ -164,7 +164,10 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
             found, rate = _detect(workload, frame)
             generated.append((path, workload, target, found, rate))
     if generated:
-        _demo_on_spark(generated, out_dir, master, out)
+        try:
+            _demo_on_spark(generated, out_dir, master, out)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            return _lost_worker(exc, out_dir / "spark.log", err)
     print(
         "\nEvery workload is valid and ran on Spark, one engine per lane and key group, with the"
         "\nin-process engine as the yardstick. `sharp-cer run WORKLOAD --events FILE` runs your own;"
@@ -172,6 +175,12 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
         file=out,
     )
     return EXIT_OK
+
+
+def _lost_worker(exc: OSError, log: Path, err: TextIO) -> int:
+    """PySpark's connection to a Python worker broke: one line that says where Spark's own account is."""
+    print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {log}", file=err)
+    return EXIT_INVALID
 
 
 def _detect(workload: Workload, frame: Any) -> tuple[dict[str, int], float]:
@@ -193,7 +202,7 @@ def _demo_on_spark(
     from .spark.session import spark_session
 
     began = time.perf_counter()
-    spark = spark_session(master)
+    spark = spark_session(master, log=str(out_dir / "spark.log"))
     print(
         f"\n== Spark {spark.version} on {spark.sparkContext.master} (up in {time.perf_counter() - began:.1f} s)",
         file=out,
@@ -695,6 +704,8 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
+    except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
+        return _lost_worker(exc, Path(args.out, "spark.log"), err)
     print(summary.render(), file=out)
     Path(args.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
     return EXIT_OK
@@ -758,8 +769,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
         print(exc, file=err)
         return EXIT_INVALID
     except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
-        print(f"error: Spark lost a worker's connection ({exc})\n  hint: see {target / 'spark.log'}", file=err)
-        return EXIT_INVALID
+        return _lost_worker(exc, target / "spark.log", err)
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=err)
         return EXIT_INVALID

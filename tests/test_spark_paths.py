@@ -143,3 +143,31 @@ def test_a_broken_worker_connection_ends_run_with_one_line(
     err = capsys.readouterr().err
     assert err.startswith("error: Spark lost a worker's connection") and "Traceback" not in err
     assert f"see {tmp_path / 'o' / 'spark.log'}" in err
+
+
+@pytest.mark.parametrize("broken", [BrokenPipeError, ConnectionResetError])
+def test_a_broken_worker_connection_ends_stream_and_demo_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], broken: type[OSError]
+) -> None:
+    import sharp_cer.cli as cli
+    import sharp_cer.spark.session as session
+    import sharp_cer.spark.stream as stream
+
+    def lost(*args: object, **kwargs: object) -> None:
+        raise broken(104, "Connection reset by peer")
+
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
+    monkeypatch.setattr(stream, "run_stream", lost)
+    monkeypatch.setattr(cli, "_demo_on_spark", lost)
+    configs = Path(__file__).parent.parent / "configs"
+    (tmp_path / "src").mkdir()
+    out = tmp_path / "o"
+    argv = ["stream", str(configs / "stock_trading.toml"), "--source", str(tmp_path / "src")]
+    assert cli.main([*argv, "--checkpoint", str(tmp_path / "ck"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Spark lost a worker's connection") and "Traceback" not in err
+    assert f"see {out / 'spark.log'}" in err
+    assert cli.main(["demo", "--configs", str(configs), "--out", str(tmp_path / "d"), "--events", "200"]) == 2
+    err = capsys.readouterr().err
+    assert "error: Spark lost a worker's connection" in err and "Traceback" not in err
+    assert f"see {tmp_path / 'd' / 'spark.log'}" in err
