@@ -8,6 +8,7 @@ from pathlib import Path
 from unittest.mock import patch
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -166,3 +167,16 @@ def test_an_open_quote_holds_back_a_bounded_number_of_lines() -> None:
     batch, report = load_csv(text, STOCK)
     assert [(d.line, d.kind) for d in report.dead_letters] == [(400, "field_count")]
     assert batch.columns["id"].to_list()[:3] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("block_bytes", [1, 2, 3, 64])
+def test_a_byte_order_mark_is_dropped_whatever_the_block_size(tmp_path: Path, block_bytes: int) -> None:
+    from sharp_cer.events.loaders import collect, iter_csv
+    from sharp_cer.language import Schema
+
+    schema = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfA,1\nA,2\n")
+    batch, report = collect(iter_csv(str(path), schema, block_bytes=block_bytes), str(path))
+    assert [batch.row(i)["attributes"]["x"] for i in range(len(batch))] == [1, 2]
+    assert report.dead_letters == []

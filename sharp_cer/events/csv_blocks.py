@@ -97,7 +97,7 @@ def read_blocks(
         chunk = stream.read(size)
         final = not chunk
         buffer += chunk
-        if first:
+        if first and (len(buffer) >= 3 or final):  # a mark split across reads is still one mark
             buffer, first = buffer.removeprefix(b"\xef\xbb\xbf"), False
         cut = len(buffer) if final else buffer.rfind(b"\n") + 1
         if cut == 0 and not final:
