@@ -1,6 +1,8 @@
 """What a ``sharp-cer match`` process imports: a match over a small file
 loads neither networkx (only Kleene sharing, PSD and explain build graphs)
-nor Spark, and still finds the matches the reference evaluator finds."""
+nor Spark nor pandas (pyarrow imports it on its first conversion to or from
+numpy or Python values; the loaders read and build Arrow buffers directly),
+and still finds the matches the reference evaluator finds."""
 
 from __future__ import annotations
 
@@ -19,11 +21,11 @@ EVENTS = "A,1\nB,1\nA,2\nB,2\nB,1\n"
 PROBE = """import sys
 from sharp_cer.cli import main
 code = main(sys.argv[1:])
-print(sorted(m for m in ("networkx", "pyspark") if m in sys.modules), code, file=sys.stderr)
+print(sorted(m for m in ("networkx", "pandas", "pyspark") if m in sys.modules), code, file=sys.stderr)
 """
 
 
-def test_a_match_without_kleene_loads_neither_networkx_nor_spark(tmp_path: Path) -> None:
+def test_a_match_without_kleene_loads_neither_networkx_nor_spark_nor_pandas(tmp_path: Path) -> None:
     query = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"
     (tmp_path / "s.ceql").write_text(SCHEMA)
     (tmp_path / "q.ceql").write_text(query)

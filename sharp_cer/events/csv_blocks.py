@@ -37,6 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from .arrow_numpy import EMPTY_STRING, NULL_STRING, from_numpy, strings, to_numpy
+
 #: bytes read at a time; a block holds this much and ends at a line break
 BLOCK_BYTES = 4 << 20
 #: the most lines one record (a quoted field holding line breaks) may span
@@ -44,7 +46,6 @@ JOIN_LINES = 100
 _BLANK = " \t\r\n\x0b\x0c"
 _LIMIT = csv.field_size_limit()
 _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of bytes that are not UTF-8
-_NULL = pa.scalar(None, pa.string())
 
 #: decides whether a record is a header: (fields, line, text) -> True to skip it (or raises)
 HeaderCheck = Callable[[list[str], int, str], bool]
@@ -112,7 +113,7 @@ def read_blocks(
         if final and not buffer:
             break
     if not yielded:  # an empty input is one empty block
-        nothing = pa.array([], pa.string())
+        nothing = strings([])
         attributes = dict.fromkeys(a for attrs in layouts.values() for a in attrs)
         yield CsvBlock(
             np.zeros(0, np.int64), nothing, np.zeros(0, np.int64), dict.fromkeys(attributes, nothing), {}, 0, str
@@ -168,12 +169,12 @@ def _read_block(
         text, undecoded = data.decode("utf-8", "surrogateescape"), True
     if undecoded or not even:
         return _read_slowly(text, data, first_line, final, layouts, header, undecoded)
-    lines = pc.split_pattern(pa.array([text], pa.large_string()), "\n").values.cast(pa.string())
+    lines = pc.split_pattern(strings([text]).cast(pa.large_string()), "\n").values.cast(pa.string())
     if text.endswith("\n"):
         lines = lines.slice(0, len(lines) - 1)
     stripped = pc.replace_substring_regex(lines, "\r$", "") if carriage else lines
-    quotes = _numpy(pc.count_substring(lines, '"')) if b'"' in data else np.zeros(len(lines), dtype=np.int64)
-    suspicious = (quotes > 0) | (_numpy(pc.binary_length(lines)) > _LIMIT)
+    quotes = to_numpy(pc.count_substring(lines, '"'), 0) if b'"' in data else np.zeros(len(lines), dtype=np.int64)
+    suspicious = (quotes > 0) | (to_numpy(pc.binary_length(lines), 0) > _LIMIT)
     records, used = _python_records(
         len(lines), quotes, np.flatnonzero(suspicious).tolist(), lambda k: lines[k].as_py() + "\n", final
     )
@@ -188,7 +189,7 @@ def _read_block(
     simple = ~suspicious
     for r in records:
         simple[r.line : r.line + r.size] = False
-    simple &= ~_numpy(pc.equal(pc.utf8_trim(stripped, characters=_BLANK), ""))
+    simple &= ~to_numpy(pc.equal(pc.utf8_trim(stripped, characters=_BLANK), EMPTY_STRING), False)
     rows = np.flatnonzero(simple)
     records = [r for r in records if r.fields is None or r.text.strip(_BLANK)]
     found = _header_row(rows, records, stripped, first_line, header)
@@ -197,7 +198,7 @@ def _read_block(
     elif found == "python":
         records = records[1:]
     skipped = used - len(rows) - sum(r.size for r in records)
-    block = _assemble(rows, stripped.take(pa.array(rows, pa.int64())), records, layouts)
+    block = _assemble(rows, stripped.take(from_numpy(rows)), records, layouts)
     return _finish(block, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
 
 
@@ -245,7 +246,7 @@ def _read_even(data: bytes) -> Any:
         )
     except pa.ArrowInvalid:
         return None
-    if table.num_rows == 0 or pc.any(pc.equal(pc.utf8_trim(table.column(0), characters=_BLANK), "")).as_py():
+    if table.num_rows == 0 or pc.any(pc.equal(pc.utf8_trim(table.column(0), characters=_BLANK), EMPTY_STRING)).as_py():
         return None  # a blank line is no row
     if len(data) > _LIMIT and any(pc.max(pc.binary_length(c)).as_py() > _LIMIT for c in table.columns):
         return None
@@ -267,40 +268,37 @@ def _from_table(
         if header(first, first_line, ",".join(first)):
             columns, rows, skipped = [c.slice(1) for c in columns], rows[1:], 1
     types = columns[0]
-    codes = _numpy(pc.index_in(types, value_set=pa.array(list(layouts), pa.string())).fill_null(-1))
+    names = strings(list(layouts))
+    codes = to_numpy(pc.index_in(types, value_set=names), -1)
     if (codes < 0).any():  # names padded with blanks are names too
         types = pc.utf8_trim(types, characters=_BLANK)
-        codes = _numpy(pc.index_in(types, value_set=pa.array(list(layouts), pa.string())).fill_null(-1))
+        codes = to_numpy(pc.index_in(types, value_set=names), -1)
     width = len(columns)
     positions: dict[str, list[tuple[Any, int]]] = {}
     for code, attrs in enumerate(layouts.values()):
         if 1 + len(attrs) == width:
             for j, attr in enumerate(attrs):
                 positions.setdefault(attr, []).append((codes == code, j + 1))
-    values: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     for attr in dict.fromkeys(a for attrs in layouts.values() for a in attrs):
         column = pa.nulls(len(rows), pa.string())
-        fields = {j for _, j in positions.get(attr, [])}
-        for j in sorted(fields):
+        for j in sorted({j for _, j in positions.get(attr, [])}):
             mask = np.logical_or.reduce([m for m, k in positions[attr] if k == j])
             # a column every row declares is taken whole, without a copy
-            column = columns[j] if mask.all() else pc.if_else(pa.array(mask), columns[j], column)
-        values[attr] = _empty_as_null(column)
+            column = columns[j] if mask.all() else pc.if_else(from_numpy(mask), columns[j], column)
+        fields[attr] = _empty_as_null(column)
     counts = np.full(len(rows), width, dtype=np.int64)
 
     def text(i: int) -> str:
         return ",".join(c[i].as_py() for c in columns)
 
-    return CsvBlock(rows + first_line, pc.if_else(pc.equal(types, ""), _NULL, types), counts, values, {}, skipped, text)
+    types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
+    return CsvBlock(rows + first_line, types, counts, fields, {}, skipped, text)
 
 
 def _empty_as_null(arr: Any) -> Any:
-    empty = pc.equal(pc.binary_length(arr), 0)
-    return pc.if_else(empty, _NULL, arr) if pc.any(empty).as_py() else arr
-
-
-def _numpy(arr: Any) -> npt.NDArray[Any]:
-    return np.asarray(arr.to_numpy(zero_copy_only=False))
+    empty = pc.equal(arr, EMPTY_STRING)
+    return pc.if_else(empty, NULL_STRING, arr) if pc.any(empty).as_py() else arr
 
 
 def _python_records(
@@ -376,7 +374,7 @@ def _read_slowly(
     if undecoded:
         kept = [_Record(r.line, r.size, None, "", r.text) if _UNDECODED.search(r.text) else r for r in kept]
     no_rows = np.zeros(0, dtype=np.int64)
-    no_lines = pa.array([], pa.string())
+    no_lines = strings([])
     if _header_row(no_rows, kept, no_lines, first_line, header) is not None:
         kept = kept[1:]
     skipped = used - sum(r.size for r in kept)
@@ -414,20 +412,20 @@ def _assemble(
 ) -> _Parts:
     """Types, field counts and attribute fields of the simple rows (split by
     pyarrow) followed by the records read by csv, in that order."""
-    names = pa.array(list(layouts), pa.string())
+    names = strings(list(layouts))
     split = pc.split_pattern(lines, ",")
     flat = split.values
-    offsets = np.asarray(split.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offsets = to_numpy(split.offsets, 0).astype(np.int64)
     counts = np.diff(offsets)
-    types = flat.take(pa.array(offsets[:-1])) if len(rows) else pa.array([], pa.string())
-    codes = _numpy(pc.index_in(pc.utf8_trim(types, characters=_BLANK), value_set=names).fill_null(-1))
+    types = flat.take(from_numpy(offsets[:-1])) if len(rows) else strings([])
+    codes = to_numpy(pc.index_in(pc.utf8_trim(types, characters=_BLANK), value_set=names), -1)
     attributes = list(dict.fromkeys(a for attrs in layouts.values() for a in attrs))
     where = {a: np.full(len(rows), -1, dtype=np.int64) for a in attributes}
     for code, attrs in enumerate(layouts.values()):
         chosen = np.flatnonzero((codes == code) & (counts == 1 + len(attrs)))
         for j, attr in enumerate(attrs):
             where[attr][chosen] = offsets[chosen] + 1 + j
-    values = {a: flat.take(pa.array(w, mask=w < 0)) for a, w in where.items()}
+    fields = {a: flat.take(from_numpy(w, mask=w < 0)) for a, w in where.items()}
 
     slow_types: list[str | None] = []
     slow_counts: list[int] = []
@@ -444,9 +442,9 @@ def _assemble(
             for j, attr in enumerate(attrs):
                 slow_values[attr][m] = r.fields[1 + j]
     return _Parts(
-        pa.concat_arrays([types, pa.array(slow_types, pa.string())]),
+        pa.concat_arrays([types, strings(slow_types)]),
         np.concatenate([counts, np.array(slow_counts, dtype=np.int64)]),
-        {a: pa.concat_arrays([values[a], pa.array(slow_values[a], pa.string())]) for a in attributes},
+        {a: pa.concat_arrays([fields[a], strings(slow_values[a])]) for a in attributes},
     )
 
 
@@ -461,11 +459,11 @@ def _finish(
     """The block in line order, empty fields as nulls."""
     starts = np.concatenate([rows, np.array([r.line for r in records], dtype=np.int64)]).astype(np.int64)
     order = np.argsort(starts, kind="stable")
-    take = pa.array(order)
+    take = from_numpy(order)
     types = pc.utf8_trim(parts.types.take(take), characters=_BLANK)
-    values = {attr: _empty_as_null(arr.take(take)) for attr, arr in parts.values.items()}
+    fields = {attr: _empty_as_null(arr.take(take)) for attr, arr in parts.values.items()}
     counts = parts.counts[order]
-    types = pc.if_else(pc.equal(types, ""), _NULL, types)
+    types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
     malformed = {}
     split = len(rows)
     for i in np.flatnonzero(counts < 0).tolist():
@@ -476,4 +474,4 @@ def _finish(
         k = int(order[i])
         return fast_text(int(rows[k])) if k < split else records[k - split].text
 
-    return CsvBlock(starts[order] + first_line, types, counts, values, malformed, skipped, text)
+    return CsvBlock(starts[order] + first_line, types, counts, fields, malformed, skipped, text)

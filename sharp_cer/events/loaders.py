@@ -62,6 +62,7 @@ from sharp_cer.language.schema import EventSchema, Schema
 if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where a path needs it
     import pandas as pd
 
+from .arrow_numpy import from_numpy, nulls, strings, to_numpy
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
 from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
 
@@ -513,8 +514,7 @@ def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Ra
         )
         for i, found in block.malformed.items()
     }
-    names = pa.array([e.name for e in etypes], pa.string())
-    codes = np.asarray(pc.index_in(block.types, value_set=names).fill_null(-1).to_numpy(zero_copy_only=False))
+    codes = to_numpy(pc.index_in(block.types, value_set=strings([e.name for e in etypes])), -1)
     for code, event in enumerate(etypes):
         wanted = 1 + len(event.attributes)
         layout = ", ".join(["type", *event.attributes])
@@ -607,7 +607,7 @@ def _read_jsonl_block(
     types = columns["type"]
     if types.type != pa.string() or types.null_count:
         return None
-    codes = np.asarray(pc.index_in(types, value_set=pa.array([e.name for e in etypes])).fill_null(-1))
+    codes = to_numpy(pc.index_in(types, value_set=strings([e.name for e in etypes])), -1)
     for code, event in enumerate(etypes):
         rows_of_type = codes == code
         if not rows_of_type.any():
@@ -618,7 +618,7 @@ def _read_jsonl_block(
                 return None
             if kind in ("int", "primary_time") and column.type == pa.float64():
                 return None
-            if column.null_count and _mask(column.is_null())[rows_of_type].any():
+            if column.null_count and nulls(column)[rows_of_type].any():
                 return None
 
     def text(i: int) -> str:
@@ -807,7 +807,7 @@ def _tag(value: Any) -> str:
 
 
 def _mask(arr: Any) -> _Mask:
-    return np.array(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.bool_)
+    return to_numpy(arr, False).copy()
 
 
 _PARALLEL_ROWS = 50_000  # a batch this large converts its columns in parallel
@@ -841,18 +841,18 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
     t = arr.type
     if pa.types.is_large_string(t):
         arr, t = arr.cast(pa.string()), pa.string()
-    null = _mask(arr.is_null())
+    null = nulls(arr)
     if pa.types.is_string(t):
         return _from_strings(arr, kind, null)
     if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        floats = np.array(arr.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
+        floats = to_numpy(arr.cast(pa.float64()), np.nan).astype(np.float64)
         return _from_floats(floats, kind, null | np.isnan(floats))
     values = np.full(len(arr), FILLER[kind], dtype=STORAGE[kind])
     ok = np.zeros(len(arr), dtype=np.bool_)
     if pa.types.is_boolean(t) and kind == "bool":
         values, ok = _mask(arr), ~null
     elif pa.types.is_integer(t) and kind != "string":
-        ints = np.array(arr.fill_null(0).to_numpy(zero_copy_only=False))
+        ints = to_numpy(arr, 0).copy()
         if kind == "double":
             values, ok = ints.astype(np.float64), ~null
         elif kind == "bool":
@@ -863,7 +863,7 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
             values = np.where(ok, ints, 0).astype(np.int64)
     elif pa.types.is_timestamp(t) and kind == "primary_time":
         scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[t.unit]
-        ticks = np.array(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        ticks = to_numpy(arr.cast(pa.int64()), 0).astype(np.int64)
         ok = ~null & (ticks <= _I64_MAX // scale) & (ticks >= -(_I64_MAX // scale))
         values = np.where(ok, ticks, 0) * scale
     return _Converted(values, ok, null)
@@ -896,8 +896,8 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
     text = pc.utf8_trim(arr, characters=_BLANK)
     if kind == "bool":
         lower = pc.utf8_lower(text)
-        yes = _mask(pc.is_in(lower, value_set=pa.array(["true", "1"])))
-        no = _mask(pc.is_in(lower, value_set=pa.array(["false", "0"])))
+        yes = _mask(pc.is_in(lower, value_set=strings(["true", "1"])))
+        no = _mask(pc.is_in(lower, value_set=strings(["false", "0"])))
         return _Converted(yes, yes | no, null)
     if kind == "double":
         ok = _mask(pc.match_substring_regex(text, _FLOAT))
@@ -916,7 +916,7 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
     if kind == "primary_time":
         rest = np.flatnonzero(~null & ~ok)
         if rest.size:
-            ns, good = _parse_iso(text.take(pa.array(rest)).to_pylist())
+            ns, good = _parse_iso(text.take(from_numpy(rest)).to_pylist())
             values[rest[good]], ok[rest[good]] = ns[good], True
     return _Converted(values, ok, null)
 
@@ -927,12 +927,12 @@ def _strings(arr: Any) -> npt.NDArray[Any]:
     if len(arr) > 1000:
         encoded = pc.dictionary_encode(arr)
         if len(encoded.dictionary) * 4 < len(arr):
-            words = np.array(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-            indices = np.asarray(encoded.indices.fill_null(0).to_numpy(zero_copy_only=False))
-            values = words[indices] if len(words) else np.full(len(arr), None, dtype=object)
-            values[np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False))] = None
-            return values
-    return np.array(arr.to_numpy(zero_copy_only=False), dtype=object)
+            words = np.array(encoded.dictionary.to_pylist(), dtype=object)
+            indices = to_numpy(encoded.indices, 0)
+            result = words[indices] if len(words) else np.full(len(arr), None, dtype=object)
+            result[nulls(encoded.indices)] = None
+            return result
+    return np.array(arr.to_pylist(), dtype=object)
 
 
 def _may_hold(arr: Any, letters: bytes) -> bool:
@@ -950,12 +950,12 @@ def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
     patterns below would (its hexadecimal ints excluded); else None."""
     try:
         if kind == "double":
-            floats = np.array(pc.cast(arr, pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+            floats = to_numpy(pc.cast(arr, pa.float64()), np.nan)
             nan = np.isnan(floats) & ~null
             return _Converted(floats, ~null & ~nan, null | nan)
         if _may_hold(arr, b"xX"):
             return None
-        ints = np.array(pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        ints = to_numpy(pc.cast(arr, pa.int64()), 0)
     except _ARROW_FAILURES:
         return None
     return _Converted(ints, ~null, null)
@@ -964,9 +964,9 @@ def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
 def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
     """Cast the strings where ``ok`` (others read as 0) with arrow, or one by
     one if arrow refuses some string the pattern let through."""
-    chosen = pc.if_else(pa.array(ok), text, pa.scalar("0"))
+    chosen = pc.if_else(from_numpy(ok), text, strings(["0"])[0])
     try:
-        return np.array(pc.cast(chosen, to).fill_null(0).to_numpy(zero_copy_only=False), dtype=dtype)
+        return np.array(to_numpy(pc.cast(chosen, to), 0), dtype=dtype)
     except _ARROW_FAILURES:
         values = np.zeros(len(ok), dtype=dtype)
         for i in np.flatnonzero(ok):
@@ -1038,12 +1038,12 @@ def _judge(
         where = slice(None) if rows is None else rows
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
-        type_null[where] = _mask(arr.is_null())
+        type_null[where] = nulls(arr)
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            found = pc.index_in(arr, value_set=pa.array(names, pa.string()))
+            found = pc.index_in(arr, value_set=strings(names))
             if found.null_count > arr.null_count:  # names padded with blanks are names too
-                found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=pa.array(names, pa.string()))
-            codes[where] = np.array(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int32)
+                found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=strings(names))
+            codes[where] = to_numpy(found, -1)
     for i in np.flatnonzero(~bad & (codes < 0)):
         problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
     bad |= codes < 0
