@@ -54,7 +54,8 @@ HeaderCheck = Callable[[list[str], int, str], bool]
 @dataclass(frozen=True)
 class CsvBlock:
     """The rows of one block: where each starts (``lines``, 1-based), its
-    type field (trimmed, null when empty or unreadable), its field count
+    type field (trimmed, null when empty or unreadable) and that type's index
+    in the layouts (``codes``, -1 for no type of theirs), its field count
     (-1 when it is no CSV record: see ``malformed``), and per attribute
     name the field of the rows whose type declares it and whose field count
     fits (null elsewhere and where the field is empty). ``skipped`` counts
@@ -62,6 +63,7 @@ class CsvBlock:
 
     lines: npt.NDArray[np.int64]
     types: Any
+    codes: npt.NDArray[np.int32]
     counts: npt.NDArray[np.int64]
     values: dict[str, Any]
     malformed: dict[int, str]
@@ -115,9 +117,8 @@ def read_blocks(
     if not yielded:  # an empty input is one empty block
         nothing = strings([])
         attributes = dict.fromkeys(a for attrs in layouts.values() for a in attrs)
-        yield CsvBlock(
-            np.zeros(0, np.int64), nothing, np.zeros(0, np.int64), dict.fromkeys(attributes, nothing), {}, 0, str
-        )
+        none = np.zeros(0, np.int64)
+        yield CsvBlock(none, nothing, none.astype(np.int32), none, dict.fromkeys(attributes, nothing), {}, 0, str)
 
 
 def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
@@ -155,13 +156,15 @@ def _read_block(
     """(the block's rows or None when it has no line, bytes used, lines used).
     Lines from an odd quote on are left over when their record may go on in
     the next block."""
-    carriage = data.count(b"\r")
+    carriage = data.count(b"\r") if b"\r" in data else 0
     even = carriage == 0 or carriage == data.count(b"\r\n")
+    names = strings(list(layouts))
     if even and b'"' not in data:
-        table = _read_even(data)
-        if table is not None:
+        read = _read_even(data, names)
+        if read is not None:
+            table, codes = read
             rows = np.arange(table.num_rows, dtype=np.int64)
-            return _from_table(table, rows, first_line, layouts, header), len(data), table.num_rows
+            return _from_table(table, codes, rows, first_line, layouts, header), len(data), table.num_rows
     try:
         text = data.decode("utf-8")
         undecoded = False
@@ -199,7 +202,7 @@ def _read_block(
         records = records[1:]
     skipped = used - len(rows) - sum(r.size for r in records)
     block = _assemble(rows, stripped.take(from_numpy(rows)), records, layouts)
-    return _finish(block, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
+    return _finish(block, names, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
 
 
 def plain_utf8(data: bytes) -> bool:
@@ -220,41 +223,44 @@ def plain_utf8(data: bytes) -> bool:
     return b"\xef\xbb\xbf" not in data
 
 
-def _uneven(row: Any) -> str:
-    return "error"  # a line of another field count: read the block line by line
-
-
-def _read_even(data: bytes) -> Any:
-    """The block as a table of strings by pyarrow's CSV reader, when that is
-    exact: no quotes (checked by the caller), every line with the first
-    line's field count, no blank line, no field over the csv module's
-    limit; else None. Refused up front unless :func:`plain_utf8` (pyarrow
-    would hand a line that is not UTF-8 to the row handler and print its
-    decoding error to stderr)."""
+def _read_even(data: bytes, names: Any) -> tuple[Any, npt.NDArray[np.int32]] | None:
+    """The block as a table of strings by pyarrow's CSV reader, with each
+    row's index in ``names`` (-1: none), when that is exact: no quotes
+    (checked by the caller), every line with the first line's field count
+    (pyarrow raises on another), no blank line, no field over the csv
+    module's limit; else None. Refused up front unless :func:`plain_utf8`."""
     if not plain_utf8(data):
         return None
     width = data[: data.find(b"\n")].count(b",") + 1
-    names = [f"f{i}" for i in range(width)]
+    fields = [f"f{i}" for i in range(width)]
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 20),  # threads share a block
-            parse_options=pcsv.ParseOptions(
-                quote_char=False, ignore_empty_lines=False, newlines_in_values=False, invalid_row_handler=_uneven
-            ),
-            convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+            read_options=pcsv.ReadOptions(column_names=fields, block_size=1 << 20),  # threads share a block
+            parse_options=pcsv.ParseOptions(quote_char=False, ignore_empty_lines=False, newlines_in_values=False),
+            convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(fields, pa.string())),
         )
     except pa.ArrowInvalid:
         return None
-    if table.num_rows == 0 or pc.any(pc.equal(pc.utf8_trim(table.column(0), characters=_BLANK), EMPTY_STRING)).as_py():
-        return None  # a blank line is no row
+    if table.num_rows == 0:
+        return None
+    types = table.column(0).combine_chunks()
+    codes = to_numpy(pc.index_in(types, value_set=names), -1)
+    unknown = np.flatnonzero(codes < 0)
+    # a blank line is no row (a row of a known type is not blank)
+    if (
+        len(unknown)
+        and pc.any(pc.equal(pc.utf8_trim(types.take(from_numpy(unknown)), characters=_BLANK), EMPTY_STRING)).as_py()
+    ):
+        return None
     if len(data) > _LIMIT and any(pc.max(pc.binary_length(c)).as_py() > _LIMIT for c in table.columns):
         return None
-    return table
+    return table, codes
 
 
 def _from_table(
     table: Any,
+    codes: npt.NDArray[np.int32],
     rows: npt.NDArray[np.int64],
     first_line: int,
     layouts: Mapping[str, tuple[str, ...]],
@@ -266,13 +272,11 @@ def _from_table(
     if header is not None:
         first = [c[0].as_py() for c in columns]
         if header(first, first_line, ",".join(first)):
-            columns, rows, skipped = [c.slice(1) for c in columns], rows[1:], 1
+            columns, rows, codes, skipped = [c.slice(1) for c in columns], rows[1:], codes[1:], 1
     types = columns[0]
-    names = strings(list(layouts))
-    codes = to_numpy(pc.index_in(types, value_set=names), -1)
     if (codes < 0).any():  # names padded with blanks are names too
         types = pc.utf8_trim(types, characters=_BLANK)
-        codes = to_numpy(pc.index_in(types, value_set=names), -1)
+        codes = to_numpy(pc.index_in(types, value_set=strings(list(layouts))), -1)
     width = len(columns)
     positions: dict[str, list[tuple[Any, int]]] = {}
     for code, attrs in enumerate(layouts.values()):
@@ -293,7 +297,7 @@ def _from_table(
         return ",".join(c[i].as_py() for c in columns)
 
     types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
-    return CsvBlock(rows + first_line, types, counts, fields, {}, skipped, text)
+    return CsvBlock(rows + first_line, types, codes, counts, fields, {}, skipped, text)
 
 
 def _empty_as_null(arr: Any) -> Any:
@@ -379,7 +383,7 @@ def _read_slowly(
         kept = kept[1:]
     skipped = used - sum(r.size for r in kept)
     block = _assemble(no_rows, no_lines, kept, layouts)
-    return _finish(block, no_rows, kept, first_line, skipped, lambda k: ""), consumed, used
+    return _finish(block, strings(list(layouts)), no_rows, kept, first_line, skipped, lambda k: ""), consumed, used
 
 
 def _header_row(
@@ -450,6 +454,7 @@ def _assemble(
 
 def _finish(
     parts: _Parts,
+    names: Any,
     rows: npt.NDArray[np.int64],
     records: list[_Record],
     first_line: int,
@@ -464,6 +469,7 @@ def _finish(
     fields = {attr: _empty_as_null(arr.take(take)) for attr, arr in parts.values.items()}
     counts = parts.counts[order]
     types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
+    codes = to_numpy(pc.index_in(types, value_set=names), -1)
     malformed = {}
     split = len(rows)
     for i in np.flatnonzero(counts < 0).tolist():
@@ -474,4 +480,4 @@ def _finish(
         k = int(order[i])
         return fast_text(int(rows[k])) if k < split else records[k - split].text
 
-    return CsvBlock(starts[order] + first_line, types, counts, fields, malformed, skipped, text)
+    return CsvBlock(starts[order] + first_line, types, codes, counts, fields, malformed, skipped, text)

@@ -131,6 +131,7 @@ class _Raw:
     absent_text: str = "no key {!r}"
     csv_fields: bool = False
     line_word: str = "line"
+    codes: npt.NDArray[np.int32] | None = None  # the types' indices in the schema's, when known
 
 
 @dataclass(frozen=True)
@@ -514,7 +515,7 @@ def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Ra
         )
         for i, found in block.malformed.items()
     }
-    codes = to_numpy(pc.index_in(block.types, value_set=strings([e.name for e in etypes])), -1)
+    codes = block.codes
     for code, event in enumerate(etypes):
         wanted = 1 + len(event.attributes)
         layout = ", ".join(["type", *event.attributes])
@@ -537,6 +538,7 @@ def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Ra
         pre=pre,
         null_text="an empty field",
         csv_fields=True,
+        codes=codes,
     )
 
 
@@ -825,6 +827,9 @@ def _convert_all(raw: _Raw, kinds: dict[str, str], n: int) -> dict[str, _Convert
 
 
 def _convert(col: _Col | None, kind: str, n: int) -> _Converted:
+    if col is not None and len(col.parts) == 1 and col.parts[0][0] is None:  # one array of every row
+        part = _convert_array(col.parts[0][1], kind)
+        return _Converted(np.asarray(part.values, dtype=STORAGE[kind]), part.ok, part.null)
     values = np.full(n, FILLER[kind], dtype=STORAGE[kind])
     ok = np.zeros(n, dtype=np.bool_)
     null = np.ones(n, dtype=np.bool_)
@@ -1032,14 +1037,14 @@ def _judge(
     bad[list(problems)] = True
     names = [e.name for e in etypes]
 
-    codes = np.full(n, -1, dtype=np.int32)
+    codes = np.full(n, -1, dtype=np.int32) if raw.codes is None else raw.codes.astype(np.int32)
     type_null = np.ones(n, dtype=np.bool_)
     for rows, arr in raw.types.parts:
         where = slice(None) if rows is None else rows
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         type_null[where] = nulls(arr)
-        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        if raw.codes is None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             found = pc.index_in(arr, value_set=strings(names))
             if found.null_count > arr.null_count:  # names padded with blanks are names too
                 found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=strings(names))
@@ -1049,12 +1054,16 @@ def _judge(
     bad |= codes < 0
 
     converted = _convert_all(raw, kinds, n)
+    failed = {attr: ~c.ok for attr, c in converted.items()}
+    failing = {attr: bool(f.any()) for attr, f in failed.items()}
     times = np.zeros(n, dtype=np.int64)
     timed = np.zeros(n, dtype=np.bool_)
     for code, event in enumerate(etypes):
         rows = (codes == code) & ~bad
         for j, (attr, kind) in enumerate(event.attributes.items()):
-            wrong = rows & ~converted[attr].ok
+            if not failing[attr]:  # the usual case: no row to look at
+                continue
+            wrong = rows & failed[attr]
             for i in np.flatnonzero(wrong):
                 problems[int(i)] = _attribute_problem(raw, event, j, attr, kind, converted[attr], int(i))
             rows &= ~wrong
@@ -1082,14 +1091,17 @@ def _judge(
     if strict and order:
         raise _strict_error(raw, order[0], problems[order[0]])
     letters = [_dead_letter(start + i, int(raw.lines[i]), problems[i], raw.raw(i)) for i in order]
-    keep = np.flatnonzero(~bad)
-    kept_codes = codes[keep]
+    everyone = not bad.any()
+    keep = np.arange(n) if everyone else np.flatnonzero(~bad)
+    kept_codes = codes if everyone else codes[keep]
     columns: dict[str, Column] = {}
     for attr, kind in kinds.items():
         declares = np.array([attr in e.attributes for e in etypes], dtype=np.bool_)
         valid = declares[kept_codes]
-        values = converted[attr].values[keep]
-        values[~valid] = FILLER[kind]
+        # converted values are this batch's own: taken whole when every row stays
+        values = converted[attr].values if everyone else converted[attr].values[keep]
+        if not declares.all():
+            values = np.where(valid, values, FILLER[kind])
         columns[attr] = Column(kind, values, valid)
     batch = EventBatch(etypes, keep.astype(np.int64) + start, kept_codes, columns)
     return batch, LoadReport(raw.name, n, len(keep), letters, skipped)
