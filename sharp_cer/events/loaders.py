@@ -211,8 +211,13 @@ def iter_csv(
     progress = _Progress()
     with _open_bytes(source, name) as data:
         layouts = {e.name: tuple(e.attributes) for e in etypes}
-        for block in _ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes)):
-            yield _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
+        blocks = _ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes))
+        # two stages, each a block ahead: the next block is read while one is
+        # judged, and judged while the caller uses the batch before it
+        yield from _ahead(
+            _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
+            for block in blocks
+        )
 
 
 def collect(chunks: Iterable[tuple[EventBatch, LoadReport]], name: str) -> tuple[EventBatch, LoadReport]:
