@@ -4,7 +4,8 @@ For each of the four shapes of ``bench_core_operators.py`` (name filters,
 PARTITION BY [volume], Kleene, OR) over the CORE-style CSV stock tape of
 ``bench_match_stream.py``, the median wall seconds of ``--runs`` runs of
 ``sharp-cer match --schema S --query Q --events F --out M.jsonl`` (imports,
-loading, engine and output: what a user waits for) and its match count, for
+loading, engine and output: what a user waits for, started from cached
+bytecode as an installed package is) and its match count, for
 each source tree given with ``--code`` (runs interleaved, so a change in the
 machine's load hits every tree alike). With ``--pycer-python`` and
 ``--pycer-worker`` (the worker of ``bench_vs_core.py``), pycer's engine
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,7 +33,7 @@ from typing import Any
 
 from bench_core_operators import QUERIES  # the script's folder is on the path
 from bench_match_stream import SHAPES, STOCK_SCHEMA, csv_tape
-from core_tape import RESULTS
+from core_tape import RESULTS, installed_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -44,7 +44,7 @@ def sharp_cer(code: Path, shape: str, events: Path, work: Path) -> tuple[float, 
     schema.write_text(STOCK_SCHEMA)
     query.write_text(QUERIES[shape] + "\n")
     command = [sys.executable, "-m", "sharp_cer.cli", "match", "--schema", str(schema), "--query", str(query)]
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = installed_env(work / "bytecode", PYTHONPATH=str(code))
     began = time.perf_counter()
     # run from the work folder: a source tree in the current folder would come before ``code``
     run = [*command, "--events", str(events), "--out", str(out)]
@@ -89,6 +89,10 @@ def main() -> None:
     matches: dict[str, dict[str, int]] = {s: {} for s in shapes}
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
+        warm_up = work / "warm-up.csv"  # one untimed run per tree fills its bytecode cache
+        warm_up.write_text("BUY,0,MSFT,100,10.0,0\n")
+        for code in codes.values():
+            sharp_cer(code, shapes[0], warm_up, work)
         for _ in range(args.runs):
             for shape in shapes:
                 for name, code in codes.items():
