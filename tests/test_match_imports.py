@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.reference import evaluate
@@ -25,12 +29,25 @@ print(sorted(m for m in ("networkx", "pandas", "pyspark") if m in sys.modules), 
 """
 
 
-def test_a_match_without_kleene_loads_neither_networkx_nor_spark_nor_pandas(tmp_path: Path) -> None:
+def _write_events(path: Path) -> None:
+    """EVENTS in the format of ``path``'s suffix."""
+    rows = [line.split(",") for line in EVENTS.splitlines()]
+    if path.suffix == ".csv":
+        path.write_text(EVENTS)
+    elif path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps({"type": t, "k": int(k)}) + "\n" for t, k in rows))
+    else:
+        table = pa.table({"type": [t for t, _ in rows], "k": [int(k) for _, k in rows]})
+        pq.write_table(table, path)
+
+
+@pytest.mark.parametrize("events", ["e.csv", "e.jsonl", "e.parquet"])
+def test_a_match_without_kleene_loads_neither_networkx_nor_spark_nor_pandas(tmp_path: Path, events: str) -> None:
     query = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"
     (tmp_path / "s.ceql").write_text(SCHEMA)
     (tmp_path / "q.ceql").write_text(query)
-    (tmp_path / "e.csv").write_text(EVENTS)
-    args = ["match", "--schema", "s.ceql", "--query", "q.ceql", "--events", "e.csv"]
+    _write_events(tmp_path / events)
+    args = ["match", "--schema", "s.ceql", "--query", "q.ceql", "--events", events]
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, check=True
     )

@@ -348,7 +348,7 @@ def iter_parquet(
         parquet = pq.ParquetFile(path)
         wanted = [c for c in dict.fromkeys(parquet.schema_arrow.names) if c == "type" or c in kinds]
         batches = parquet.iter_batches(batch_size=batch_rows, columns=wanted)
-        empty = parquet.schema_arrow.empty_table().select(wanted)
+        layout = parquet.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise fail(exc) from exc
     with parquet:
@@ -361,7 +361,8 @@ def iter_parquet(
                 raise fail(exc) from exc
             raw = _read_table(_arrow_columns(table, name), table.num_rows, name, "null", progress.position)
             yield _judge(raw, etypes, kinds, strict, lateness, progress)
-    if progress.position == 0:  # no rows: one empty chunk
+    if progress.position == 0:  # no rows: one empty chunk (made only then: making it imports pandas)
+        empty = layout.empty_table().select(wanted)
         yield _judge(_read_table(_arrow_columns(empty, name), 0, name, "null"), etypes, kinds, strict, lateness)
 
 
