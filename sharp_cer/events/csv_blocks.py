@@ -41,6 +41,8 @@ from .arrow_numpy import EMPTY_STRING, NULL_STRING, from_numpy, strings, to_nump
 
 #: bytes read at a time; a block holds this much and ends at a line break
 BLOCK_BYTES = 4 << 20
+#: the first read is smaller, so whoever consumes the blocks starts sooner
+FIRST_BYTES = 256 << 10
 #: the most lines one record (a quoted field holding line breaks) may span
 JOIN_LINES = 100
 _BLANK = " \t\r\n\x0b\x0c"
@@ -96,8 +98,10 @@ def read_blocks(
     line = 1
     first = True
     yielded = False
+    reading = min(size, FIRST_BYTES)
     while True:
-        chunk = stream.read(size)
+        chunk = stream.read(reading)
+        reading = size
         final = not chunk
         buffer += chunk
         if first and (len(buffer) >= 3 or final):  # a mark split across reads is still one mark
