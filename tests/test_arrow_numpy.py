@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.events.arrow_numpy import from_numpy, nulls, strings, to_numpy
@@ -28,6 +28,7 @@ def columns(draw: st.DrawFn) -> tuple[str, list[object], list[bool], int, int]:
     return kind, items, missing, start, stop
 
 
+@settings(deadline=None)  # no timed assertion: a loaded machine may take long
 @given(columns())
 def test_from_numpy_and_back_match_pyarrow(column: tuple[str, list[object], list[bool], int, int]) -> None:
     kind, items, missing, start, stop = column
@@ -45,6 +46,16 @@ def test_from_numpy_and_back_match_pyarrow(column: tuple[str, list[object], list
     assert nulls(part).tolist() == [v is None for v in part.to_pylist()]
 
 
+@settings(deadline=None)
 @given(st.lists(st.none() | st.text(st.characters(exclude_categories=["Cs"])), max_size=30))
 def test_strings_match_pyarrow(texts: list[str | None]) -> None:
     assert strings(texts).to_pylist() == pa.array(texts, pa.string()).to_pylist() == texts
+
+
+def test_arrays_without_buffers_or_values() -> None:
+    """Arrays pyarrow makes with no data buffer (empty, or of the null type)."""
+    assert to_numpy(pa.Array.from_buffers(pa.int64(), 0, [None, None]), 0).dtype == np.int64
+    assert to_numpy(pa.nulls(3), 7).tolist() == [7, 7, 7]
+    assert nulls(pa.nulls(3)).tolist() == [True, True, True]
+    assert to_numpy(pa.nulls(2, pa.int32()), -1).tolist() == [-1, -1]
+    assert strings([]).to_pylist() == []

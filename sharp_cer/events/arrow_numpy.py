@@ -44,6 +44,10 @@ _NUMPY: dict[Any, np.dtype[Any]] = {
 }
 
 
+def _dtype(kind: Any) -> np.dtype[Any]:
+    return np.dtype(np.bool_) if pa.types.is_boolean(kind) else _NUMPY[kind]
+
+
 def _bits(buffer: Any, offset: int, n: int) -> npt.NDArray[np.bool_]:
     """Bits ``offset`` to ``offset + n`` of an Arrow bitmap (least significant first)."""
     first = offset // 8
@@ -55,7 +59,7 @@ def nulls(arr: Any) -> npt.NDArray[np.bool_]:
     """Where a (chunked) array is null, as a writable numpy mask."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if arr.null_count == 0:
+    if arr.null_count == 0 or len(arr) == 0:
         return np.zeros(len(arr), dtype=np.bool_)
     if arr.null_count == len(arr) or arr.buffers()[0] is None:  # a null array has no bitmap
         return np.ones(len(arr), dtype=np.bool_)
@@ -64,17 +68,20 @@ def nulls(arr: Any) -> npt.NDArray[np.bool_]:
 
 def to_numpy(arr: Any, fill: Any) -> npt.NDArray[Any]:
     """A (chunked) boolean or numeric array's values as numpy, ``fill`` where
-    null (a read-only view of the array's buffer when it has no nulls)."""
+    null: a new array for booleans and where there are nulls, else a
+    read-only view of the array's buffer."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)
     if pa.types.is_null(arr.type):
         return np.full(n, fill)
     data = arr.buffers()[1]
+    if data is None:  # an empty array may have no buffers
+        return np.full(n, fill, dtype=_dtype(arr.type))
     if pa.types.is_boolean(arr.type):
         result: npt.NDArray[Any] = _bits(data, arr.offset, n).copy()
     else:
-        dtype = _NUMPY[arr.type]
+        dtype = _dtype(arr.type)
         result = np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
     return np.where(nulls(arr), fill, result) if arr.null_count else result
 

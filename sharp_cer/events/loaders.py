@@ -500,12 +500,21 @@ _END = object()
 
 def _ahead(items: Iterator[Any]) -> Iterator[Any]:
     """The items, each read in a thread while the one before is used (the
-    reading is mostly arrow's, which releases the GIL)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    reading is mostly arrow's, which releases the GIL).
+
+    The thread is not waited for when the items stop (its one call in
+    progress ends on its own): a reader left unfinished, for instance when
+    a strict load raises, is closed whenever the garbage collector finds
+    it, and waiting for a thread from there can deadlock (seen when the
+    collection ran inside the start of another thread)."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
         future = pool.submit(next, items, _END)
         while (item := future.result()) is not _END:
             future = pool.submit(next, items, _END)
             yield item
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Raw:
@@ -815,7 +824,7 @@ def _tag(value: Any) -> str:
 
 
 def _mask(arr: Any) -> _Mask:
-    return to_numpy(arr, False).copy()
+    return to_numpy(arr, False)
 
 
 _PARALLEL_ROWS = 50_000  # a batch this large converts its columns in parallel
@@ -863,7 +872,7 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
     if pa.types.is_boolean(t) and kind == "bool":
         values, ok = _mask(arr), ~null
     elif pa.types.is_integer(t) and kind != "string":
-        ints = to_numpy(arr, 0).copy()
+        ints = to_numpy(arr, 0)
         if kind == "double":
             values, ok = ints.astype(np.float64), ~null
         elif kind == "bool":
