@@ -190,7 +190,8 @@ def iter_csv(
 ) -> Iterator[tuple[EventBatch, LoadReport]]:
     """:func:`load_csv` block by block: each block of about ``block_bytes``
     bytes gives its batch and its report, with positions and lateness
-    running on across blocks, so memory stays with one block.
+    running on across blocks, so memory stays with a few blocks (the next
+    ones are read and judged in threads while the caller uses one).
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
