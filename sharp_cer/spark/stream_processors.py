@@ -149,32 +149,41 @@ class KeyGroups(StatefulProcessor):
             yield _passed_on(frame)
             return
         events = frame[frame[KIND] == EVENT]
-        if len(events):
-            columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
-            self.buffer.appendList(list(zip(*columns, strict=True)))
+        columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
         flush = bool((frame[KIND] == FLUSH).any())
         # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
-        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()))
+        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), list(zip(*columns, strict=True)))
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
         yield from self._release(key, timerValues, flush=False)
 
-    def _release(self, key: Any, timer_values: TimerValues, flush: bool, horizon: int = 0) -> Iterator[pd.DataFrame]:
+    def _release(
+        self, key: Any, timer_values: TimerValues, flush: bool, horizon: int = 0, new: list[Any] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """Release the held and ``new`` events the watermark (or ``horizon``)
+        passes. Each state call is a round trip to the JVM: new events go to
+        the buffer only if they stay held, and a key held nothing has no timer."""
         lane = int(key[0])
-        held = sorted(self.buffer.get()) if self.buffer.exists() else []
+        had = self.buffer.exists()  # a key holds events exactly when it has a timer
+        held = sorted([*(self.buffer.get() if had else ()), *(new or ())])
         watermark = max(timer_values.getCurrentWatermarkInMs(), horizon)
         limit = math.inf if flush else watermark * 1_000_000
         n = 0  # the released prefix: stream order, each event at or behind the watermark
         while n < len(held) and held[n][1] <= limit:
             n += 1
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        if n < len(held):
-            self.buffer.put(held[n:])
-            self.handle.registerTimer(max(-(-int(held[n][1]) // 1_000_000), watermark + 1))
-        elif held:
+        timer = max(-(-int(held[n][1]) // 1_000_000), watermark + 1) if n < len(held) else None
+        timers = list(self.handle.listTimers()) if had else []
+        for t in timers:
+            if t != timer:
+                self.handle.deleteTimer(t)
+        if timer is not None:
+            if n or new:
+                self.buffer.put(held[n:])
+            if timer not in timers:
+                self.handle.registerTimer(timer)
+        elif had:
             self.buffer.clear()
         if not n:
             return
@@ -198,9 +207,10 @@ class KeyGroups(StatefulProcessor):
         restored from the state's snapshot (a restart, a retried micro-batch,
         a group another worker ran)."""
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
-        if not self.engine.exists():
+        stored = self.engine.get()
+        if stored is None:
             return StreamGroup(self.job, lane), False
-        written, fingerprint, token = self.engine.get()  # type: ignore[misc]
+        written, fingerprint, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
             raise SurfaceError(
