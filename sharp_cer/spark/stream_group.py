@@ -86,11 +86,12 @@ class StreamGroup(GroupRun):
             self.detector = self._detector(reference)
             self.held = None
         assert self.detector is not None
-        self.detector.engine.latency = LatencyLog()  # this release's latencies only
-        queue = self.detector.engine.queue  # this release's latencies, against the same bounds
-        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
+        # each release reports its own latencies; emptied now, the logs stay out of the snapshot
+        self.detector.engine.latency = LatencyLog()
+        queue = self.detector.engine.queue  # against the same bounds
+        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         self.match_bins.clear()
         alerts = self._alerts(found)
         self._forget()
