@@ -97,7 +97,8 @@ class StreamSettings:
     that is there, then stop), at most ``max_files`` new files per
     micro-batch, the watermark ``watermark_ms`` behind the latest time
     (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
-    (None: four per shuffle partition), the stream's shuffle partitions
+    (None: one per shuffle partition: a key group costs a dozen state calls
+    and a snapshot every micro-batch, whatever its events), the stream's shuffle partitions
     (None: one per core: each is a state store committed every micro-batch;
     a checkpoint keeps the number it started with), bins of ``bin_width``
     positions."""
@@ -307,7 +308,7 @@ def _engines(
     from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
 
     found = lanes(workload)
-    groups = settings.groups or 4 * settings.shuffle_partitions(spark)
+    groups = settings.groups or settings.shuffle_partitions(spark)
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
     )
