@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from sharp_cer.api import Detector
@@ -51,11 +50,12 @@ def events_with_faults(workload: Workload, path: Path) -> list[str]:
     return lines
 
 
-def committed_matches(out: str | Path) -> Counter[tuple[Any, ...]]:
-    """The matches of a stream's committed output, read with pandas (``read_committed``)."""
+def committed_matches(out: str | Path, through: int | None = None) -> Counter[tuple[Any, ...]]:
+    """The matches of a stream's committed output (up to micro-batch
+    ``through``), read with pandas (``read_committed``)."""
     from sharp_cer.spark.stream_output import read_committed
 
-    frame = read_committed(out)
+    frame = read_committed(out, through)
     rows = frame[frame["kind"] == "match"].to_dict("records")
     return Counter((r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"])) for r in rows)
 
@@ -261,10 +261,7 @@ def test_a_file_s_matches_come_out_in_the_micro_batch_that_reads_it(spark: Any, 
     letters) nothing else is; with events disordered within the lateness,
     a group may release a little more. Flushed, the whole is the in-process
     detector's."""
-    import pandas as pd
-
     from sharp_cer.spark.stream import StreamSettings, request_flush, start_stream
-    from sharp_cer.spark.stream_output import committed_files
 
     workload = parse_workload(text)
     source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
@@ -282,11 +279,7 @@ def test_a_file_s_matches_come_out_in_the_micro_batch_that_reads_it(spark: Any, 
     query.awaitTermination()
     read = [p for p in query.recentProgress if p["numInputRows"]]
     assert [p["batchId"] for p in read] == [0]  # the micro-batch that read the file
-    frame = pd.concat([pq.read_table(f).to_pandas() for f in committed_files(out, through=0)], ignore_index=True)
-    first = Counter(
-        (r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"]))
-        for r in frame[frame["kind"] == "match"].to_dict("records")
-    )
+    first = committed_matches(out, through=0)
     surely = Counter({k: n for k, n in truth.items() if k[3] < first_held})  # k[3]: the match's end
     assert sum(surely.values()) > 0
     if workload.allowed_lateness:

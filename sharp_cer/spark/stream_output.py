@@ -67,10 +67,11 @@ def committed_files(out: str | Path, through: int | None = None) -> list[Path]:
     return [Path(p) for p in listed]
 
 
-def read_committed(out: str | Path) -> pd.DataFrame:
-    """The stream's committed output as one pandas frame (``STREAM_DDL``'s
-    columns; empty when nothing has been committed yet)."""
-    files = committed_files(out)
+def read_committed(out: str | Path, through: int | None = None) -> pd.DataFrame:
+    """The stream's committed output (up to micro-batch ``through``, if
+    given) as one pandas frame (``STREAM_DDL``'s columns; empty when
+    nothing has been committed yet)."""
+    files = committed_files(out, through)
     if not files:
         return pd.DataFrame()
     return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
