@@ -4,29 +4,40 @@ stock-trading workload's generated tape fed into a folder as JSONL files.
 Two experiments:
 
 - ``batch``: one file of ``--batch-events`` events at a time into an idle
-  stream (``--repeats`` files, each after the last one's matches are out):
-  the duration of the micro-batch that reads it and of the one after it
-  that releases it to the engines (the watermark moves at the end of a
-  micro-batch), p50 over the files.
+  stream (``--repeats`` files, each after the last one's matches are out;
+  one more first, not counted, warms the Python workers up): the duration
+  of the micro-batch that reads the file (and releases to the engines
+  every event the watermark it sets passes: with allowed lateness 0, all
+  but the last second of event time) and of the no-data micro-batch after
+  it (its new watermark fires the timers of the events still held), p50
+  over the files.
 - ``sustained``: for each of ``--rates`` events per second, one file a
-  second for ``--seconds`` seconds. Per rate: the input rate against the
-  processed rate, micro-batch durations p50/p99, arrival-to-match latency
-  p50/p99 (from each file's modification time, stamped when the feeder
-  writes it, to the match's emission on a worker) and whether the matches
-  are exactly the in-process detector's over the same events.
+  second: ``--warm-up`` seconds first (the stream's start: JVM tasks,
+  Python workers), a wait until the stream has read them, then
+  ``--seconds`` seconds measured. Per rate, for the measured window (the
+  micro-batches after the warm-up's): the input rate against the processed
+  rate, micro-batch durations p50/p99, arrival-to-match latency p50/p99
+  (from each file's modification time, stamped when the feeder writes it,
+  to the match's emission on a worker); the same for the whole run
+  (``whole_run_*``: the warm-up and the stream's start counted); whether
+  the matches are exactly the in-process detector's over the same events;
+  whether the rate is held (processed >= 95% of input and measured p99 <=
+  trigger + 3 s). ``highest_rate_held`` is the largest rate held.
 
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python -u bench_stream.py [--only batch|sustained]
 
-Writes ``results/stream.json`` and ``results/stream.png``. The machine may
-be shared: the figures are of one run, with whatever else ran beside it.
+Writes ``results/stream.json`` and ``results/stream.png`` (``--out``). The
+machine may be shared: the figures are of one run, with whatever else ran
+beside it (the JSON records the load average before and after).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,12 +45,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from sharp_cer.api import Detector
 from sharp_cer.events.generators import generate
 from sharp_cer.language import Workload, load_workload
 from sharp_cer.spark.session import spark_session
 from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream, stream_conf
+from sharp_cer.spark.stream_output import committed_files
 from sharp_cer.spark.stream_processors import RESTORED
 
 ROOT = Path(__file__).resolve().parent
@@ -87,15 +100,24 @@ def progress(query: Any) -> list[dict[str, Any]]:
     return list(query.recentProgress)
 
 
+def _runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The progress of the micro-batches that ran (not idle triggers)."""
+    return [p for p in runs if "addBatch" in p["durationMs"]]
+
+
 def _ran(runs: list[dict[str, Any]]) -> list[int]:
-    """The durations of the micro-batches that ran (not idle triggers)."""
-    return [p["durationMs"]["triggerExecution"] for p in runs if "addBatch" in p["durationMs"]]
+    """The durations of the micro-batches that ran."""
+    return [p["durationMs"]["triggerExecution"] for p in _runs(runs)]
 
 
 def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger: float) -> dict[str, Any]:
-    """Durations of the micro-batches that read and release one file of ``events``."""
+    """Durations of the micro-batch that reads one file of ``events`` and of
+    the no-data one after it (if Spark runs one), with the read one's
+    profile: Spark's phases (``durationMs``) and each stateful operator's
+    state-store times, p50 over the files."""
     frame = tape(workload, events * (repeats + 1))
-    reads, releases = [], []
+    reads: list[dict[str, Any]] = []
+    releases: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
@@ -103,98 +125,137 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
-            ran = _ran(progress(query))
+            before = len(_runs(progress(query)))
             write_file(source, f"part-{k:04d}.jsonl", frame.iloc[k * events : (k + 1) * events])
-            # the file's micro-batch, then the no-data one its new watermark runs
-            wait_for(lambda: len(_ran(progress(query))) >= len(ran) + 2, 300)  # noqa: B023 (called at once)
+            wait_for(lambda: len(_runs(progress(query))) > before, 300)  # noqa: B023 (called at once)
+            # the no-data micro-batch the file's new watermark runs, if any
+            wait_for(lambda: len(_runs(progress(query))) > before + 1, 3 * trigger + 5)  # noqa: B023
             time.sleep(trigger)
-            read, release = _ran(progress(query))[len(ran) : len(ran) + 2]
-            print(f"  file {k}: read {read} ms, release {release} ms", flush=True)
+            read, *after = _runs(progress(query))[before : before + 2]
+            release = after[0]["durationMs"]["triggerExecution"] if after and not after[0]["numInputRows"] else 0
+            print(f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms", flush=True)
             if k:
                 reads.append(read)
                 releases.append(release)
         query.stop()
         restored = restores(spark, out)
-    both = [a + b for a, b in zip(reads, releases, strict=True)]
+    read_ms = [r["durationMs"]["triggerExecution"] for r in reads]
+    phases = {key: float(np.median([r["durationMs"].get(key, 0) for r in reads])) for key in reads[0]["durationMs"]}
+    operators = [
+        {
+            "operator": op["operatorName"],
+            **{key: float(np.median([r["stateOperators"][i][key] for r in reads])) for key in STATE_TIMES},
+        }
+        for i, op in enumerate(reads[0]["stateOperators"])
+    ]
+    both = [a + b for a, b in zip(read_ms, releases, strict=True)]
     return {
         "events": events,
-        "read_ms": reads,
+        "read_ms": read_ms,
         "release_ms": releases,
-        "p50_read_ms": float(np.median(reads)),
+        "p50_read_ms": float(np.median(read_ms)),
         "p50_release_ms": float(np.median(releases)),
         "p50_both_ms": float(np.median(both)),
+        "read_phases_p50_ms": phases,
+        "read_state_operators_p50_ms": operators,
         "engines_restored": restored,
     }
 
 
+#: a stateful operator's times in a micro-batch's progress
+STATE_TIMES = ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+
+
 def sustained(
-    spark: Any, workload: Workload, rate: int, seconds: int, trigger: float, catch_up: float
+    spark: Any, workload: Workload, rate: int, seconds: int, warm_up: int, trigger: float, catch_up: float
 ) -> dict[str, Any]:
-    """One file of ``rate`` events a second for ``seconds`` seconds; then
-    at most ``catch_up`` seconds for the stream to read every file (if it
-    does not, the rate is not held and the matches are not compared)."""
-    frame = tape(workload, rate * seconds)
+    """``warm_up`` seconds of one file of ``rate`` events a second, a wait
+    until the stream has read them all and run a few idle triggers, then
+    ``seconds`` seconds of it measured; then at most ``catch_up`` seconds
+    for the stream to read every file (if it does not, the rate is not held
+    and the matches are not compared). The measured window is the
+    micro-batches after the warm-up's (their durations, the matches they
+    emit, the files written in it); the whole run counts everything from
+    the stream's start."""
+    frame = tape(workload, rate * (warm_up + seconds))
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
         settings = StreamSettings(trigger=trigger, format="jsonl", groups=GROUPS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
-        wait_for(lambda: query.lastProgress is not None, 120)
-        first = query.lastProgress["batchId"]
         written: list[float] = []
 
-        def feed() -> None:
+        def feed(first: int, files: int) -> None:
             began = time.time()
-            for k in range(seconds):
-                time.sleep(max(0.0, began + k - time.time()))
+            for k in range(first, first + files):
+                time.sleep(max(0.0, began + k - first - time.time()))
                 write_file(source, f"part-{k:04d}.jsonl", frame.iloc[k * rate : (k + 1) * rate])
                 written.append(time.time())
 
-        feeder = threading.Thread(target=feed)
-        feeder.start()
-        feeder.join()
-        read_all = wait_for(lambda: sum(p["numInputRows"] for p in progress(query)) >= seconds, catch_up)
+        feed(0, warm_up)
+        warmed = wait_for(lambda: files_read_of(progress(query)) >= warm_up, catch_up)
+        time.sleep(3 * trigger)  # the warm-up's last releases
+        boundary = max((p["batchId"] for p in progress(query)), default=-1)
+        feed(warm_up, seconds)
+        read_all = warmed and wait_for(lambda: files_read_of(progress(query)) >= warm_up + seconds, catch_up)
         caught_up = time.time()
-        files_read = sum(p["numInputRows"] for p in progress(query))
         time.sleep(3 * trigger)  # the release after the last read
-        runs = [p for p in progress(query) if p["batchId"] > first]
+        wait_for(lambda: not query.status["isTriggerActive"], 60)  # stopped between micro-batches
+        runs = progress(query)
         query.stop()
-        latency = arrival_to_match(spark, out)  # the live run's matches (not those the final flush releases)
+        committed = set(committed_files(out))
+        warm = set(committed_files(out, through=boundary))
+        whole = arrival_to_match(sorted(committed))  # the live run's matches (not those the final flush releases)
+        measured = arrival_to_match(sorted(committed - warm))
         got: Counter[tuple[str, tuple[int, ...]]] = Counter()
         if read_all:  # the rest, flushed, against the in-process detector
             run_stream(workload, str(source), checkpoint, out, StreamSettings(format="jsonl", groups=GROUPS), spark)
             got = streamed(spark, out)
     expected = truth(workload, frame) if read_all else Counter()
-    durations = _ran(runs)
-    span = caught_up - (written[0] if written else caught_up)
+    durations = _ran([p for p in runs if p["batchId"] > boundary])
+    span = caught_up - written[warm_up] if len(written) > warm_up else 0.0
+    fed = written[-1] - written[warm_up] + 1 if len(written) > warm_up else 0.0
+    read_in_window = max(0, min(files_read_of(runs) - warm_up, seconds))
     return {
         "rate": rate,
         "seconds": seconds,
+        "warm_up_seconds": warm_up,
         "events": len(frame),
-        "input_rate": len(frame) / (written[-1] - written[0] + 1) if written else 0.0,
-        "processed_rate": min(files_read, seconds) * rate / span if span > 0 else 0.0,
+        "input_rate": seconds * rate / fed if fed else 0.0,
+        "processed_rate": read_in_window * rate / span if span > 0 else 0.0,
         "read_all": read_all,
         "micro_batches": len(durations),
         "batch_p50_ms": float(np.percentile(durations, 50)) if durations else 0.0,
         "batch_p99_ms": float(np.percentile(durations, 99)) if durations else 0.0,
-        **latency,
+        "whole_run_micro_batches": len(_ran(runs)),
+        "whole_run_batch_p99_ms": float(np.percentile(_ran(runs), 99)) if _ran(runs) else 0.0,
+        **measured,
+        **{f"whole_run_{k}": v for k, v in whole.items()},
         "same_matches": got == expected if read_all else None,  # not compared when the stream fell behind
-        # kept up (processed as fast as fed) with p99 within the target
+        # kept up (processed as fast as fed) with p99 within the target, in the measured window
         "held": read_all
-        and len(frame) / span >= 0.95 * rate
-        and latency["arrival_to_match_p99_ms"] <= (trigger + 3) * 1000,
+        and read_in_window * rate / span >= 0.95 * rate
+        and measured["arrival_to_match_p99_ms"] <= (trigger + 3) * 1000,
         "matches": sum(expected.values()) if read_all else None,
     }
 
 
-def arrival_to_match(spark: Any, out: str) -> dict[str, float]:
-    """p50/p99/max of every match's arrival-to-match latency (ms, in 10 ms bins), all queries together."""
+def files_read_of(runs: list[dict[str, Any]]) -> int:
+    """Files the stream read (one input row each: a file is read whole)."""
+    return sum(p["numInputRows"] for p in runs)
+
+
+def arrival_to_match(files: list[Path]) -> dict[str, float]:
+    """p50/p99/max of the arrival-to-match latency (ms, in 10 ms bins) of
+    the matches these output files hold, all queries together."""
     from sharp_cer.spark.stream_group import E2E
 
-    rows = read_output(spark, out).where(f"kind = '{E2E}'").groupBy("bin").sum("value").collect()
-    if not rows:
+    tables = [pq.read_table(f, columns=["kind", "bin", "value"]) for f in files]
+    rows = pd.concat([t.to_pandas() for t in tables], ignore_index=True) if tables else pd.DataFrame()
+    rows = rows[rows["kind"] == E2E] if len(rows) else rows
+    if not len(rows):
         return {"arrival_to_match_p50_ms": 0.0, "arrival_to_match_p99_ms": 0.0, "arrival_to_match_max_ms": 0.0}
-    values = np.repeat([float(r[0]) for r in rows], [int(r[1]) for r in rows])
+    values = np.repeat(rows["bin"].to_numpy(float), rows["value"].to_numpy(int))
     return {
         "arrival_to_match_p50_ms": float(np.percentile(values, 50)),
         "arrival_to_match_p99_ms": float(np.percentile(values, 99)),
@@ -204,7 +265,8 @@ def arrival_to_match(spark: Any, out: str) -> dict[str, float]:
 
 def plot(result: dict[str, Any], path: Path) -> None:
     """Latency against the input rate: arrival-to-match and micro-batch
-    durations, p50 and p99, with the target (trigger + 3 s)."""
+    durations, p50 and p99 in the measured window (and the whole run's
+    arrival-to-match p99), with the target (trigger + 3 s)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,6 +278,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for key, label, style in (
         ("arrival_to_match_p50_ms", "arrival to match p50", "o-"),
         ("arrival_to_match_p99_ms", "arrival to match p99", "o--"),
+        ("whole_run_arrival_to_match_p99_ms", "arrival to match p99, whole run (start and warm-up in)", "x:"),
         ("batch_p50_ms", "micro-batch p50", "s-"),
         ("batch_p99_ms", "micro-batch p99", "s--"),
     ):
@@ -235,7 +298,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["batch", "sustained"])
     parser.add_argument("--rates", default="500,2000,5000,10000")
-    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--seconds", type=int, default=60, help="seconds measured per rate")
+    parser.add_argument("--warm-up", type=int, default=10, help="seconds fed per rate before the measured ones")
     parser.add_argument("--trigger", type=float, default=1.0)
     parser.add_argument("--catch-up", type=float, default=600, help="seconds the stream may take to read every file")
     parser.add_argument("--batch-events", type=int, default=1000)
@@ -250,7 +314,13 @@ def main() -> None:
     # every micro-batch's progress is kept (Spark keeps 100 by default)
     conf = {"spark.sql.streaming.numRecentProgressUpdates": "100000", **dict(c.split("=", 1) for c in args.conf)}
     spark = spark_session("local[2]", **{**stream_conf(), **conf})
-    result: dict[str, Any] = {"trigger_s": args.trigger, "master": "local[2]", "conf": conf}
+    result: dict[str, Any] = {
+        "trigger_s": args.trigger,
+        "master": "local[2]",
+        "conf": conf,
+        "command": " ".join(["bench_stream.py", *sys.argv[1:]]),
+        "load_average_before": os.getloadavg(),
+    }
     if args.only in (None, "batch"):
         print(f"micro-batch of {args.batch_events} events:", flush=True)
         result["batch"] = one_batch(spark, workload, args.batch_events, args.repeats, args.trigger)
@@ -259,8 +329,10 @@ def main() -> None:
         result["sustained"] = []
         for rate in [int(r) for r in args.rates.split(",")]:
             print(f"sustained {rate} events/s for {args.seconds} s:", flush=True)
-            result["sustained"].append(sustained(spark, workload, rate, args.seconds, args.trigger, args.catch_up))
+            run = sustained(spark, workload, rate, args.seconds, args.warm_up, args.trigger, args.catch_up)
+            result["sustained"].append(run)
             print(json.dumps(result["sustained"][-1]), flush=True)
+    result["load_average_after"] = os.getloadavg()
     Path(args.out).parent.mkdir(exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     if result.get("sustained"):

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sharp_cer.api import Detector
@@ -49,11 +50,12 @@ def events_with_faults(workload: Workload, path: Path) -> list[str]:
     return lines
 
 
-def committed_matches(out: str | Path) -> Counter[tuple[Any, ...]]:
-    """The matches of a stream's committed output, read with pandas (``read_committed``)."""
+def committed_matches(out: str | Path, through: int | None = None) -> Counter[tuple[Any, ...]]:
+    """The matches of a stream's committed output (up to micro-batch
+    ``through``), read with pandas (``read_committed``)."""
     from sharp_cer.spark.stream_output import read_committed
 
-    frame = read_committed(out)
+    frame = read_committed(out, through)
     rows = frame[frame["kind"] == "match"].to_dict("records")
     return Counter((r["tenant"], *_key(r["query"], r["start"], r["end"], r["events"], r["vars"])) for r in rows)
 
@@ -244,6 +246,49 @@ def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(
     assert first < sum(truth.values())
     assert committed_matches(out) == truth  # nothing lost, nothing doubled
     assert sum(q.matches for q in summary.summary.queries) == sum(truth.values())
+
+
+@pytest.mark.parametrize("text", [HAND_MADE, LATE], ids=["lateness-0", "lateness-2s"])
+def test_a_file_s_matches_come_out_in_the_micro_batch_that_reads_it(spark: Any, text: str, tmp_path: Path) -> None:
+    """Every event the next micro-batch's watermark passes is released in
+    the micro-batch that reads it. Expected, by hand: Spark's watermark
+    after it is the file's latest time + 1 ms (stage 1's clock), in whole
+    ms, minus the delay (allowed lateness + 1,002 ms); an event at t waits
+    for the watermark to reach t + 1 ms; a key group releases its events
+    in stream order up to its first one still held. So every match ending
+    before the stream's first held event is out in that micro-batch; with
+    the events in time order (lateness 0: the disordered ones are dead
+    letters) nothing else is; with events disordered within the lateness,
+    a group may release a little more. Flushed, the whole is the in-process
+    detector's."""
+    from sharp_cer.spark.stream import StreamSettings, request_flush, start_stream
+
+    workload = parse_workload(text)
+    source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
+    source.mkdir()
+    events_with_faults(workload, source / "part-0.csv")
+    batch, _ = load_csv(str(source / "part-0.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)
+    truth = expected(workload, batch, allowed_lateness=workload.allowed_lateness)
+    times = np.array([int(line.rsplit(",", 1)[1]) for line in (source / "part-0.csv").read_text().splitlines()])
+    ms = times // 1_000_000 + 1  # each row's clock, ms
+    watermark = int(times.max()) // 1_000_000 + 1 - (workload.allowed_lateness // 1_000_000 + 1002)
+    first_held = int(np.flatnonzero(ms > watermark)[0])  # a row's position is its line (no header)
+    assert 0 < first_held < len(times)
+
+    query = start_stream(workload, str(source), str(checkpoint), str(out), StreamSettings(), spark)
+    query.awaitTermination()
+    read = [p for p in query.recentProgress if p["numInputRows"]]
+    assert [p["batchId"] for p in read] == [0]  # the micro-batch that read the file
+    first = committed_matches(out, through=0)
+    surely = Counter({k: n for k, n in truth.items() if k[3] < first_held})  # k[3]: the match's end
+    assert sum(surely.values()) > 0
+    if workload.allowed_lateness:
+        assert surely <= first <= truth
+    else:
+        assert first == surely
+    request_flush(str(checkpoint))
+    start_stream(workload, str(source), str(checkpoint), str(out), StreamSettings(), spark).awaitTermination()
+    assert committed_matches(out) == truth
 
 
 def _shuffled_parts(frame: Any, folder: Path, parts: int, seed: int) -> None:

@@ -15,8 +15,9 @@ The query (``start_stream``):
    behind the latest time (so Spark's own late-row filter never drops a row:
    stage 1 has dead-lettered every late one already);
 4. *stage 2*, ``transformWithStateInPandas`` in event-time mode, keyed by
-   lane and key group: events held until the watermark passes them, then
-   fed to the group's engine in stream order (``KeyGroups``);
+   lane and key group: events held until the watermark passes them (the
+   watermark the next micro-batch will have, known in the one that reads
+   them), then fed to the group's engine in stream order (``KeyGroups``);
 5. a file sink (Parquet, append): matches, dead letters and statistics
    rows, in one table (``STREAM_DDL``).
 
@@ -96,7 +97,8 @@ class StreamSettings:
     that is there, then stop), at most ``max_files`` new files per
     micro-batch, the watermark ``watermark_ms`` behind the latest time
     (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
-    (None: four per shuffle partition), the stream's shuffle partitions
+    (None: one per shuffle partition: a key group costs a dozen state calls
+    and a snapshot every micro-batch, whatever its events), the stream's shuffle partitions
     (None: one per core: each is a state store committed every micro-batch;
     a checkpoint keeps the number it started with), bins of ``bin_width``
     positions."""
@@ -306,7 +308,7 @@ def _engines(
     from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
 
     found = lanes(workload)
-    groups = settings.groups or 4 * settings.shuffle_partitions(spark)
+    groups = settings.groups or settings.shuffle_partitions(spark)
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
     )
@@ -324,9 +326,8 @@ def _engines(
         *([PART, *order] if order is not None else []),
         F.lit(0).alias("__stream"),
     )  # fmt: skip
-    numbered = staged.groupBy("__stream").transformWithStateInPandas(
-        Sequencer(workload, every_route, staged.columns, order), NUMBERED_DDL, "Append", "None"
-    )
+    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload))
+    numbered = staged.groupBy("__stream").transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
     numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
     code = F.col("__code")
     keyed = (

@@ -54,8 +54,10 @@ E2E_MS = 10
 #: the format of a stream's state and of its checkpoint's workload file.
 #: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine
 #: re-pickled whole into the state each micro-batch, beside the fingerprint);
-#: 2: the engine's state split from a token naming it (kept in worker memory)
-FORMAT = 2
+#: 2: the engine's state split from a token naming it (kept in worker memory);
+#: 3: one key group per shuffle partition by default, not four (a format-2
+#: checkpoint's events would reach other groups than the ones holding their state)
+FORMAT = 3
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
@@ -86,11 +88,12 @@ class StreamGroup(GroupRun):
             self.detector = self._detector(reference)
             self.held = None
         assert self.detector is not None
-        self.detector.engine.latency = LatencyLog()  # this release's latencies only
-        queue = self.detector.engine.queue  # this release's latencies, against the same bounds
-        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
+        # each release reports its own latencies; emptied now, the logs stay out of the snapshot
+        self.detector.engine.latency = LatencyLog()
+        queue = self.detector.engine.queue  # against the same bounds
+        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
         self.match_bins.clear()
         alerts = self._alerts(found)
         self._forget()
@@ -166,7 +169,7 @@ def check_format(found: int, where: str) -> None:
     Traceback (most recent call last):
     ...
     sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
-      expected: stream format 2
+      expected: stream format 3
       hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
     """
     if found == FORMAT:

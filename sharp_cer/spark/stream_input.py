@@ -57,6 +57,8 @@ from .worker import SEQ
 
 #: stage 0's and 1's own columns
 FILE, TEXT, ROUTE, CLOCK, ARRIVED, VALUE = "__file", "__text", "__route", "__clock", "__arrived", "__value"
+#: the watermark (ms) the micro-batch after this one will run with (``horizon_ms``)
+HORIZON = "__horizon"
 #: row kinds beyond prepare's: a flush request, and a counter (name in __text, value in __value)
 FLUSH, COUNT = "flush", "count"
 _MS = 1_000_000
@@ -65,7 +67,7 @@ NONE = int(np.iinfo(np.int64).min)
 #: stage 1's output, in Spark's DDL
 NUMBERED_DDL = (
     f"{KIND} string, {SEQ} bigint, {FILE} string, {LINE} bigint, {TS} bigint, {CLOCK} bigint, "
-    f"{ARRIVED} bigint, {ROUTE} array<bigint>, {TEXT} string, {VALUE} double, "
+    f"{ARRIVED} bigint, {ROUTE} array<bigint>, {TEXT} string, {VALUE} double, {HORIZON} bigint, "
     + ", ".join(f"{c} string" for c in LETTER_COLUMNS)
 )
 
@@ -194,13 +196,16 @@ def number_rows(
     lateness: int,
     all_routes: list[int],
     order: list[str] | None = None,
+    delay_ms: int = 0,
 ) -> tuple[pd.DataFrame, Cursor]:
     """Stage 1 over one micro-batch's rows (stage 0's columns, with
     ``__route`` and without attributes): positions, lateness, and flushes
     fanned out to every route. Files' rows are numbered file by file
     (``order`` None); a DataFrame's rows in the order of its ``order``
-    columns (``parse_rows``). Returns the rows to pass on and the new
-    cursor.
+    columns (``parse_rows``). Every row carries the watermark the next
+    micro-batch will run with (``horizon_ms`` of the new latest time and
+    the watermark delay ``delay_ms``). Returns the rows to pass on and the
+    new cursor.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
     >>> def row(kind, file, local, ts, text=None):
@@ -249,7 +254,28 @@ def number_rows(
     for _, flush in frame[is_flush].iterrows():
         extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
     out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
+    out[HORIZON] = horizon_ms(latest, delay_ms)
     return out[[c.split(" ")[0] for c in NUMBERED_DDL.split(", ")]], Cursor(done, latest, cursor.signature)
+
+
+def horizon_ms(latest: int, delay_ms: int) -> int:
+    """The watermark (ms) Spark gives the micro-batch after one whose rows'
+    largest time is ``latest`` (ns; ``NONE``: no time yet), with the
+    watermark delay ``delay_ms``.
+
+    Every micro-batch ``number_rows`` passes on holds a row at the stream's
+    latest time + 1 ms (its ``rows`` counter), and Spark's watermark after
+    a micro-batch is the largest time it saw, in whole ms, minus the delay,
+    never below the one before (0 at first). The stream's latest time never
+    goes back, so that is this, and stage 2 can release at once what the
+    next micro-batch's watermark would release.
+
+    >>> horizon_ms(5_000_400_000, 1002)  # 5,000.4 ms + 1 ms, in whole ms, - 1,002 ms
+    3999
+    >>> horizon_ms(NONE, 1002), horizon_ms(500_000_000, 1002)  # never below Spark's first watermark
+    (0, 0)
+    """
+    return max((max(latest, 0) + _MS) // _MS - delay_ms, 0)
 
 
 def _by_file(data: pd.DataFrame, cursor: Cursor) -> tuple[pd.DataFrame, Any, Any, int, int]:

@@ -25,9 +25,9 @@ from sharp_cer.errors import SurfaceError
 LOG = "_spark_metadata"
 
 
-def committed_files(out: str | Path) -> list[Path]:
-    """The Parquet files the stream's committed micro-batches wrote to ``out``,
-    in commit order.
+def committed_files(out: str | Path, through: int | None = None) -> list[Path]:
+    """The Parquet files the stream's committed micro-batches wrote to ``out``
+    (those up to micro-batch ``through``, if given), in commit order.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as out:
@@ -35,8 +35,9 @@ def committed_files(out: str | Path) -> list[Path]:
     ...     log.mkdir()
     ...     _ = log.joinpath("0").write_text('v1\\n{"path":"file://' + out + '/a.parquet","action":"add"}\\n')
     ...     _ = Path(out, "stray.parquet").write_text("of a micro-batch that never committed")
-    ...     [p.name for p in committed_files(out)]
-    ['a.parquet']
+    ...     _ = log.joinpath("1").write_text('v1\\n{"path":"file://' + out + '/b.parquet","action":"add"}\\n')
+    ...     [p.name for p in committed_files(out)], [p.name for p in committed_files(out, through=0)]
+    (['a.parquet', 'b.parquet'], ['a.parquet'])
     """
     log = Path(out) / LOG
     if not log.is_dir():
@@ -48,8 +49,8 @@ def committed_files(out: str | Path) -> list[Path]:
     compact = -1
     for entry in log.iterdir():
         stem, _, suffix = entry.name.partition(".")
-        if not stem.isdigit() or suffix not in ("", "compact"):
-            continue  # Spark's temporary files
+        if not stem.isdigit() or suffix not in ("", "compact") or (through is not None and int(stem) > through):
+            continue  # Spark's temporary files, later micro-batches
         batches[int(stem)] = entry
         if suffix == "compact":
             compact = max(compact, int(stem))
@@ -66,10 +67,11 @@ def committed_files(out: str | Path) -> list[Path]:
     return [Path(p) for p in listed]
 
 
-def read_committed(out: str | Path) -> pd.DataFrame:
-    """The stream's committed output as one pandas frame (``STREAM_DDL``'s
-    columns; empty when nothing has been committed yet)."""
-    files = committed_files(out)
+def read_committed(out: str | Path, through: int | None = None) -> pd.DataFrame:
+    """The stream's committed output (up to micro-batch ``through``, if
+    given) as one pandas frame (``STREAM_DDL``'s columns; empty when
+    nothing has been committed yet)."""
+    files = committed_files(out, through)
     if not files:
         return pd.DataFrame()
     return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)

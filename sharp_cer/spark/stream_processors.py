@@ -6,7 +6,12 @@ position, largest time so far, the workload's signature).
 
 ``KeyGroups`` (key = lane and key group, event time): holds each event
 until the watermark passes its time, then feeds the group's engine the
-released events in stream order. State per key:
+released events in stream order. Stage 1 stamps every row with the
+watermark the next micro-batch will run with (``stream_input.horizon_ms``),
+so a group releases at once, in the micro-batch that reads them, the
+events that watermark passes, rather than one micro-batch later when its
+timer fires; the timer stays for the events still held. The released
+sequence is the same (stream order), only sooner. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
   watermark judges them by (ns), arrival (ms), the event as JSON;
@@ -51,7 +56,20 @@ from sharp_cer.language import Workload
 
 from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
 from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
-from .stream_input import ARRIVED, CLOCK, COUNT, FILE, FLUSH, NONE, TEXT, VALUE, Cursor, check_signature, number_rows
+from .stream_input import (
+    ARRIVED,
+    CLOCK,
+    COUNT,
+    FILE,
+    FLUSH,
+    HORIZON,
+    NONE,
+    TEXT,
+    VALUE,
+    Cursor,
+    check_signature,
+    number_rows,
+)
 from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
 
 #: the stream's output: ``worker.OUTPUT`` plus dead letters' fields
@@ -77,9 +95,12 @@ COLUMNS = [*OUTPUT.names, *ALERT.names, *LETTER_FIELDS]
 class Sequencer(StatefulProcessor):
     """Stage 1 (see the module docstring)."""
 
-    def __init__(self, workload: Workload, routes: list[int], columns: list[str], order: list[str] | None) -> None:
+    def __init__(
+        self, workload: Workload, routes: list[int], columns: list[str], order: list[str] | None, delay_ms: int
+    ) -> None:
         self.columns = columns
         self.order = order
+        self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
         self.signature = workload.signature()
@@ -98,7 +119,7 @@ class Sequencer(StatefulProcessor):
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             check_signature(cursor.signature, self.signature, "stream state (positions)")
         lateness = self.workload.allowed_lateness
-        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order)
+        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
 
@@ -128,31 +149,41 @@ class KeyGroups(StatefulProcessor):
             yield _passed_on(frame)
             return
         events = frame[frame[KIND] == EVENT]
-        if len(events):
-            columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
-            self.buffer.appendList(list(zip(*columns, strict=True)))
+        columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
         flush = bool((frame[KIND] == FLUSH).any())
-        yield from self._release(key, timerValues, flush)
+        # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
+        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), list(zip(*columns, strict=True)))
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
         yield from self._release(key, timerValues, flush=False)
 
-    def _release(self, key: Any, timer_values: TimerValues, flush: bool) -> Iterator[pd.DataFrame]:
+    def _release(
+        self, key: Any, timer_values: TimerValues, flush: bool, horizon: int = 0, new: list[Any] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """Release the held and ``new`` events the watermark (or ``horizon``)
+        passes. Each state call is a round trip to the JVM: new events go to
+        the buffer only if they stay held, and a key held nothing has no timer."""
         lane = int(key[0])
-        held = sorted(self.buffer.get()) if self.buffer.exists() else []
-        watermark = timer_values.getCurrentWatermarkInMs()
+        had = self.buffer.exists()  # a key holds events exactly when it has a timer
+        held = sorted([*(self.buffer.get() if had else ()), *(new or ())])
+        watermark = max(timer_values.getCurrentWatermarkInMs(), horizon)
         limit = math.inf if flush else watermark * 1_000_000
         n = 0  # the released prefix: stream order, each event at or behind the watermark
         while n < len(held) and held[n][1] <= limit:
             n += 1
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        if n < len(held):
-            self.buffer.put(held[n:])
-            self.handle.registerTimer(max(-(-int(held[n][1]) // 1_000_000), watermark + 1))
-        elif held:
+        timer = max(-(-int(held[n][1]) // 1_000_000), watermark + 1) if n < len(held) else None
+        timers = list(self.handle.listTimers()) if had else []
+        for t in timers:
+            if t != timer:
+                self.handle.deleteTimer(t)
+        if timer is not None:
+            if n or new:
+                self.buffer.put(held[n:])
+            if timer not in timers:
+                self.handle.registerTimer(timer)
+        elif had:
             self.buffer.clear()
         if not n:
             return
@@ -176,9 +207,10 @@ class KeyGroups(StatefulProcessor):
         restored from the state's snapshot (a restart, a retried micro-batch,
         a group another worker ran)."""
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
-        if not self.engine.exists():
+        stored = self.engine.get()
+        if stored is None:
             return StreamGroup(self.job, lane), False
-        written, fingerprint, token = self.engine.get()  # type: ignore[misc]
+        written, fingerprint, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
             raise SurfaceError(
