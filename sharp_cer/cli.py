@@ -926,7 +926,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_stream.add_argument("--timeout", type=float, metavar="SECONDS", help="with --trigger: stop after SECONDS")
     run_stream.add_argument("--max-files", type=int, metavar="N", help="at most N new files per micro-batch")
-    run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 1 s)")
+    run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 2 ms)")
     run_stream.add_argument("--format", choices=["csv", "jsonl"], help="the files' format (default: by their suffix)")
     run_stream.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
     run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")

@@ -96,7 +96,8 @@ class StreamSettings:
     """How a stream runs: micro-batches every ``trigger`` seconds (None: all
     that is there, then stop), at most ``max_files`` new files per
     micro-batch, the watermark ``watermark_ms`` behind the latest time
-    (None: allowed lateness + 2 ms + 1 s), the shedder and seed, key groups per lane
+    (None: allowed lateness + 2 ms: held events wait for nothing
+    but the lateness), the shedder and seed, key groups per lane
     (None: one per shuffle partition: a key group costs a dozen state calls
     and a snapshot every micro-batch, whatever its events), the stream's shuffle partitions
     (None: one per core: each is a state store committed every micro-batch;
@@ -121,7 +122,7 @@ class StreamSettings:
         """The watermark delay: above the allowed lateness, in ms."""
         floor = -(-workload.allowed_lateness // 1_000_000) + 2  # above it, with room for rounding to µs and ms
         if self.watermark_ms is None:
-            return floor + 1000
+            return floor
         if self.watermark_ms < floor:
             raise SurfaceError(
                 f"watermark delay {self.watermark_ms} ms is not above the allowed lateness "
