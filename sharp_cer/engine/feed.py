@@ -44,18 +44,47 @@ def partition_keys(group: Group, batch: EventBatch) -> tuple[Sequence[Any], npt.
     return list(zip(*(c.values.tolist() for c in present), strict=True)), has_key
 
 
-def window_values(group: Group, batch: EventBatch, times: Column | None = None) -> list[float]:
-    """Each event's value of the group's window measure (NaN: none);
-    ``times`` is ``batch.times()`` if the caller has it already."""
+def window_column(group: Group, batch: EventBatch, times: Column | None = None) -> Column | None:
+    """Each event's value of the group's window measure (None: no event has
+    one); ``times`` is ``batch.times()`` if the caller has it already."""
     kind, attribute = group.window
     if kind == "events":
-        positions: list[float] = batch.positions.astype(np.float64).tolist()
-        return positions
+        return Column("int", batch.positions, np.ones(len(batch), dtype=bool))
     if kind == "time":
-        return values_or_nan(times if times is not None else batch.times())
+        return times if times is not None else batch.times()
     if kind == "attribute" and attribute in batch.columns:
-        return values_or_nan(batch.columns[attribute])
-    return [float("nan")] * len(batch)
+        return batch.columns[attribute]
+    return None
+
+
+def window_values(column: Column | None, n: int) -> list[float]:
+    """The values of a ``window_column`` of ``n`` events, NaN where none."""
+    return [float("nan")] * n if column is None else values_or_nan(column)
+
+
+def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    """An integer per event of ``rows`` (which all have a partition key),
+    equal where their keys are equal. NaN values of a double attribute
+    share a code (their keys never equal): the codes may only merge
+    partitions, never split one.
+
+    >>> from sharp_cer.language import Schema
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from planner import compile_plan
+    >>> from sharp_cer.language import parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int, n:string } }")
+    >>> q = parse_and_check("SELECT * WHERE A ; A PARTITION BY [k, n] WITHIN 5 EVENTS", s)
+    >>> batch = load_csv("A,1,x\\nA,2,x\\nA,1,y\\nA,1,x\\n", s)[0]
+    >>> partition_codes(compile_plan([("q", q)]).groups[0], batch, np.arange(4)).tolist()
+    [0, 2, 1, 0]
+    """
+    codes = np.zeros(len(rows), dtype=np.int64)
+    for name in group.partition_attributes:
+        _, inverse = np.unique(batch.columns[name].values[rows], return_inverse=True)
+        # both factors are below len(rows): the product fits, and renumbering keeps it so
+        _, codes = np.unique(codes * (int(inverse.max(initial=0)) + 1) + inverse.reshape(-1), return_inverse=True)
+        codes = codes.reshape(-1)
+    return codes
 
 
 def attribute_rows(names: Sequence[str], batch: EventBatch) -> list[tuple[Any, ...]]:

@@ -33,14 +33,16 @@ from planner.plan import Group, Plan, QueryPlan, window_bound
 from planner.predicates import guard_atoms
 from planner.sharing import prefix_states
 from sharp_cer.errors import EngineError
-from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
 
+from . import density
 from .conditions import Summaries
 from .cost import CostClock, QueryCost
+from .density import Density
 from .determinize import Determinizer
 from .enumeration import EnumerationOrder, Walk, always, count_matches
-from .feed import attribute_rows, partition_keys, visible, window_values
+from .feed import attribute_rows, partition_codes, partition_keys, visible, window_column, window_values
 from .latency import LatencyLog
 from .predicates import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
@@ -146,6 +148,9 @@ class GroupRunner:
         self.every_event = any(q.strict_by_filter for q in self.queries)
         # which symbols can change nothing (None: every event is processed)
         self.index = SkipIndex(self.det, self.symbols) if engine.skip and not self.every_event else None
+        # which events are too far from the rest of their partition to be in a match
+        lone = engine.skip and engine.shedder is None
+        self.density = Density.of(group, self.queries, engine.allowed_lateness) if lone else None
         self.steps_here = 0  # enumeration steps of the event in process
         self.processed = 0
         self.skipped = 0
@@ -212,13 +217,17 @@ class GroupRunner:
         keys, has_key = partition_keys(self.group, batch)
         symbols = self.symbols.encode(atoms, visible(self.group, batch) & has_key)
         times = batch.times() if self.group.window[0] == "time" else None
-        window = window_values(self.group, batch, times)
+        measure = window_column(self.group, batch, times)
+        window = window_values(measure, n)
         # the stream's progress up to each event, skipped events included: a
         # sweep in the middle of the batch must not judge by later events
         progress: list[float] | None = None
         if times is not None:
             seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
             progress = np.maximum.accumulate(seen).tolist() if n else []
+        sees = int(np.count_nonzero(symbols >= 0))
+        if self.density is not None and measure is not None and n >= density.SMALLEST_BATCH:
+            self._drop_far(batch, symbols, measure)
         positions = batch.positions.tolist()
         attributes = attribute_rows(self.summaries.attributes, batch) if self.summaries else None
         bits = self.symbols.bits
@@ -290,12 +299,23 @@ class GroupRunner:
             self._sweep_at(clock.events + n, positions[-1])
         self.processed += done
         shed = self.input_shed - shed_before
-        self.skipped += int(np.count_nonzero(symbols >= 0)) - done - shed
+        self.skipped += sees - done - shed
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
         self.backlog = None
         return update
+
+    def _drop_far(self, batch: EventBatch, symbols: np.ndarray, measure: Column) -> None:
+        """Hide the events no match can hold (``engine.density``) from the
+        group: they are skipped like events it does not see."""
+        assert self.density is not None
+        rows = (symbols >= 0).nonzero()[0]
+        if not measure.valid[rows].all():
+            return  # an event without a window value: the test does not apply
+        far = self.density.far(partition_codes(self.group, batch, rows), measure.values[rows])
+        if far is not None:
+            symbols[rows[far]] = -1
 
     def _sweep_at(self, events: int, position: int) -> None:
         """Sweep once ``events`` events have gone by, every SWEEP_EVERY."""
