@@ -78,7 +78,13 @@ class Density:
         Density(fewest=3, bound=5, inclusive=True, margin=5)
         >>> test("SELECT * WHERE A : B ; A PARTITION BY [k] WITHIN 5 EVENTS") is None  # contiguity
         True
+        >>> test("SELECT * WHERE A ; B+ ; A WITHIN 5 EVENTS") is None  # one partition
+        True
         """
+        if not group.partition_attributes:
+            # one stream-wide partition: a window almost always holds enough
+            # events somewhere, so the test would cost more than it saves
+            return None
         if not queries or any(not q.sheddable or q.strict_by_filter for q in queries):
             return None
         counts = [fewest_events(q.query.pattern) for q in queries]
