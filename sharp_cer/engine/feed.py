@@ -21,6 +21,9 @@ import numpy.typing as npt
 from planner.plan import Group
 from sharp_cer.events.batch import Column, EventBatch
 
+#: Which events of a batch (row indices, in order; None: all of them).
+Rows = npt.NDArray[np.intp] | None
+
 
 def visible(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
     """Which events have a type the group reads."""
@@ -28,20 +31,42 @@ def visible(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
     return np.isin(batch.codes, codes)
 
 
-def partition_keys(group: Group, batch: EventBatch) -> tuple[Sequence[Any], npt.NDArray[np.bool_]]:
-    """Each event's partition key (its values of every partition attribute,
-    as a tuple), and which events have one: an event without a value of some
-    attribute (its type lacks it, or it is null) has none."""
-    n = len(batch)
-    if not group.partition_attributes:
-        return [()] * n, np.ones(n, dtype=bool)
+def keyed(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
+    """Which events have a partition key: an event without a value of some
+    partition attribute (its type lacks it, or it is null) has none."""
     columns = [batch.columns.get(a) for a in group.partition_attributes]
+    if not columns:
+        return np.ones(len(batch), dtype=bool)
     if any(c is None for c in columns):
-        return [None] * n, np.zeros(n, dtype=bool)
-    present = [c for c in columns if c is not None]
-    has_key = np.logical_and.reduce([c.valid for c in present])
+        return np.zeros(len(batch), dtype=bool)
+    found: npt.NDArray[np.bool_] = np.logical_and.reduce([c.valid for c in columns if c is not None])
+    return found
+
+
+def partition_keys(group: Group, batch: EventBatch, rows: Rows = None) -> list[Any]:
+    """The partition key (its values of every partition attribute, as a
+    tuple) of each event of ``rows``, which all have one (``keyed``)."""
+    n = len(batch) if rows is None else len(rows)
+    if not group.partition_attributes:
+        return [()] * n
+    columns = [batch.columns[a].values for a in group.partition_attributes]
     # built in C for the whole batch: a Python function per event cost more
-    return list(zip(*(c.values.tolist() for c in present), strict=True)), has_key
+    return list(zip(*(_pick(c, rows).tolist() for c in columns), strict=True))
+
+
+def spread(values: list[Any], rows: Rows) -> Sequence[Any] | dict[int, Any]:
+    """Values of ``rows`` indexed by row: the list itself for every row, else
+    a dict (when few rows are live, building per-event lists for all would
+    cost more than the steps).
+
+    >>> spread(["a", "b"], np.array([3, 7]))[7], spread(["a", "b"], None)[1]
+    ('b', 'b')
+    """
+    return values if rows is None else dict(zip(rows.tolist(), values, strict=True))
+
+
+def _pick(values: npt.NDArray[Any], rows: Rows) -> npt.NDArray[Any]:
+    return values if rows is None else values[rows]
 
 
 def window_column(group: Group, batch: EventBatch, times: Column | None = None) -> Column | None:
@@ -57,9 +82,12 @@ def window_column(group: Group, batch: EventBatch, times: Column | None = None) 
     return None
 
 
-def window_values(column: Column | None, n: int) -> list[float]:
-    """The values of a ``window_column`` of ``n`` events, NaN where none."""
-    return [float("nan")] * n if column is None else values_or_nan(column)
+def window_values(column: Column | None, n: int, rows: Rows = None) -> list[float]:
+    """The values of a ``window_column`` of ``n`` events (of ``rows`` of
+    them), NaN where none."""
+    if column is None:
+        return [float("nan")] * (n if rows is None else len(rows))
+    return _or_filler(column, float("nan"), rows)
 
 
 def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
@@ -78,6 +106,10 @@ def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp])
     >>> partition_codes(compile_plan([("q", q)]).groups[0], batch, np.arange(4)).tolist()
     [0, 2, 1, 0]
     """
+    if len(group.partition_attributes) == 1:
+        values = batch.columns[group.partition_attributes[0]].values[rows]
+        if values.dtype.kind in "biu":  # integers are their own codes: no sort needed
+            return values.astype(np.int64)
     codes = np.zeros(len(rows), dtype=np.int64)
     for name in group.partition_attributes:
         _, inverse = np.unique(batch.columns[name].values[rows], return_inverse=True)
@@ -87,16 +119,17 @@ def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp])
     return codes
 
 
-def attribute_rows(names: Sequence[str], batch: EventBatch) -> list[tuple[Any, ...]]:
-    """Each event's attributes ``names`` (None where it has none)."""
+def attribute_rows(names: Sequence[str], batch: EventBatch, rows: Rows = None) -> list[tuple[Any, ...]]:
+    """Each event's (of ``rows``) attributes ``names`` (None where it has none)."""
+    n = len(batch) if rows is None else len(rows)
     columns: list[list[Any]] = []
     for name in names:
         column = batch.columns.get(name)
         if column is None:
-            columns.append([None] * len(batch))
+            columns.append([None] * n)
         else:
-            columns.append(_or_filler(column, None))
-    return list(zip(*columns, strict=True)) if columns else [()] * len(batch)
+            columns.append(_or_filler(column, None, rows))
+    return list(zip(*columns, strict=True)) if columns else [()] * n
 
 
 def values_or_nan(column: Column) -> list[float]:
@@ -104,8 +137,9 @@ def values_or_nan(column: Column) -> list[float]:
     return _or_filler(column, float("nan"))
 
 
-def _or_filler(column: Column, filler: Any) -> list[Any]:
-    values: list[Any] = column.values.tolist()
-    if column.valid.all():  # the usual case: no Python loop over the batch
+def _or_filler(column: Column, filler: Any, rows: Rows = None) -> list[Any]:
+    values: list[Any] = _pick(column.values, rows).tolist()
+    valid = _pick(column.valid, rows)
+    if valid.all():  # the usual case: no Python loop over the batch
         return values
-    return [v if ok else filler for v, ok in zip(values, column.valid.tolist(), strict=True)]
+    return [v if ok else filler for v, ok in zip(values, valid.tolist(), strict=True)]

@@ -42,7 +42,16 @@ from .cost import CostClock, QueryCost
 from .density import Density
 from .determinize import Determinizer
 from .enumeration import EnumerationOrder, Walk, always, count_matches
-from .feed import attribute_rows, partition_codes, partition_keys, visible, window_column, window_values
+from .feed import (
+    attribute_rows,
+    keyed,
+    partition_codes,
+    partition_keys,
+    spread,
+    visible,
+    window_column,
+    window_values,
+)
 from .latency import LatencyLog
 from .predicates import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
@@ -214,11 +223,9 @@ class GroupRunner:
         n = len(batch)
         if n == 0:
             return 0
-        keys, has_key = partition_keys(self.group, batch)
-        symbols = self.symbols.encode(atoms, visible(self.group, batch) & has_key)
+        symbols = self.symbols.encode(atoms, visible(self.group, batch) & keyed(self.group, batch))
         times = batch.times() if self.group.window[0] == "time" else None
         measure = window_column(self.group, batch, times)
-        window = window_values(measure, n)
         # the stream's progress up to each event, skipped events included: a
         # sweep in the middle of the batch must not judge by later events
         progress: list[float] | None = None
@@ -228,10 +235,15 @@ class GroupRunner:
         sees = int(np.count_nonzero(symbols >= 0))
         if self.density is not None and measure is not None and n >= density.SMALLEST_BATCH:
             self._drop_far(batch, symbols, measure)
-        positions = batch.positions.tolist()
-        attributes = attribute_rows(self.summaries.attributes, batch) if self.summaries else None
+        # what the steps read, per event: for the live ones only when they are few
+        live = (symbols >= 0).nonzero()[0]
+        rows = live if len(live) * 4 < n else None
+        keys = spread(partition_keys(self.group, batch, rows), rows)
+        window = spread(window_values(measure, n, rows), rows)
+        positions = spread((batch.positions if rows is None else batch.positions[rows]).tolist(), rows)
+        attributes = spread(attribute_rows(self.summaries.attributes, batch, rows), rows) if self.summaries else None
         bits = self.symbols.bits
-        listed = symbols.tolist()
+        listed = spread((symbols if rows is None else symbols[rows]).tolist(), rows)
         index = self.index
         if index is not None:
             index.reset(s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts))
@@ -296,7 +308,7 @@ class GroupRunner:
         if progress is not None:
             self.latest_time = max(self.latest_time, progress[-1])
         if clock.events + n >= self.next_sweep:
-            self._sweep_at(clock.events + n, positions[-1])
+            self._sweep_at(clock.events + n, int(batch.positions[-1]))
         self.processed += done
         shed = self.input_shed - shed_before
         self.skipped += sees - done - shed
@@ -624,6 +636,7 @@ class GroupRunner:
         if query.strategy in SELECT:
             candidates = SELECT[query.strategy](candidates)
         best: dict[tuple[int, tuple[int, ...]], Match] = {}
+        every = query.selected is None and not query.select_none  # SELECT *: the marks are the events
         for start, marks in candidates:
             held: dict[str, list[int]] = {}
             for pos, label in marks:
@@ -633,6 +646,14 @@ class GroupRunner:
                         held[var] = [pos]
                     else:
                         holding.append(pos)
+            if every:
+                # the marks are in stream order, one per position: no projection needed
+                events = tuple([pos for pos, _ in marks])
+                shown = {var: tuple(holding) for var, holding in held.items()}
+                other = best.get((start, events))
+                if other is None or sorted(shown.items()) < sorted(other.vars.items()):
+                    best[start, events] = Match(query.name, start, position, events, shown)
+                continue
             match = project(query, start, position, marks, held)
             k = (match.start, match.events)
             other = best.get(k)
