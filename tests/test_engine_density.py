@@ -143,3 +143,13 @@ def test_the_engine_steps_only_dense_events_of_a_long_batch() -> None:
     assert [m.key() for m in found] == [m.key() for m in evaluate(named, batch).per_query["q"]]
     assert len(found) == 3  # A B, A . . B and . . A B of partition 2
     assert engine.stats()["events_processed"] == 4 + 4  # partition 2, and partitions 0 and 1's first and last
+
+
+def test_partition_codes_far_apart_give_the_same_answer() -> None:
+    # codes within 2**16 of each other are sorted as 16-bit keys; wider ones as they are
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 5, 400)
+    values = np.cumsum(rng.integers(0, 4, 400))
+    narrow, wide = far(codes, values, 3, 6, True, 2), far(codes * 1_000_003 - 7, values, 3, 6, True, 2)
+    assert narrow is not None and wide is not None and narrow.any()
+    assert narrow.tolist() == wide.tolist()
