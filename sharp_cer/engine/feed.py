@@ -1,13 +1,14 @@
 """What one query group reads of a batch, prepared once per batch: which
 events it sees, their partition keys, window values and the attributes its
 cross-event conditions read. Per-event values are Python lists, one entry
-per event, so the engine's per-event loop never touches numpy scalars.
+per event (or per event of ``rows``, when few are live: ``spread``), so the
+engine's per-event loop never touches numpy scalars.
 
 >>> import numpy as np
 >>> from sharp_cer.events.batch import Column
 >>> col = Column("int", np.array([3, 0]), np.array([True, False]))
->>> values_or_nan(col)
-[3, nan]
+>>> window_values(col, 2), window_values(col, 2, np.array([1]))
+([3, nan], [nan])
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ def partition_keys(group: Group, batch: EventBatch, rows: Rows = None) -> list[A
     n = len(batch) if rows is None else len(rows)
     if not group.partition_attributes:
         return [()] * n
-    columns = [batch.columns[a].values for a in group.partition_attributes]
+    columns = [batch.columns.get(a) for a in group.partition_attributes]
+    if any(c is None for c in columns):
+        return [None] * n  # no event has a key
     # built in C for the whole batch: a Python function per event cost more
-    return list(zip(*(_pick(c, rows).tolist() for c in columns), strict=True))
+    return list(zip(*(_pick(c.values, rows).tolist() for c in columns if c is not None), strict=True))
 
 
 def spread(values: list[Any], rows: Rows) -> Sequence[Any] | dict[int, Any]:
@@ -130,11 +133,6 @@ def attribute_rows(names: Sequence[str], batch: EventBatch, rows: Rows = None) -
         else:
             columns.append(_or_filler(column, None, rows))
     return list(zip(*columns, strict=True)) if columns else [()] * n
-
-
-def values_or_nan(column: Column) -> list[float]:
-    """A column's values, NaN where invalid (see the module example)."""
-    return _or_filler(column, float("nan"))
 
 
 def _or_filler(column: Column, filler: Any, rows: Rows = None) -> list[Any]:
