@@ -355,8 +355,15 @@ class GroupRunner:
         [(0, 1)]
         """
         engine = self.engine
-        initial = self.det.initial
-        start = self.det.step(initial, bits)
+        det = self.det
+        initial = det.initial
+        # the determinizer's steps: its memo first, a dict lookup per step (hits booked once)
+        memo = det.memo
+        start = memo.get((initial, bits))
+        hits = 1
+        if start is None:
+            start = det.step(initial, bits)
+            hits = 0
         instance = self.instances.get(key)
         if instance is None:
             if start == _DEAD and engine.latency is None and self.shedder is None:
@@ -365,6 +372,7 @@ class GroupRunner:
                 if value > self.latest_time:
                     self.latest_time = value
                 self.evicted += 1
+                det.hits += hits
                 return 0
             instance = self.instances[key] = _Instance()
         if value > self.latest_time:
@@ -376,7 +384,6 @@ class GroupRunner:
         # keys below the horizon are outside every window for every later event
         horizon = (position if self.by_position else instance.running_max) - self.reach
         instance.local += 1
-        det_step = self.det.step
         summaries = self.summaries
         consumes = self.consumes
         created: list[Node] = []
@@ -406,7 +413,15 @@ class GroupRunner:
                     ghosts.add(state)
             if not ulist:
                 continue
-            marks, skip = start if state == initial else det_step(state, bits)
+            if state == initial:
+                marks, skip = start
+            else:
+                found = memo.get((state, bits))
+                if found is None:
+                    found = det.step(state, bits)
+                else:
+                    hits += 1
+                marks, skip = found
             if marks or (skip >= 0 and skip in new):
                 # one node for the whole union-list, reused from the last
                 # event's output if the list is unchanged
@@ -450,8 +465,9 @@ class GroupRunner:
         if not new and not ghosts:
             del self.instances[key]
             self.evicted += 1
+        det.hits += hits
         accepted: dict[int, list[Node]] = {}
-        finals = self.det.finals
+        finals = det.finals
         for state, ulist in new.items():
             if finals[state]:
                 if len(ulist) == 1:
