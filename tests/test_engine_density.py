@@ -60,7 +60,7 @@ def checked(texts: list[str], rows: list[dict[str, Any]], size: int | None) -> N
         check(texts, rows, batch_sizes=size)
 
 
-@settings(max_examples=600, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(dense_queries(), min_size=1, max_size=3), sparse_streams(), st.sampled_from([None, 1, 3, 7]))
 def test_dense_queries_match_the_reference(texts: list[str], rows: list[dict[str, Any]], size: int | None) -> None:
     checked(texts, rows, size)
