@@ -652,7 +652,6 @@ class GroupRunner:
         if query.strategy in SELECT:
             candidates = SELECT[query.strategy](candidates)
         best: dict[tuple[int, tuple[int, ...]], Match] = {}
-        every = query.selected is None and not query.select_none  # SELECT *: the marks are the events
         for start, marks in candidates:
             held: dict[str, list[int]] = {}
             for pos, label in marks:
@@ -662,14 +661,6 @@ class GroupRunner:
                         held[var] = [pos]
                     else:
                         holding.append(pos)
-            if every:
-                # the marks are in stream order, one per position: no projection needed
-                events = tuple([pos for pos, _ in marks])
-                shown = {var: tuple(holding) for var, holding in held.items()}
-                other = best.get((start, events))
-                if other is None or sorted(shown.items()) < sorted(other.vars.items()):
-                    best[start, events] = Match(query.name, start, position, events, shown)
-                continue
             match = project(query, start, position, marks, held)
             k = (match.start, match.events)
             other = best.get(k)
