@@ -793,7 +793,9 @@ class Engine:
     over the tECS where the plan allows it (``compile_plan(counting=True)``).
     ``order`` is the enumeration order (default ``DepthFirst``); ``prune`` turns the
     summaries of cross-event conditions on or off; ``skip`` turns bulk
-    skipping of events that can change nothing on or off (``GroupRunner.run``).
+    skipping of events that can change nothing on or off (``GroupRunner.run``;
+    with it, events too far from the rest of their partition to be in a
+    match: ``engine.density``).
     ``shedder`` sheds load (``engine.shedding``: it also caps each event's
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per
