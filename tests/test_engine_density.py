@@ -119,10 +119,11 @@ def test_a_run_must_fit_the_window_strictly_for_an_attribute_window() -> None:
     assert far(codes, values, 2, 10, True, 0).tolist() == [False] * 6
 
 
-def test_values_that_fall_within_a_partition_leave_the_batch_whole() -> None:
+def test_values_that_fall_or_are_missing_or_too_far_apart_leave_the_batch_whole() -> None:
     codes = np.array([0, 0, 0, 1, 0, 0])
     assert far(codes, np.array([0, 50, 40, 0, 100, 200]), 2, 1, True, 0) is None
     assert far(codes, np.array([0.0, 50, np.nan, 0, 100, 200]), 2, 1, True, 0) is None
+    assert far(codes, np.array([-(2**62), 0, 1, 0, 2**62, 2**62]), 2, 1, True, 0) is None  # would overflow
     found = far(codes, np.array([0, 40, 50, 0, 100, 200]), 2, 1, True, 0)
     assert found is not None and found.tolist() == [False, True, True, False, True, False]
 

@@ -10,8 +10,9 @@ every query of the group selects ALL, consumes nothing, has no LIMIT, no
 NOT, no ABSENT and no contiguity (``:``, ``:+``), and nothing is shed
 (``Density.of`` refuses every other group).
 
-The test runs on one batch with numpy. It needs window values that do not
-decrease within a partition in the batch (else the batch is left as it is);
+The test runs on one batch with numpy. It needs every event's window value,
+none decreasing within a partition in the batch (else the batch is left as
+it is);
 across batches, the engine already takes values to fall at most the allowed
 lateness below a partition's running maximum (``late_window_values`` counts
 those that do). An event whose value lies within the window plus the
@@ -148,6 +149,8 @@ def far(
     # integer values (positions, times) stay integers: their differences are exact
     if m == 0 or (values.dtype.kind == "f" and np.isnan(values).any()):
         return None
+    if values.dtype.kind in "iu" and int(values.max()) - int(values.min()) >= 1 << 62:
+        return None  # differences could overflow 64 bits
     low = int(codes.min())
     if int(codes.max()) - low < 1 << 16:
         codes = (codes - low).astype(np.uint16)  # numpy sorts 16-bit keys by radix: 40 times faster
