@@ -173,6 +173,24 @@ def test_a_tiny_cache_evicts_and_stays_exact() -> None:
     assert stats["cache_evictions"] > 0 and 0 < stats["cache_hit_rate"] < 1
 
 
+def test_the_cycle_collector_is_paused_only_while_a_batch_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    engine = engine_for("SELECT * WHERE A ; B WITHIN 3 EVENTS")
+    during: list[bool] = []
+    step = engine.runners[0].step
+    monkeypatch.setattr(engine.runners[0], "step", lambda *a: during.append(gc.isenabled()) or step(*a))
+    batch = to_batch(rows("A B"))
+    assert gc.isenabled()
+    assert len(engine.process(batch.take([0]))) == 0 and gc.isenabled()
+    gc.disable()
+    try:
+        assert len(engine.process(batch.take([1]))) == 1 and not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+    assert during == [False, False]
+
+
 def test_cache_capacity_must_be_positive() -> None:
     with pytest.raises(EngineError, match="capacity of at least 1"):
         engine_for("SELECT * WHERE A WITHIN 1 EVENTS", cache_capacity=0)

@@ -46,6 +46,10 @@ class Determinizer:
         self.misses = 0
         self.evictions = 0
         self._idle: dict[tuple[int, int], bool] = {}
+        #: the steps ``step`` returned lately, as a plain dict that the
+        #: engine's per-event loop reads first (a lookup, not a call); whoever
+        #: reads it adds its finds to ``hits``. Emptied when full.
+        self.memo: dict[tuple[int, int], Step] = {}
         self.initial = self.intern(automaton.initial)
 
     def intern(self, states: frozenset[int]) -> int:
@@ -81,6 +85,7 @@ class Determinizer:
         if found is not None:
             self.hits += 1
             cache.move_to_end(key)
+            self._remember(key, found)
             return found
         self.misses += 1
         marked, skipped = self._moves(state, bits)
@@ -92,7 +97,14 @@ class Determinizer:
         if len(cache) > self.capacity:
             cache.popitem(last=False)
             self.evictions += 1
+        self._remember(key, result)
         return result
+
+    def _remember(self, key: tuple[int, int], step: Step) -> None:
+        memo = self.memo
+        if len(memo) >= self.capacity:
+            memo.clear()
+        memo[key] = step
 
     def _moves(self, state: int, bits: int) -> tuple[dict[int, set[int]], set[int]]:
         marked: dict[int, set[int]] = {}
