@@ -390,6 +390,13 @@ def _shedder(
     return make_shedder(options.shedder, config)
 
 
+def _judges(bounds: tuple[dict[str, float], dict[str, float]] | None, options: ShedOptions) -> bool:
+    """Whether a run without a shedder judges the workload's ``bounds``:
+    when it has some, and the events arrive at a pace or are served at a
+    capacity (else the latency is the chunks' reading time)."""
+    return bool(bounds and any(bounds)) and (options.pace is not None or options.capacity is not None)
+
+
 def _summary_table(detector: Any) -> str:
     """The run summary per query (``latency_summary.render``)."""
     from .latency_summary import render
@@ -503,7 +510,11 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 plan = compile_plan(queries, counting=options.count)
                 if shedding.capacity is None and workload is not None and workload.capacity is not None:
                     shedding = replace(shedding, capacity=workload.capacity)
-                shedder = None
+                shedder, judged = None, None
+                if workload is not None and not shedding.bounded:
+                    from shedding.bounds import judged_bounds
+
+                    judged = judged_bounds(workload)  # without a shedder, the workload's bounds are still judged
                 if shedding.bounded:
                     first = next(chunks, None)
                     if first is not None:
@@ -518,12 +529,13 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     schema,
                     count_only=options.count,
                     shedder=shedder,
-                    record_latency=shedding.stats is not None or shedding.bounded,
+                    record_latency=shedding.stats is not None or shedding.bounded or _judges(judged, shedding),
                     record_service=False,  # the summary reads the queue log, whose memory does not grow
                     allowed_lateness=lateness,
                     tenants=tenants,
                     capacity=shedding.capacity,
                     pace=shedding.pace,
+                    bounds=judged,
                 )
                 if left is not None and not options.count:
                     detector.engine.quota = left
@@ -547,6 +559,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 )
                 if shedder is not None:
                     footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                if shedder is not None or _judges(judged, shedding):
                     summary = _summary_table(detector)
                 if shedding.stats is not None:
                     Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))

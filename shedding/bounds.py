@@ -108,6 +108,41 @@ def resolve_bounds(
     return units, ms
 
 
+def judged_bounds(
+    workload: Workload, reference_ms: Mapping[str, float] | None = None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The bounds a run without a shedder is judged against (its latency
+    summary counts the events over them): every query's, in milliseconds
+    and in cost units; a fraction only given ``reference_ms`` (without an
+    unshedded run there is nothing to take it of).
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+    ... [[query]]
+    ... name = "fast"
+    ... latency_bound = "250ms"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... [[query]]
+    ... name = "share"
+    ... shed = false
+    ... latency_bound = "50%"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... ''')
+    >>> judged_bounds(w), judged_bounds(w, {"share": 8.0})
+    (({'fast': 250.0}, {}), ({'fast': 250.0, 'share': 4.0}, {}))
+    """
+    given = {
+        q.name: q.latency_bound
+        for q in workload.queries
+        if q.latency_bound is not None and (q.latency_bound.fraction is None or reference_ms is not None)
+    }
+    units, ms = resolve_bounds(given, reference_ms=reference_ms)
+    return ms, units
+
+
 def workload_config(
     workload: Workload,
     reference: Mapping[str, float] | None = None,

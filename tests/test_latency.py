@@ -395,3 +395,39 @@ def test_a_long_running_detector_keeps_latency_in_memory_that_does_not_grow() ->
         assert d.summary()["q"]["matches"] > 0
         sizes.append(len(pickle.dumps(d.engine.queue)))
     assert sizes[0] == sizes[1]
+
+
+_JUDGED = """
+[workload]
+name = "judged"
+schema = "CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }"
+capacity = 1000
+[[query]]
+name = "q"
+latency_bound = "5ms"
+text = "SELECT * WHERE A ; B WITHIN 5 EVENTS"
+"""
+
+
+def test_without_a_shedder_the_bounds_are_still_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hand-computed, at 1,000 units a second (a unit is a millisecond),
+    one event a second (no queue): the A costs 3 units (3 ms), the B 3 of
+    update and 3 of enumeration (6 ms); against 5 ms, one of the two
+    events is over, and nothing was shed because no shedder ran."""
+    import pandas as pd
+
+    detector = Detector.from_workload(parse_workload(_JUDGED), record_latency=True, pace=Pace(rate=1))
+    detector.feed(pd.DataFrame({"type": ["A", "B"], "x": [1, 2]}))
+    row = detector.summary()["q"]
+    assert row["bound_ms"] == 5 and row["matches"] == 1 and detector.shedder is None
+    latency = row["latency"]
+    assert (latency["ms"]["max"], latency["over_bound"], latency["over_bound_share"]) == (6, 1, 0.5)
+    workload, events, stats = tmp_path / "w.toml", tmp_path / "e.csv", tmp_path / "stats.json"
+    workload.write_text(_JUDGED)
+    events.write_text("A,1\nB,2\n")
+    assert main(["match", str(workload), "--events", str(events), "--rate", "1", "--stats", str(stats)]) == 0
+    err = capsys.readouterr().err
+    assert "5 ms" in err and "50.00%" in err  # the run summary, with no shedder
+    judged = json.loads(stats.read_text())["queries"]["q"]
+    assert json.loads(stats.read_text())["shedder"] is None
+    assert (judged["bound_ms"], judged["latency"]["over_bound"], judged["latency"]["over_bound_share"]) == (5, 1, 0.5)

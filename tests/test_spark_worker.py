@@ -201,3 +201,42 @@ def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_wi
         assert [json.loads(e) for e in alert["attributes"]] == [json.loads(texts[p]) for p in alert["events"]]
         assert alert["end_time"] == rows[alert["end"]]["t"]
     assert max(sizes) < 100 < len(positions)  # the windows hold a few events per key: not the stream
+
+
+def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_old_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot restored where the clock reads 10,000 s less (another
+    host, a new process): the next release's latencies are the ones a
+    restore on the same clock gives, not 10,000 s of queueing behind the
+    old clock's reading. Capacity mode, so the latencies are exact; at 10^9
+    units a second the server is idle again long before the snapshot."""
+    import json
+    import time
+
+    from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
+
+    text = HAND_MADE.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 1e9', 1)
+    frame = hand_made_events(400, 5)
+    frame = frame[frame["type"] != "C"]
+    texts = [json.dumps(r, default=int) for r in frame.to_dict("records")]
+    seqs = frame.index.tolist()
+    half = len(texts) // 2
+    real = time.perf_counter
+
+    def second_release(jump: float) -> dict[str, object]:
+        group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50), lane=0)
+        group.release(texts[:half], seqs[:half], [0] * half, now_ms=0)
+        data = snapshot(group)
+        monkeypatch.setattr(time, "perf_counter", lambda: real() - jump)
+        group = restore(data)
+        group.release(texts[half:], seqs[half:], [0] * (len(texts) - half), now_ms=0)
+        monkeypatch.setattr(time, "perf_counter", real)
+        assert group.detector is not None and group.detector.engine.queue is not None
+        return group.detector.engine.queue.summary("near_by_position")
+
+    same, jumped = second_release(0.0), second_release(10_000.0)
+    assert jumped["events"] == same["events"] > 0
+    for figure in ("mean", "max"):
+        assert jumped["units"][figure] == pytest.approx(same["units"][figure], rel=1e-6)  # type: ignore[index]
+    assert jumped["units"]["max"] < 10_000  # type: ignore[index]  # no wait behind the old clock (10^13 units)

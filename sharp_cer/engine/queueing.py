@@ -287,6 +287,7 @@ class QueueLog:
         return out
 
 
-def live_arrivals(n: int, clock: Callable[[], float] = time.perf_counter) -> npt.NDArray[np.float64]:
-    """Arrivals of ``n`` events fed now (live): the clock's reading."""
-    return np.full(n, clock())
+def live_arrivals(n: int, clock: Callable[[], float] | None = None) -> npt.NDArray[np.float64]:
+    """Arrivals of ``n`` events fed now (live): the clock's reading (by
+    default ``time.perf_counter``, the server's clock when live)."""
+    return np.full(n, (clock or time.perf_counter)())

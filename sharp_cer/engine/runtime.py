@@ -24,7 +24,7 @@ evicted.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -753,7 +753,9 @@ class Engine:
     its arrival, queueing included, in fixed memory per query:
     ``engine.queueing.QueueLog``; ``latency`` grows with the stream: for
     measuring, so a long-running job passes ``record_service=False`` to keep
-    only ``queue``). ``capacity`` is
+    only ``queue``); ``queue`` judges each query's events against
+    ``bounds`` (milliseconds, cost units: ``QueueLog``), or, with a shedder,
+    against the shedder's bounds. ``capacity`` is
     the cost units served per second in the deterministic mode (None:
     service is wall time); ``process`` takes the events' arrivals.
 
@@ -782,6 +784,7 @@ class Engine:
         record_latency: bool = False,
         record_service: bool | None = None,
         capacity: float | None = None,
+        bounds: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
     ) -> None:
         if shedder is not None and count_only:
             raise EngineError(
@@ -791,7 +794,7 @@ class Engine:
         self.plan = plan
         self.shedder = shedder
         self.latency = LatencyLog() if (record_latency if record_service is None else record_service) else None
-        self.queue = QueueLog() if record_latency else None
+        self.queue = QueueLog(*(bounds or ())) if record_latency else None
         self.server = Server(capacity)
         self.began = 0.0  # when the batch in process began (wall clock)
         # (row, query, service units until its matches are out) of the batch in process

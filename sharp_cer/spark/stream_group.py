@@ -29,9 +29,11 @@ left it. Nothing here imports PySpark at import time.
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +75,22 @@ class StreamGroup(GroupRun):
         # may still hold: an alert carries its events whole; forgotten once no
         # live run reaches them, so it stays within the windows
         self.recent: dict[int, tuple[int | None, str]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a live server's timeline is this process's clock, whose origin
+        # another host (or a new process) does not share: the snapshot keeps
+        # how far the server's work reaches past now, not the reading, so a
+        # restore resumes the same backlog instead of queueing behind the old clock
+        state = self.__dict__.copy()
+        if self.detector is not None:
+            state["server_ahead"] = self.detector.engine.server.free - time.perf_counter()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        ahead = state.pop("server_ahead", -math.inf)  # a snapshot without it: the server starts idle
+        self.__dict__.update(state)
+        if self.detector is not None:
+            self.detector.engine.server.free = time.perf_counter() + ahead
 
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream

@@ -45,7 +45,6 @@ import pyarrow as pa
 
 from planner import Plan, compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
-from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
@@ -159,7 +158,11 @@ class GroupRun:
 
             config = workload_config(self.workload, reference, seed=self.job.seed)
             self.shedder = make_shedder(self.job.shedder, config)
-        detector = Detector(
+        from shedding.bounds import judged_bounds
+
+        # a shedder's log counts events over its bounds; without one, the ms bounds are still judged
+        # (a bound in units judges the service of an event, from the latency log: ``summary``)
+        return Detector(
             self.plan,
             self.workload.schema,
             history=False,
@@ -167,12 +170,9 @@ class GroupRun:
             shedder=self.shedder,
             record_latency=True,
             tenants=self.tenant,
+            capacity=self.workload.capacity,
+            bounds=(judged_bounds(self.workload)[0], {}),
         )
-        if self.shedder is None:
-            # a shedder's log counts events over its bounds; without one, the ms bounds are still judged
-            bounds = {q.name: q.latency_bound.milliseconds for q in self.workload.queries if q.latency_bound}
-            detector.engine.queue = QueueLog({k: v for k, v in bounds.items() if v is not None})
-        return detector
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the group's next events; return their matches."""
