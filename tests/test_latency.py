@@ -431,3 +431,84 @@ def test_without_a_shedder_the_bounds_are_still_judged(tmp_path: Path, capsys: p
     judged = json.loads(stats.read_text())["queries"]["q"]
     assert json.loads(stats.read_text())["shedder"] is None
     assert (judged["bound_ms"], judged["latency"]["over_bound"], judged["latency"]["over_bound_share"]) == (5, 1, 0.5)
+
+
+class _Watch:
+    """A passive shedder (the engine's ``Shedder`` protocol) that notes the
+    queue each group sees before each event it processes: (stream position,
+    group) -> (latency so far in units, the event's service so far)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], tuple[float, int]] = {}
+        self.positions: list[int] = []
+
+    def for_group(self, view: Any) -> Any:
+        watch, number, queries = self, view.number, [q.id for q in view.queries]
+
+        class Group:
+            def ranking(self) -> list[int]:
+                return queries
+
+            def begin_batch(self, batch: Any) -> None:
+                watch.positions = batch.positions.tolist()
+
+            def admit(self, row: int, progress: Any) -> bool:
+                watch.seen[(watch.positions[row], number)] = (progress.latency, progress.service)
+                return True
+
+            def enumeration(self, query: Any, progress: Any) -> Any:
+                from sharp_cer.engine.shedding import WalkControl
+
+                return WalkControl()
+
+            def enumerated(self, *args: Any) -> None:
+                pass
+
+            def stepped(self, *args: Any) -> None:
+                pass
+
+        return Group()
+
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        return {}, {}
+
+
+_TWO_GROUPS = [
+    ("any_key", "SELECT * WHERE A ; B+ WITHIN 6 EVENTS"),
+    ("by_key", "SELECT * WHERE A ; C ; B PARTITION BY [k] WITHIN 8 EVENTS"),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams(max_size=30), st.data())
+def test_several_groups_share_one_server_within_a_batch(rows: list[dict[str, Any]], data: st.DataObject) -> None:
+    """Two query groups over one batch, in capacity mode: the queue each
+    group sees before an event (what a shedder judges by), and each query's
+    latency per event, equal those of the same events fed one at a time (one
+    event per batch: one server, in order, by definition); and the queueing
+    part of the view equals a plain one-server loop over the events' units."""
+    named = [(name, parse_and_check(text, SCHEMA)) for name, text in _TWO_GROUPS]
+    plan = compile_plan(named)
+    assert len(plan.groups) == 2
+    batch = to_batch(rows)
+    n, capacity = len(batch), 10.0
+    arrivals = np.cumsum(data.draw(st.lists(st.sampled_from([0.0, 0.2, 1.0, 3.0]), min_size=n, max_size=n)))
+    watched, watch = _Watch(), _Watch()
+    whole = Engine(plan, shedder=watched, capacity=capacity, record_latency=True)
+    whole.process(batch, arrivals)
+    one = Engine(plan, shedder=watch, capacity=capacity, record_latency=True)
+    units: list[int] = []
+    latest: dict[str, list[float]] = {q: [] for q, _ in named}
+    for i in range(n):
+        one.process(batch.take(np.array([i])), arrivals[i : i + 1])
+        units.append(one.clock.last_event_units)
+        for q in latest:
+            latest[q] += one.queue.latest(q)[0].tolist()  # type: ignore[union-attr]
+    assert watched.seen.keys() == watch.seen.keys()
+    finish = _one_server(arrivals.tolist(), [u / capacity for u in units])
+    for (position, group), (latency, service) in watched.seen.items():
+        assert latency == pytest.approx(watch.seen[(position, group)][0], abs=1e-6)
+        start = finish[position] - units[position] / capacity
+        assert latency - service == pytest.approx((start - arrivals[position]) * capacity, abs=1e-6)
+    for q in latest:
+        assert whole.queue.latest(q)[0].tolist() == pytest.approx(latest[q], abs=1e-9)  # type: ignore[union-attr]
