@@ -186,10 +186,13 @@ class Detector:
         plan = compile_plan([(q.name, q.checked) for q in workload.queries], counting=options.get("count_only", False))
         return cls(plan, workload.schema, **options)
 
-    def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
+    def feed(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes, in order of their end; they
-        are also in ``matches`` (see the class example)."""
+        are also in ``matches`` (see the class example). ``arrivals`` are
+        the events' arrivals in seconds (a float array, one per event: the
+        rows loaded), for events replayed on a timeline of the caller's
+        (default: the pace's, or now)."""
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
@@ -206,7 +209,8 @@ class Detector:
             self._batches.clear()
             self.matches = []
         self._batches.append(batch)
-        found = [m for part, at in self._arrivals(batch) for m in self.engine.process(part, at)]
+        parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
+        found = [m for part, at in parts for m in self.engine.process(part, at)]
         if self.tenants:
             tenants = self.tenants
             found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]

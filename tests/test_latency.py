@@ -512,3 +512,19 @@ def test_several_groups_share_one_server_within_a_batch(rows: list[dict[str, Any
         assert latency - service == pytest.approx((start - arrivals[position]) * capacity, abs=1e-6)
     for q in latest:
         assert whole.queue.latest(q)[0].tolist() == pytest.approx(latest[q], abs=1e-9)  # type: ignore[union-attr]
+
+
+def test_a_live_stream_refuses_to_shed_to_a_fraction_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No unshedded run exists for a live stream: ``sharp-cer stream
+    --shedder`` refuses a fraction bound before Spark starts, in one line
+    naming the query and the setting, with the fix."""
+    spec = tmp_path / "w.toml"
+    spec.write_text(_JUDGED.replace('latency_bound = "5ms"', 'latency_bound = "40%"'))
+    (tmp_path / "source").mkdir()
+    argv = ["stream", str(spec), "--source", str(tmp_path / "source"), "--checkpoint", str(tmp_path / "ck")]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--shedder", "sharp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'query q: latency_bound = "40%"' in err
+    assert "no unshedded run" in err and '"250ms"' in err and not (tmp_path / "out").exists()

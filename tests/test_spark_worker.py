@@ -84,8 +84,43 @@ def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
     others = lambda c: Counter({k: v for k, v in c.items() if k[0] != "near_by_position"})  # noqa: E731
     assert others(shed) == others(truth)  # queries without a bound lose nothing
     rows = pa.Table.from_batches(tables).to_pylist()
-    bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units"]
-    assert len(bounds) == 2 and all(b >= 1 for b in bounds)  # one bound per key group, its own
+    bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_ms"]
+    assert len(bounds) == 2 and all(b > 0 for b in bounds)  # one bound per key group, its own, in ms
+
+
+def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process_detector_does() -> None:
+    """One key group holding the lane's whole stream, in capacity mode: its
+    events all arrive when the group runs them, so the in-process detector
+    fed the same events at once (arrivals 0), with the bound resolved by
+    ``unshedded_latency`` under those arrivals, is the same definition:
+    same bound in ms, same cuts by lever, same matches, same events over."""
+    from sharp_cer.events.batch import EventBatch
+    from sharp_cer.events.loaders import load_pandas
+    from shedding.bounds import unshedded_latency
+
+    text = BOUNDED.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 20000', 1)
+    workload = parse_workload(text)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=1)
+    stream = _stream(1500, 4, 1)
+    rows = pa.Table.from_batches(list(run_sorted(job, [stream]))).to_pylist()
+    counters = {(r["query"], r["name"]): r["value"] for r in rows if r["kind"] == COUNTER}
+    lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
+    frame = stream.to_pandas()
+    loaded, _ = load_pandas(frame.drop(columns=["__lane", "__group", "__seq"]), workload.schema)
+    batch = EventBatch(loaded.event_types, frame["__seq"].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
+    at = np.zeros(len(batch))
+    plan = Detector.from_workload(lane).plan
+    reference = unshedded_latency(plan, [batch], [at], workload.capacity)
+    detector = Detector.from_workload(lane, shedder="truncate", reference_ms=reference, record_latency=True)
+    detector.feed(batch, arrivals=at)
+    report, summary = detector.shedder.report(), detector.summary()  # type: ignore[union-attr]
+    assert report["near_by_position"]["bound_ms"] == pytest.approx(0.2 * reference["near_by_position"])
+    for name, row in summary.items():
+        assert counters[name, "matches"] == row["matches"], name
+        assert {k: counters[name, f"cut_{k}"] for k in row["cuts"]} == row["cuts"], name
+    assert counters["near_by_position", "bound_ms"] == report["near_by_position"]["bound_ms"]
+    assert counters["near_by_position", "over_bound"] == summary["near_by_position"]["latency"]["over_bound"]
+    assert counters["near_by_position", "cut_enumerations_cut_short"] > 0  # the bound bit
 
 
 def test_a_key_group_reports_the_in_process_cuts_and_its_ms_histogram() -> None:
@@ -171,14 +206,18 @@ def test_a_stream_group_restored_between_releases_gives_the_in_process_matches(s
     assert engines == 1  # counters go out as increments: the engine is counted once
 
 
-def test_a_stream_group_sheds_to_its_bounds_measured_on_its_first_release() -> None:
-    tables, _ = _released(1500, 4, [400, 900], shedder="truncate", text=BOUNDED)
+def test_a_stream_group_sheds_to_a_bound_in_units_and_refuses_a_fraction() -> None:
+    from sharp_cer.errors import SurfaceError
+
+    tables, _ = _released(1500, 4, [400, 900], shedder="truncate", text=BOUNDED.replace('"20%"', "3"))
     rows = [r for t in tables for r in t.to_pylist()]
     shed = _matches([b for t in tables for b in t.to_batches()])
     assert not shed - _in_process(1500, 4, PARTITIONED)  # nothing invented
-    assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] >= 1]  # resolved
+    assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] == 3]
     near = sum(v for k, v in shed.items() if k[0] == "near_by_position")
     assert near < sum(v for k, v in _in_process(1500, 4, PARTITIONED).items() if k[0] == "near_by_position")
+    with pytest.raises(SurfaceError, match=r'query near_by_position: latency_bound = "20%" .* no unshedded run'):
+        _released(10, 4, [], shedder="truncate", text=BOUNDED)
 
 
 def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_within_the_windows() -> None:

@@ -186,6 +186,16 @@ def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.Ca
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_detect_stream_refuses_to_shed_to_a_fraction_bound(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark.stream import StreamSettings, detect_stream
+
+    workload = parse_workload(HAND_MADE.replace('tenant = "t1"\n', 'tenant = "t1"\nlatency_bound = "40%"\n', 1))
+    events = spark.readStream.schema("type string, k int, x int, j int, t string").json(str(tmp_path))
+    with pytest.raises(SurfaceError, match=r'query near_by_position: latency_bound = "40%" .* no unshedded run'):
+        detect_stream(events, workload, settings=StreamSettings(shedder="sharp"))
+    detect_stream(events, workload)  # without a shedder the bound is only reported
+
+
 def test_a_checkpoint_of_an_older_format_is_refused_saying_what_to_do(tmp_path: Path) -> None:
     from sharp_cer.spark.stream import SIGNATURE_FILE, check_checkpoint
 

@@ -62,13 +62,46 @@ FORMAT = 2
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
 
+def check_live_bounds(workload: Any, shedder: str | None) -> None:
+    """Refuse to shed a live stream to a bound given as a fraction: it is a
+    fraction of the query's mean latency in an unshedded run under the same
+    arrivals, and a live stream's events are seen once, so it has none.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { k:int } }"
+    ... [[query]]
+    ... name = "q"
+    ... latency_bound = "40%"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... ''')
+    >>> check_live_bounds(w, None)  # nothing is shed: the bound is only reported
+    >>> check_live_bounds(w, "sharp")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.SurfaceError: query q: latency_bound = "40%" is a fraction of ... or stream without --shedder
+    """
+    if shedder is None:
+        return
+    for q in workload.queries:
+        if q.shed and q.latency_bound is not None and q.latency_bound.fraction is not None:
+            raise SurfaceError(
+                f'query {q.name}: latency_bound = "{q.latency_bound}" is a fraction of the query\'s mean latency '
+                "in an unshedded run, and a live stream has no unshedded run (each event is seen once): "
+                'give the bound in milliseconds ("250ms") or cost units (500), or stream without --shedder'
+            )
+
+
 class StreamGroup(GroupRun):
     """A ``GroupRun`` that never finishes: ``release`` feeds events and
-    returns their matches and the statistics since the last release. With
-    a shedder and fraction bounds, the group's first release is run
-    unshedded first to measure the reference latency."""
+    returns their matches and the statistics since the last release. It
+    sheds to bounds in milliseconds or cost units, never to fractions
+    (``check_live_bounds``)."""
 
     def __init__(self, job: Job, lane: int) -> None:
+        check_live_bounds(job.workload, job.shedder)
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
         # position -> (event time, JSON) of the released events a later match
@@ -97,12 +130,6 @@ class StreamGroup(GroupRun):
         order, the arrival of each in ms) at wall time ``now_ms``."""
         batch = lines_batch(self.workload.schema, texts, positions)
         self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
-        if self.held is not None:
-            from shedding.bounds import reference_latency
-
-            reference = reference_latency(self.plan, [batch], allowed_lateness=_NO_LATENESS)
-            self.detector = self._detector(reference)
-            self.held = None
         assert self.detector is not None
         self.detector.engine.latency = LatencyLog()  # this release's latencies only
         queue = self.detector.engine.queue  # this release's latencies, against the same bounds
