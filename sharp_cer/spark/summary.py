@@ -44,9 +44,10 @@ class QuerySummary:
     """One query's figures: ``p50`` .. ``max`` in cost units per event,
     ``latency_ms`` the engine-side events (every event that reached the
     query's engines), mean, p50, p99 and max in ms (empty without events),
-    ``over_bound_share`` the share of those events (of ``events`` for a bound
-    in units) over the bound, ``cuts`` the work cut per lever (events, partial
-    matches, enumerations cut short)."""
+    ``over_bound_share`` the share of those events over the bound (a bound
+    in units judges the latency in units, as in-process: queueing included
+    at the workload's capacity, else the event's service), ``cuts`` the work
+    cut per lever (events, partial matches, enumerations cut short)."""
 
     name: str
     tenant: str
@@ -207,10 +208,7 @@ def summarize_rows(
         largest = float(values[-1]) if values else 0.0
         ms = _milliseconds(in_ms.get(q.name, {}), mine)
         bound, units, over = _bound(q, shedder is not None, ms.get("mean", 0.0), mine)
-        if over is None and units is not None:
-            over = int(sum(c for v, c in histogram if v > units))
-        in_units = q.latency_bound is None or q.latency_bound.cost_units is not None
-        judged = int(mine.get("events", 0)) if in_units else ms.get("events", 0)
+        judged = ms.get("events", 0)  # the key groups judged every event that reached them
         queries.append(
             QuerySummary(
                 q.name,
@@ -281,14 +279,13 @@ def _bound(
     bound = query.latency_bound
     if bound is None:
         return "-", None, None
+    # judged on the engine side: from an event's arrival at its worker to its matches
+    over = int(counters["over_bound"]) if "over_bound" in counters else None
     if bound.cost_units is not None:
-        over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
         return f"{bound.cost_units:g}", bound.cost_units, over
     if bound.milliseconds is not None:
-        # judged on the engine side: from an event's arrival at its worker to its matches
-        over = int(counters["over_bound"]) if "over_bound" in counters else None
         return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
     if shedding and "bound_ms" in counters:
-        return f"{bound.fraction:.0%}/group <={counters['bound_ms']:g}ms", None, int(counters.get("over_bound", 0))
+        return f"{bound.fraction:.0%}/group <={counters['bound_ms']:g}ms", None, over
     return f"{bound.fraction:.0%} of {mean_ms:g}ms", None, None

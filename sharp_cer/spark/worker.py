@@ -170,8 +170,7 @@ class GroupRun:
             self.shedder = make_shedder(self.job.shedder, config)
         from shedding.bounds import judged_bounds
 
-        # a shedder's log counts events over its bounds; without one, the ms bounds are still judged
-        # (a bound in units judges the service of an event, from the latency log: ``summary``)
+        # a shedder's log counts events over its bounds; without one, the workload's are still judged
         return Detector(
             self.plan,
             self.workload.schema,
@@ -181,7 +180,7 @@ class GroupRun:
             record_latency=True,
             tenants=self.tenant,
             capacity=self.workload.capacity,
-            bounds=(judged_bounds(self.workload)[0], {}),
+            bounds=judged_bounds(self.workload),
         )
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
@@ -263,10 +262,8 @@ class GroupRun:
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
-                if engine.queue is not None and name in engine.queue.bounds_ms:
-                    counters["over_bound"] = int(engine.queue.summary(name).get("over_bound", 0))  # type: ignore[call-overload]
-                elif "bound_units" in shed:
-                    counters["over_bound"] = int(np.count_nonzero(units > shed["bound_units"]))
+                if engine.queue is not None and "over_bound" in (judged := engine.queue.summary(name)):
+                    counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
         stats = engine.stats()
