@@ -46,6 +46,7 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
+from sharp_cer.language import Workload
 
 from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job, rows_of
 
@@ -62,7 +63,7 @@ FORMAT = 2
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
 
-def check_live_bounds(workload: Any, shedder: str | None) -> None:
+def check_live_bounds(workload: Workload, shedder: str | None) -> None:
     """Refuse to shed a live stream to a bound given as a fraction: it is a
     fraction of the query's mean latency in an unshedded run under the same
     arrivals, and a live stream's events are seen once, so it has none.
