@@ -63,7 +63,9 @@ class Detector:
     ``capacity`` (cost units per second) makes service deterministic; without
     it service is wall time, and events fed together share their batch's
     timing (replayed with a pace, a batch is served in slices of
-    ``SLICE_SECONDS`` of arrivals).
+    ``SLICE_SECONDS`` of arrivals). ``bounds`` (per query, in milliseconds
+    and in cost units) are judged by the latency summary when no shedder
+    runs (a shedder's own bounds are judged when one does).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -92,6 +94,7 @@ class Detector:
         capacity: float | None = None,
         pace: Pace | None = None,
         tenants: Mapping[str, str] | None = None,
+        bounds: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
     ) -> None:
         self.plan = plan
         self.schema = schema
@@ -110,6 +113,7 @@ class Detector:
             record_latency=record_latency,
             record_service=record_service,
             capacity=capacity,
+            bounds=bounds,
         )
         self.history = history and not count_only
         self.tenants = dict(tenants or {})
@@ -149,6 +153,9 @@ class Detector:
         ``shedding.SHEDDERS``) its bounds and weights, as on Spark. Bounds
         given as fractions need each query's mean latency in an unshedded
         run (``reference_ms``, from ``shedding.bounds.unshedded_latency``).
+        Without a shedder, the latency summary still judges every query's
+        bound (``shedding.bounds.judged_bounds``; a fraction only with
+        ``reference_ms``).
 
         >>> from sharp_cer.language import parse_workload
         >>> w = parse_workload('''
@@ -168,18 +175,24 @@ class Detector:
         options.setdefault("allowed_lateness", workload.allowed_lateness)
         options.setdefault("capacity", workload.capacity)
         options.setdefault("tenants", {q.name: q.tenant for q in workload.queries})
+        from shedding.bounds import judged_bounds, workload_config
+
         if shedder is not None:
             from shedding import make_shedder
-            from shedding.bounds import workload_config
 
             options["shedder"] = make_shedder(shedder, workload_config(workload, seed=seed, reference_ms=reference_ms))
+        else:
+            options.setdefault("bounds", judged_bounds(workload, reference_ms))
         plan = compile_plan([(q.name, q.checked) for q in workload.queries], counting=options.get("count_only", False))
         return cls(plan, workload.schema, **options)
 
-    def feed(self, events: EventBatch | pd.DataFrame | pa.Table) -> list[Match]:
+    def feed(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes, in order of their end; they
-        are also in ``matches`` (see the class example)."""
+        are also in ``matches`` (see the class example). ``arrivals`` are
+        the events' arrivals in seconds (a float array, one per event: the
+        rows loaded), for events replayed on a timeline of the caller's
+        (default: the pace's, or now)."""
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
@@ -196,7 +209,8 @@ class Detector:
             self._batches.clear()
             self.matches = []
         self._batches.append(batch)
-        found = [m for part, at in self._arrivals(batch) for m in self.engine.process(part, at)]
+        parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
+        found = [m for part, at in parts for m in self.engine.process(part, at)]
         if self.tenants:
             tenants = self.tenants
             found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]

@@ -390,6 +390,13 @@ def _shedder(
     return make_shedder(options.shedder, config)
 
 
+def _judges(bounds: tuple[dict[str, float], dict[str, float]] | None, options: ShedOptions) -> bool:
+    """Whether a run without a shedder judges the workload's ``bounds``:
+    when it has some, and the events arrive at a pace or are served at a
+    capacity (else the latency is the chunks' reading time)."""
+    return bool(bounds and any(bounds)) and (options.pace is not None or options.capacity is not None)
+
+
 def _summary_table(detector: Any) -> str:
     """The run summary per query (``latency_summary.render``)."""
     from .latency_summary import render
@@ -503,7 +510,11 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 plan = compile_plan(queries, counting=options.count)
                 if shedding.capacity is None and workload is not None and workload.capacity is not None:
                     shedding = replace(shedding, capacity=workload.capacity)
-                shedder = None
+                shedder, judged = None, None
+                if workload is not None and not shedding.bounded:
+                    from shedding.bounds import judged_bounds
+
+                    judged = judged_bounds(workload)  # without a shedder, the workload's bounds are still judged
                 if shedding.bounded:
                     first = next(chunks, None)
                     if first is not None:
@@ -518,12 +529,13 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     schema,
                     count_only=options.count,
                     shedder=shedder,
-                    record_latency=shedding.stats is not None or shedding.bounded,
+                    record_latency=shedding.stats is not None or shedding.bounded or _judges(judged, shedding),
                     record_service=False,  # the summary reads the queue log, whose memory does not grow
                     allowed_lateness=lateness,
                     tenants=tenants,
                     capacity=shedding.capacity,
                     pace=shedding.pace,
+                    bounds=judged,
                 )
                 if left is not None and not options.count:
                     detector.engine.quota = left
@@ -547,6 +559,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 )
                 if shedder is not None:
                     footer += f"; shed by {shedding.shedder}: {stats['events_shed']} events (per group)"
+                if shedder is not None or _judges(judged, shedding):
                     summary = _summary_table(detector)
                 if shedding.stats is not None:
                     Path(shedding.stats).write_text(json.dumps(_shed_stats(detector, shedding), indent=2))
@@ -687,6 +700,7 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     ms) and write it to OUT/summary.json beside the output's Parquet files."""
     from .spark.session import spark_session
     from .spark.stream import StreamSettings, run_stream, stream_conf
+    from .spark.stream_group import check_live_bounds
 
     try:
         workload = load_workload(args.workload)
@@ -694,6 +708,7 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.trigger, args.max_files, args.watermark_ms, args.shedder, args.seed, format=args.format
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
+        check_live_bounds(workload, settings.shedder)  # and a fraction bound to shed to
         if not Path(args.source).is_dir():
             raise SurfaceError(f"{args.source}: error: no such folder\n  hint: --source is the folder files arrive in")
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -907,7 +922,12 @@ def _parser() -> argparse.ArgumentParser:
     run_spark.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_spark.add_argument("--out", default="out/run", metavar="DIR", help="where matches and the summary go")
     run_spark.add_argument("--format", choices=["parquet", "jsonl", "console"], default="parquet")
-    run_spark.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
+    run_spark.add_argument(
+        "--shedder",
+        choices=sorted(_SHEDDER_NAMES),
+        help="shed load per key group to the workload's bounds; a fraction bound (40%%) is of the key group's mean "
+        "latency in an unshedded run: its events are held, then run twice, unshedded and shedding, as arriving at once",
+    )
     run_spark.add_argument("--seed", type=int, default=0, help="seed of the shedder (and of --generate)")
     run_spark.add_argument(
         "--method", choices=["udtf", "map"], default="udtf", help="Arrow UDTF per key, or the mapInArrow fallback"
@@ -928,7 +948,12 @@ def _parser() -> argparse.ArgumentParser:
     run_stream.add_argument("--max-files", type=int, metavar="N", help="at most N new files per micro-batch")
     run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 2 ms)")
     run_stream.add_argument("--format", choices=["csv", "jsonl"], help="the files' format (default: by their suffix)")
-    run_stream.add_argument("--shedder", choices=sorted(_SHEDDER_NAMES), help="shed load to the workload's bounds")
+    run_stream.add_argument(
+        "--shedder",
+        choices=sorted(_SHEDDER_NAMES),
+        help="shed load to the workload's bounds, in ms or cost units (a live stream has no unshedded run to take "
+        "a fraction bound of: refused)",
+    )
     run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")
     run_stream.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")

@@ -42,6 +42,8 @@ def query_summaries(
         name = query.name
         shed = report.get(name, {})
         bound_ms, bound_units = shed.get("bound_ms"), shed.get("bound_units")
+        if not shed and engine.queue is not None:  # no shedder: the bounds the queue log judges
+            bound_ms, bound_units = engine.queue.bounds_ms.get(name), engine.queue.bounds_units.get(name)
         row: dict[str, Any] = {
             "matches": per_query[name].matches if name in per_query else 0,
             "bound_ms": bound_ms,

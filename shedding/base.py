@@ -367,7 +367,9 @@ class GroupState:
             budget *= self.weight[k] / (self.weight[k] + sum(later))
         order = self.order_for(k) if self.overloaded >> k & 1 else None
         bit = self.bits[k] if self.uses_masks else None
-        return WalkControl(max(0, int(budget)), order, bit, self.visitor(k))
+        # in wall mode before any service is measured, a bound in ms is no number of units yet
+        limit = max(0, int(budget)) if budget != math.inf else None
+        return WalkControl(limit, order, bit, self.visitor(k))
 
     def enumerated(
         self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]

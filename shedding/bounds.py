@@ -1,23 +1,15 @@
 """Per-query latency bounds: milliseconds, cost units, or a fraction of
 the latency measured without shedding.
 
-In-process (``Detector``, the CLI), a fraction is taken of a query's
-*mean* latency, queueing included, in an unshedded run under the same
-arrivals (Sharp's definition; ``unshedded_latency``): it needs the input
-replayed (a file), and a fraction below 1 always asks for cuts, so it is
-the experiments' setting. On Spark, a key group's fraction is still taken
-of its *largest* per-event service in cost units (``reference_latency``).
+A fraction is taken of a query's *mean* latency, queueing included, in an
+unshedded run under the same arrivals and the same service (Sharp's
+definition; ``unshedded_latency``): it needs the events replayed, a file
+read twice in-process, or a Spark key group's events held and run twice,
+and a fraction below 1 always asks for cuts, so it is the experiments'
+setting. A live stream has no unshedded run, so it is not shed to one.
 
->>> from sharp_cer.language import Schema, parse_and_check
->>> from sharp_cer.events.loaders import load_csv
->>> from planner import compile_plan
->>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
->>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 9 EVENTS", s))])
->>> reference = reference_latency(plan, [load_csv("A,1\\nB,1\\nB,1\\nB,1\\n", s)[0]])
->>> reference
-{'q': 26.0}
->>> resolve_bounds({"q": LatencyBound(fraction=0.5)}, reference)
-({'q': 13.0}, {})
+>>> resolve_bounds({"q": LatencyBound(fraction=0.5), "r": LatencyBound(milliseconds=250)}, {"q": 12.0})
+({}, {'q': 6.0, 'r': 250})
 """
 
 from __future__ import annotations
@@ -35,21 +27,6 @@ from sharp_cer.events.batch import EventBatch
 from sharp_cer.language.workload import LatencyBound, Workload
 
 from .base import ShedConfig
-
-
-def reference_latency(plan: Plan, batches: Iterable[EventBatch], **options: object) -> dict[str, float]:
-    """Each query's largest per-event latency in cost units, unshedded."""
-    engine = Engine(plan, record_latency=True, **options)  # type: ignore[arg-type]
-    for batch in batches:
-        engine.process(batch)
-    assert engine.latency is not None
-    out = {}
-    for g, group in enumerate(plan.groups):
-        for qid in group.queries:
-            name = plan.queries[qid].name
-            units = engine.latency.units(g, name)
-            out[name] = float(units.max()) if len(units) else 0.0
-    return out
 
 
 def unshedded_latency(
@@ -81,13 +58,10 @@ def unshedded_latency(
 
 
 def resolve_bounds(
-    bounds: Mapping[str, LatencyBound],
-    reference: Mapping[str, float] | None = None,
-    reference_ms: Mapping[str, float] | None = None,
+    bounds: Mapping[str, LatencyBound], reference_ms: Mapping[str, float] | None = None
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Bounds in cost units and in milliseconds; fractions are taken of
-    ``reference_ms`` (``unshedded_latency``) into milliseconds, or of
-    ``reference`` (``reference_latency``) into cost units."""
+    ``reference_ms`` (``unshedded_latency``) into milliseconds."""
     units: dict[str, float] = {}
     ms: dict[str, float] = {}
     for name, bound in bounds.items():
@@ -98,8 +72,6 @@ def resolve_bounds(
         elif bound.fraction is not None:
             if reference_ms is not None and name in reference_ms:
                 ms[name] = max(1e-3, bound.fraction * reference_ms[name])
-            elif reference is not None and name in reference:
-                units[name] = max(1.0, bound.fraction * reference[name])
             else:
                 raise SheddingError(
                     f"query {name}: a bound of {bound.fraction:.0%} needs the latency measured without shedding\n"
@@ -108,11 +80,43 @@ def resolve_bounds(
     return units, ms
 
 
+def judged_bounds(
+    workload: Workload, reference_ms: Mapping[str, float] | None = None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The bounds a run without a shedder is judged against (its latency
+    summary counts the events over them): every query's, in milliseconds
+    and in cost units; a fraction only given ``reference_ms`` (without an
+    unshedded run there is nothing to take it of).
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+    ... [[query]]
+    ... name = "fast"
+    ... latency_bound = "250ms"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... [[query]]
+    ... name = "share"
+    ... shed = false
+    ... latency_bound = "50%"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... ''')
+    >>> judged_bounds(w), judged_bounds(w, {"share": 8.0})
+    (({'fast': 250.0}, {}), ({'fast': 250.0, 'share': 4.0}, {}))
+    """
+    given = {
+        q.name: q.latency_bound
+        for q in workload.queries
+        if q.latency_bound is not None and (q.latency_bound.fraction is None or reference_ms is not None)
+    }
+    units, ms = resolve_bounds(given, reference_ms)
+    return ms, units
+
+
 def workload_config(
-    workload: Workload,
-    reference: Mapping[str, float] | None = None,
-    seed: int = 0,
-    reference_ms: Mapping[str, float] | None = None,
+    workload: Workload, seed: int = 0, reference_ms: Mapping[str, float] | None = None
 ) -> ShedConfig:
     """A workload's shedding configuration: the bounds of its queries that
     may be shed (``shed``), their weights and sketch attributes (fractions:
@@ -130,14 +134,12 @@ def workload_config(
     ... sketch_attributes = ["x"]
     ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
     ... ''')
-    >>> c = workload_config(w, {"q": 80.0})
-    >>> c.bounds, c.weights, c.sketch_attributes
-    ({'q': 40.0}, {'q': 3.0}, {'q': ('x',)})
-    >>> workload_config(w, reference_ms={"q": 120.0}).bounds_ms
-    {'q': 60.0}
+    >>> c = workload_config(w, reference_ms={"q": 120.0})
+    >>> c.bounds_ms, c.weights, c.sketch_attributes
+    ({'q': 60.0}, {'q': 3.0}, {'q': ('x',)})
     """
     given = {q.name: q.latency_bound for q in workload.queries if q.shed and q.latency_bound is not None}
-    units, ms = resolve_bounds(given, reference, reference_ms)
+    units, ms = resolve_bounds(given, reference_ms)
     return ShedConfig(
         bounds=units,
         bounds_ms=ms,

@@ -39,7 +39,7 @@ from sharp_cer.language import parse_and_check, parse_workload
 from sharp_cer.reference import evaluate
 from shedding import SHEDDERS, ShedConfig, make_shedder
 from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
-from tests.test_shedding import _ds1, _keys, _q3_pair
+from tests.test_shedding import DS1, Q3, _ds1, _keys, _q3_pair
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -129,16 +129,23 @@ def test_a_light_workload_within_its_bound_loses_nothing(capacity: float | None,
 
 @pytest.mark.parametrize("name", ["sharp", "truncate"])
 @pytest.mark.parametrize("bound_ms", [5, 20])
-def test_bounds_above_the_floor_keep_99_percent_of_events_within(name: str, bound_ms: float) -> None:
+@pytest.mark.parametrize("groups", [1, 2])
+def test_bounds_above_the_floor_keep_99_percent_of_events_within(name: str, bound_ms: float, groups: int) -> None:
     """DS1's Q3 and Q4 overload a server of 10,000 units a second at 500
     events a second (about 80 units an event unshedded); the update floor is
-    at most 9 units (0.9 ms): bounds of 5 and 20 ms are above it."""
+    at most 9 units (0.9 ms) a group: bounds of 5 and 20 ms are above it. With
+    Q4's window in seconds the two queries are two query groups sharing the
+    server (the view each sheds by is the one-server queue exactly)."""
     named = _q3_pair(100)
+    if groups == 2:
+        text = Q3.format(w=100).replace("; D AS d", "; E AS d").replace("WITHIN 100 EVENTS", "WITHIN 20 SECONDS")
+        named[1] = ("q4", parse_and_check(text, DS1))
     plan, batch = compile_plan(named), _ds1(1500)
+    assert len(plan.groups) == groups
     arrivals = Pace(rate=500).arrivals(batch)
     plain = Engine(plan, capacity=10_000, record_latency=True)
     truth = plain.process(batch, arrivals)
-    assert plain.latency is not None and plain.latency.floor_units(0).max() <= 9
+    assert plain.latency is not None and plain.latency.floor_units(groups - 1).max() <= 9 * groups < bound_ms * 10
     config = ShedConfig(bounds={}, bounds_ms={"q3": bound_ms, "q4": bound_ms}, sketch_attributes={"q3": ["v"]})
     engine = Engine(plan, shedder=make_shedder(name, config), capacity=10_000, record_latency=True)
     found = engine.process(batch, arrivals)
@@ -395,3 +402,136 @@ def test_a_long_running_detector_keeps_latency_in_memory_that_does_not_grow() ->
         assert d.summary()["q"]["matches"] > 0
         sizes.append(len(pickle.dumps(d.engine.queue)))
     assert sizes[0] == sizes[1]
+
+
+_JUDGED = """
+[workload]
+name = "judged"
+schema = "CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }"
+capacity = 1000
+[[query]]
+name = "q"
+latency_bound = "5ms"
+text = "SELECT * WHERE A ; B WITHIN 5 EVENTS"
+"""
+
+
+def test_without_a_shedder_the_bounds_are_still_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hand-computed, at 1,000 units a second (a unit is a millisecond),
+    one event a second (no queue): the A costs 3 units (3 ms), the B 3 of
+    update and 3 of enumeration (6 ms); against 5 ms, one of the two
+    events is over, and nothing was shed because no shedder ran."""
+    import pandas as pd
+
+    detector = Detector.from_workload(parse_workload(_JUDGED), record_latency=True, pace=Pace(rate=1))
+    detector.feed(pd.DataFrame({"type": ["A", "B"], "x": [1, 2]}))
+    row = detector.summary()["q"]
+    assert row["bound_ms"] == 5 and row["matches"] == 1 and detector.shedder is None
+    latency = row["latency"]
+    assert (latency["ms"]["max"], latency["over_bound"], latency["over_bound_share"]) == (6, 1, 0.5)
+    workload, events, stats = tmp_path / "w.toml", tmp_path / "e.csv", tmp_path / "stats.json"
+    workload.write_text(_JUDGED)
+    events.write_text("A,1\nB,2\n")
+    assert main(["match", str(workload), "--events", str(events), "--rate", "1", "--stats", str(stats)]) == 0
+    err = capsys.readouterr().err
+    assert "5 ms" in err and "50.00%" in err  # the run summary, with no shedder
+    judged = json.loads(stats.read_text())["queries"]["q"]
+    assert json.loads(stats.read_text())["shedder"] is None
+    assert (judged["bound_ms"], judged["latency"]["over_bound"], judged["latency"]["over_bound_share"]) == (5, 1, 0.5)
+
+
+class _Watch:
+    """A passive shedder (the engine's ``Shedder`` protocol) that notes the
+    queue each group sees before each event it processes: (stream position,
+    group) -> (latency so far in units, the event's service so far)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], tuple[float, int]] = {}
+        self.positions: list[int] = []
+
+    def for_group(self, view: Any) -> Any:
+        watch, number, queries = self, view.number, [q.id for q in view.queries]
+
+        class Group:
+            def ranking(self) -> list[int]:
+                return queries
+
+            def begin_batch(self, batch: Any) -> None:
+                watch.positions = batch.positions.tolist()
+
+            def admit(self, row: int, progress: Any) -> bool:
+                watch.seen[(watch.positions[row], number)] = (progress.latency, progress.service)
+                return True
+
+            def enumeration(self, query: Any, progress: Any) -> Any:
+                from sharp_cer.engine.shedding import WalkControl
+
+                return WalkControl()
+
+            def enumerated(self, *args: Any) -> None:
+                pass
+
+            def stepped(self, *args: Any) -> None:
+                pass
+
+        return Group()
+
+    def latency_bounds(self) -> tuple[dict[str, float], dict[str, float]]:
+        return {}, {}
+
+
+_TWO_GROUPS = [
+    ("any_key", "SELECT * WHERE A ; B+ WITHIN 6 EVENTS"),
+    ("by_key", "SELECT * WHERE A ; C ; B PARTITION BY [k] WITHIN 8 EVENTS"),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams(max_size=30), st.data())
+def test_several_groups_share_one_server_within_a_batch(rows: list[dict[str, Any]], data: st.DataObject) -> None:
+    """Two query groups over one batch, in capacity mode: the queue each
+    group sees before an event (what a shedder judges by), and each query's
+    latency per event, equal those of the same events fed one at a time (one
+    event per batch: one server, in order, by definition); and the queueing
+    part of the view equals a plain one-server loop over the events' units."""
+    named = [(name, parse_and_check(text, SCHEMA)) for name, text in _TWO_GROUPS]
+    plan = compile_plan(named)
+    assert len(plan.groups) == 2
+    batch = to_batch(rows)
+    n, capacity = len(batch), 10.0
+    arrivals = np.cumsum(data.draw(st.lists(st.sampled_from([0.0, 0.2, 1.0, 3.0]), min_size=n, max_size=n)))
+    watched, watch = _Watch(), _Watch()
+    whole = Engine(plan, shedder=watched, capacity=capacity, record_latency=True)
+    whole.process(batch, arrivals)
+    one = Engine(plan, shedder=watch, capacity=capacity, record_latency=True)
+    units: list[int] = []
+    latest: dict[str, list[float]] = {q: [] for q, _ in named}
+    for i in range(n):
+        one.process(batch.take(np.array([i])), arrivals[i : i + 1])
+        units.append(one.clock.last_event_units)
+        for q in latest:
+            latest[q] += one.queue.latest(q)[0].tolist()  # type: ignore[union-attr]
+    assert watched.seen.keys() == watch.seen.keys()
+    finish = _one_server(arrivals.tolist(), [u / capacity for u in units])
+    for (position, group), (latency, service) in watched.seen.items():
+        assert latency == pytest.approx(watch.seen[(position, group)][0], abs=1e-6)
+        start = finish[position] - units[position] / capacity
+        assert latency - service == pytest.approx((start - arrivals[position]) * capacity, abs=1e-6)
+    for q in latest:
+        assert whole.queue.latest(q)[0].tolist() == pytest.approx(latest[q], abs=1e-9)  # type: ignore[union-attr]
+
+
+def test_a_live_stream_refuses_to_shed_to_a_fraction_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No unshedded run exists for a live stream: ``sharp-cer stream
+    --shedder`` refuses a fraction bound before Spark starts, in one line
+    naming the query and the setting, with the fix."""
+    spec = tmp_path / "w.toml"
+    spec.write_text(_JUDGED.replace('latency_bound = "5ms"', 'latency_bound = "40%"'))
+    (tmp_path / "source").mkdir()
+    argv = ["stream", str(spec), "--source", str(tmp_path / "source"), "--checkpoint", str(tmp_path / "ck")]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--shedder", "sharp"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'query q: latency_bound = "40%"' in err
+    assert "no unshedded run" in err and '"250ms"' in err and not (tmp_path / "out").exists()

@@ -84,8 +84,43 @@ def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
     others = lambda c: Counter({k: v for k, v in c.items() if k[0] != "near_by_position"})  # noqa: E731
     assert others(shed) == others(truth)  # queries without a bound lose nothing
     rows = pa.Table.from_batches(tables).to_pylist()
-    bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units"]
-    assert len(bounds) == 2 and all(b >= 1 for b in bounds)  # one bound per key group, its own
+    bounds = [r["value"] for r in rows if r["kind"] == COUNTER and r["name"] == "bound_ms"]
+    assert len(bounds) == 2 and all(b > 0 for b in bounds)  # one bound per key group, its own, in ms
+
+
+def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process_detector_does() -> None:
+    """One key group holding the lane's whole stream, in capacity mode: its
+    events all arrive when the group runs them, so the in-process detector
+    fed the same events at once (arrivals 0), with the bound resolved by
+    ``unshedded_latency`` under those arrivals, is the same definition:
+    same bound in ms, same cuts by lever, same matches, same events over."""
+    from sharp_cer.events.batch import EventBatch
+    from sharp_cer.events.loaders import load_pandas
+    from shedding.bounds import unshedded_latency
+
+    text = BOUNDED.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 20000', 1)
+    workload = parse_workload(text)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=1)
+    stream = _stream(1500, 4, 1)
+    rows = pa.Table.from_batches(list(run_sorted(job, [stream]))).to_pylist()
+    counters = {(r["query"], r["name"]): r["value"] for r in rows if r["kind"] == COUNTER}
+    lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
+    frame = stream.to_pandas()
+    loaded, _ = load_pandas(frame.drop(columns=["__lane", "__group", "__seq"]), workload.schema)
+    batch = EventBatch(loaded.event_types, frame["__seq"].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
+    at = np.zeros(len(batch))
+    plan = Detector.from_workload(lane).plan
+    reference = unshedded_latency(plan, [batch], [at], workload.capacity)
+    detector = Detector.from_workload(lane, shedder="truncate", reference_ms=reference, record_latency=True)
+    detector.feed(batch, arrivals=at)
+    report, summary = detector.shedder.report(), detector.summary()  # type: ignore[union-attr]
+    assert report["near_by_position"]["bound_ms"] == pytest.approx(0.2 * reference["near_by_position"])
+    for name, row in summary.items():
+        assert counters[name, "matches"] == row["matches"], name
+        assert {k: counters[name, f"cut_{k}"] for k in row["cuts"]} == row["cuts"], name
+    assert counters["near_by_position", "bound_ms"] == report["near_by_position"]["bound_ms"]
+    assert counters["near_by_position", "over_bound"] == summary["near_by_position"]["latency"]["over_bound"]
+    assert counters["near_by_position", "cut_enumerations_cut_short"] > 0  # the bound bit
 
 
 def test_a_key_group_reports_the_in_process_cuts_and_its_ms_histogram() -> None:
@@ -171,14 +206,18 @@ def test_a_stream_group_restored_between_releases_gives_the_in_process_matches(s
     assert engines == 1  # counters go out as increments: the engine is counted once
 
 
-def test_a_stream_group_sheds_to_its_bounds_measured_on_its_first_release() -> None:
-    tables, _ = _released(1500, 4, [400, 900], shedder="truncate", text=BOUNDED)
+def test_a_stream_group_sheds_to_a_bound_in_units_and_refuses_a_fraction() -> None:
+    from sharp_cer.errors import SurfaceError
+
+    tables, _ = _released(1500, 4, [400, 900], shedder="truncate", text=BOUNDED.replace('"20%"', "3"))
     rows = [r for t in tables for r in t.to_pylist()]
     shed = _matches([b for t in tables for b in t.to_batches()])
     assert not shed - _in_process(1500, 4, PARTITIONED)  # nothing invented
-    assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] >= 1]  # resolved
+    assert [r for r in rows if r["kind"] == COUNTER and r["name"] == "bound_units" and r["value"] == 3]
     near = sum(v for k, v in shed.items() if k[0] == "near_by_position")
     assert near < sum(v for k, v in _in_process(1500, 4, PARTITIONED).items() if k[0] == "near_by_position")
+    with pytest.raises(SurfaceError, match=r'query near_by_position: latency_bound = "20%" .* no unshedded run'):
+        _released(10, 4, [], shedder="truncate", text=BOUNDED)
 
 
 def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_within_the_windows() -> None:
@@ -201,3 +240,42 @@ def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_wi
         assert [json.loads(e) for e in alert["attributes"]] == [json.loads(texts[p]) for p in alert["events"]]
         assert alert["end_time"] == rows[alert["end"]]["t"]
     assert max(sizes) < 100 < len(positions)  # the windows hold a few events per key: not the stream
+
+
+def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_old_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot restored where the clock reads 10,000 s less (another
+    host, a new process): the next release's latencies are the ones a
+    restore on the same clock gives, not 10,000 s of queueing behind the
+    old clock's reading. Capacity mode, so the latencies are exact; at 10^9
+    units a second the server is idle again long before the snapshot."""
+    import json
+    import time
+
+    from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
+
+    text = HAND_MADE.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 1e9', 1)
+    frame = hand_made_events(400, 5)
+    frame = frame[frame["type"] != "C"]
+    texts = [json.dumps(r, default=int) for r in frame.to_dict("records")]
+    seqs = frame.index.tolist()
+    half = len(texts) // 2
+    real = time.perf_counter
+
+    def second_release(jump: float) -> dict[str, object]:
+        group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50), lane=0)
+        group.release(texts[:half], seqs[:half], [0] * half, now_ms=0)
+        data = snapshot(group)
+        monkeypatch.setattr(time, "perf_counter", lambda: real() - jump)
+        group = restore(data)
+        group.release(texts[half:], seqs[half:], [0] * (len(texts) - half), now_ms=0)
+        monkeypatch.setattr(time, "perf_counter", real)
+        assert group.detector is not None and group.detector.engine.queue is not None
+        return group.detector.engine.queue.summary("near_by_position")
+
+    same, jumped = second_release(0.0), second_release(10_000.0)
+    assert jumped["events"] == same["events"] > 0
+    for figure in ("mean", "max"):
+        assert jumped["units"][figure] == pytest.approx(same["units"][figure], rel=1e-6)  # type: ignore[index]
+    assert jumped["units"]["max"] < 10_000  # type: ignore[index]  # no wait behind the old clock (10^13 units)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +70,15 @@ def stream_matches(output: Any) -> Counter[tuple[Any, ...]]:
 def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The faulty stream in six files, run with one file per micro-batch,
     stopped after two micro-batches, then restarted to the end and flushed."""
+    return stopped_and_restarted(spark, tmp_path_factory.mktemp("stream"), parse_workload(LATE))
+
+
+def stopped_and_restarted(spark: Any, root: Path, workload: Workload, **settings: Any) -> dict[str, Any]:
+    """``workload`` over the faulty stream in six files, one file per
+    micro-batch (``settings``: more ``StreamSettings``), stopped after two
+    micro-batches, then restarted to the end and flushed."""
     from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream
 
-    root = tmp_path_factory.mktemp("stream")
-    workload = parse_workload(LATE)
     lines = events_with_faults(workload, root / "all.csv")
     source, checkpoint, out = root / "source", str(root / "checkpoint"), str(root / "out")
     source.mkdir()
@@ -81,17 +87,18 @@ def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         part = source / f"part-{k:02d}.csv"
         part.write_text("\n".join(lines[k * step : (k + 1) * step]) + "\n")
         os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))  # Spark's file source takes files by time
-    settings = StreamSettings(max_files=1)
-    query = start_stream(workload, str(source), checkpoint, out, settings, spark)
+    how = StreamSettings(max_files=1, **settings)
+    query = start_stream(workload, str(source), checkpoint, out, how, spark)
     deadline = time.time() + 300
     while (query.lastProgress is None or query.lastProgress["batchId"] < 1) and time.time() < deadline:
         time.sleep(0.2)
     query.stop()
     first = read_output(spark, out).where("kind = 'match'").count() if Path(out).exists() else 0
-    summary = run_stream(workload, str(source), checkpoint, out, settings, spark)
+    cut = read_output(spark, out).where("kind = 'counter' AND name LIKE 'cut_%'").count() if first else 0
+    summary = run_stream(workload, str(source), checkpoint, out, how, spark)
     return {
         "workload": workload, "root": root, "source": source, "checkpoint": checkpoint, "out": out,
-        "first": first, "summary": summary, "output": read_output(spark, out),
+        "first": first, "first_cuts": cut, "summary": summary, "output": read_output(spark, out),
     }  # fmt: skip
 
 
@@ -144,6 +151,36 @@ def test_stream_summary_reports_engine_and_end_to_end_latency(streamed: dict[str
     assert summary.watermark_ms == 2002 and "end-to-end latency" in summary.render()
 
 
+def test_cut_counters_of_a_shedding_stream_survive_a_restart(spark: Any, tmp_path: Path) -> None:
+    """Cuts go out as increments from the workers' engines: stopped after
+    two micro-batches and restarted from its checkpoint, a stream shedding
+    to a bound in cost units counts each query's cuts by lever exactly as
+    the in-process detector does over the same events (one key group per
+    lane, so one engine per lane, as in-process per lane), neither over nor
+    under. The bound (1 unit, below any event's update) truncates every
+    enumeration of near_by_position, whatever the micro-batches; a query
+    beside it in its group that is never shed keeps the group's input (whose
+    shedding in wall time depends on how events are batched)."""
+    from sharp_cer.spark.lanes import lanes
+
+    beside = '[[query]]\nname = "kept_beside"\nshed = false\n'
+    beside += 'text = "SELECT * WHERE B ; A PARTITION BY [k] WITHIN 6 EVENTS"\n'
+    bounded = LATE.replace('tenant = "t1"\n', 'tenant = "t1"\nlatency_bound = 1\n', 1) + beside
+    workload = parse_workload(bounded)
+    run = stopped_and_restarted(spark, tmp_path, workload, shedder="truncate", groups=1)
+    assert run["first_cuts"] > 0  # the first run shed before it stopped: increments on both sides of the restart
+    events = load_csv(str(tmp_path / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)[0]
+    in_process: dict[str, dict[str, int]] = {}
+    for lane in lanes(workload):
+        queries = tuple(q for q in workload.queries if q.name in lane.queries)
+        detector = Detector.from_workload(replace(workload, queries=queries), shedder="truncate", history=False)
+        detector.feed(events)
+        in_process.update({name: row["cuts"] for name, row in detector.summary().items()})
+    streamed_cuts = {q.name: q.cuts for q in run["summary"].summary.queries}
+    assert streamed_cuts == in_process
+    assert sum(in_process["near_by_position"].values()) > 0
+
+
 def test_restart_with_another_workload_is_refused_naming_the_difference(
     spark: Any, streamed: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -186,6 +223,16 @@ def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.Ca
     missing = [*argv[:3], str(tmp_path / "nowhere"), *argv[4:], "--format", "jsonl"]
     assert main(missing) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_detect_stream_refuses_to_shed_to_a_fraction_bound(spark: Any, tmp_path: Path) -> None:
+    from sharp_cer.spark.stream import StreamSettings, detect_stream
+
+    workload = parse_workload(HAND_MADE.replace('tenant = "t1"\n', 'tenant = "t1"\nlatency_bound = "40%"\n', 1))
+    events = spark.readStream.schema("type string, k int, x int, j int, t string").json(str(tmp_path))
+    with pytest.raises(SurfaceError, match=r'query near_by_position: latency_bound = "40%" .* no unshedded run'):
+        detect_stream(events, workload, settings=StreamSettings(shedder="sharp"))
+    detect_stream(events, workload)  # without a shedder the bound is only reported
 
 
 def test_a_checkpoint_of_an_older_format_is_refused_saying_what_to_do(tmp_path: Path) -> None:

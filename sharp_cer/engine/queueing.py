@@ -142,24 +142,33 @@ class Server:
 
 
 class Backlog:
-    """One group's view of the queue while it runs over a batch (the groups
-    of a batch run one after the other): for the event at a row, its
-    latency so far, in cost units, at the moment the group is at it.
+    """The queue as the engine sees it while it serves a batch: for the
+    event at a row, its latency so far, in cost units, at the moment a
+    group is at it.
 
-    In capacity mode the view knows the work of the groups run before this
-    one over the whole batch and this group's own work on earlier events;
-    the later groups' work on earlier events of the batch is not known yet
-    and is counted from the next batch on. In wall mode it reads the clock.
+    Every group of a batch shares one view, and with a shedder the engine
+    runs its groups in lockstep (event by event, each event's groups one
+    after the other, as one server serves them), so when a group is at a
+    row, every group is done with the events before it and the groups
+    before this one are done with this event: in capacity mode the view is
+    the one-server queue exactly, whatever the number of groups. Work not
+    reported yet (``done``) counts as the ``units`` known when the batch
+    began (its condition checks). In wall mode the view reads the clock.
 
     >>> server = Server(capacity=1.0)
     >>> view = Backlog(server, np.array([0.0, 0.0, 5.0]), [2, 2, 1], time.perf_counter())
     >>> view.latency(1, 0), view.done(0, 1), view.latency(1, 0)  # the first event took 1 unit more
     (4.0, None, 5.0)
-    >>> view.latency(2, 0)  # the queue emptied before it arrived
-    1.0
+    >>> view.done(0, 2), view.latency(1, 0)  # and another group 2 units more: one server
+    (None, 7.0)
+    >>> view.latency(2, 0)  # it arrives at 5 s, when the server has 2 s of work left
+    3.0
     """
 
-    __slots__ = ("_a", "_b", "_began", "_finish", "_last", "_max", "_rate", "_sum", "_wall_start", "capacity")
+    __slots__ = (
+        "_a", "_b", "_began", "_begin", "_finish", "_last", "_max", "_rate", "_spent", "_sum", "_wall_start",
+        "capacity",
+    )  # fmt: skip
 
     def __init__(self, server: Server, arrivals: npt.NDArray[np.float64], units: list[int], began: float) -> None:
         self._a: list[float] = arrivals.tolist()
@@ -177,8 +186,10 @@ class Backlog:
             self._wall_start: float | None = None
         else:
             self._wall_start = max(server.free, float(arrivals.max())) if len(arrivals) else 0.0
-        self._finish = server.free  # when the last event this group processed is done
-        self._last = -1
+        self._finish = server.free  # when the latest event reported is done
+        self._last = -1  # its row
+        self._begin = server.free  # when its service began
+        self._spent = 0  # the units reported on it
 
     @property
     def wall(self) -> bool:
@@ -188,6 +199,8 @@ class Backlog:
     def _start(self, i: int) -> float:
         """When the event at row i begins its service."""
         last = self._last
+        if i == last:
+            return self._begin
         if i - 1 == last:
             before = self._finish
         else:
@@ -198,18 +211,23 @@ class Backlog:
         return max(self._a[i], before)
 
     def latency(self, i: int, extra: int) -> float:
-        """The event at row i's latency so far in cost units, this group
-        having spent ``extra`` units on it already."""
+        """The event at row i's latency so far in cost units, the group at
+        it having spent ``extra`` units on it already."""
         if self._wall_start is None:
-            return (self._start(i) - self._a[i] + self._b[i]) * self._rate + extra
+            spent = self._spent if i == self._last else 0
+            return (self._start(i) - self._a[i] + self._b[i]) * self._rate + spent + extra
         now = self._wall_start + time.perf_counter() - self._began
         return (now - self._a[i]) * self._rate if self._rate != math.inf else 0.0
 
     def done(self, i: int, extra: int) -> None:
-        """This group is done with the event at row i, having spent ``extra`` units."""
+        """A group is done with the event at row i, having spent ``extra``
+        units (rows come in order; a row's groups one after the other)."""
         if self._wall_start is None:
-            self._finish = self._start(i) + self._b[i] + extra / self._rate
-            self._last = i
+            if i == self._last:
+                self._spent += extra
+            else:
+                self._begin, self._last, self._spent = self._start(i), i, extra
+            self._finish = self._begin + self._b[i] + self._spent / self._rate
 
 
 class QueueLog:
@@ -287,6 +305,7 @@ class QueueLog:
         return out
 
 
-def live_arrivals(n: int, clock: Callable[[], float] = time.perf_counter) -> npt.NDArray[np.float64]:
-    """Arrivals of ``n`` events fed now (live): the clock's reading."""
-    return np.full(n, clock())
+def live_arrivals(n: int, clock: Callable[[], float] | None = None) -> npt.NDArray[np.float64]:
+    """Arrivals of ``n`` events fed now (live): the clock's reading (by
+    default ``time.perf_counter``, the server's clock when live)."""
+    return np.full(n, (clock or time.perf_counter)())

@@ -24,8 +24,9 @@ evicted.
 from __future__ import annotations
 
 import gc
+import heapq
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -187,20 +188,31 @@ class GroupRunner:
         self.rank = {qid: k for k, qid in enumerate(order)}
 
     # ------------------------------------------------------------ per batch
-    def run(
+    def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
+        """Process the events of ``batch`` this group sees (``steps``, all at once)."""
+        try:
+            next(self.steps(batch, atoms, out, units, floors))
+        except StopIteration as stop:
+            return int(stop.value)
+        raise EngineError("internal error: a group stopped at an event outside lockstep")
+
+    def steps(
         self,
         batch: EventBatch,
         atoms: AtomColumns,
         out: list[Match],
         units: list[int],
         floors: list[int],
-        arrivals: Any = None,
-    ) -> int:
+        lockstep: bool = False,
+    ) -> Generator[int, None, int]:
         """Process the events of ``batch`` this group sees, given every
         atom's column; append their matches to ``out``, add each event's
         units to ``units`` (update and enumeration) and ``floors`` (update
-        only) and return the update units spent. ``arrivals`` (seconds, per
-        event) let the shedder see the queue.
+        only) and return the update units spent. With a shedder, the
+        engine's ``backlog`` is the queue it sees, and each event's work is
+        reported to it. In ``lockstep``, the group stops before each event
+        it processes, yielding its row, so the engine can serve the groups
+        event by event (``Engine.process``).
 
         Events that can change nothing are skipped in bulk: an event is
         processed only if its symbol starts a run or is *busy* for some
@@ -256,12 +268,9 @@ class GroupRunner:
         clock = self.engine.clock
         shedder, log = self.shedder, self.engine.latency
         shed_before = self.input_shed
-        backlog = None
+        backlog = self.backlog = self.engine.backlog
         if shedder is not None:
             shedder.begin_batch(batch)
-            if arrivals is None:
-                arrivals = live_arrivals(n)
-            backlog = self.backlog = Backlog(self.engine.server, arrivals, units, self.engine.began)
         update = done = 0
         position = 0
         stretch = _STRETCH
@@ -276,6 +285,8 @@ class GroupRunner:
             for i in todo:
                 if not busy_now[listed[i]]:
                     continue  # its symbol became idle since the stretch began
+                if lockstep:
+                    yield i  # resumed once every group is done with the events before it
                 self.floor, self.row, self.served = floors[i], i, units[i]
                 if shedder is not None and not shedder.admit(i, self._progress(floors[i], 0)):
                     self.input_shed += 1
@@ -804,7 +815,9 @@ class Engine:
     its arrival, queueing included, in fixed memory per query:
     ``engine.queueing.QueueLog``; ``latency`` grows with the stream: for
     measuring, so a long-running job passes ``record_service=False`` to keep
-    only ``queue``). ``capacity`` is
+    only ``queue``); ``queue`` judges each query's events against
+    ``bounds`` (milliseconds, cost units: ``QueueLog``), or, with a shedder,
+    against the shedder's bounds. ``capacity`` is
     the cost units served per second in the deterministic mode (None:
     service is wall time); ``process`` takes the events' arrivals.
 
@@ -833,6 +846,7 @@ class Engine:
         record_latency: bool = False,
         record_service: bool | None = None,
         capacity: float | None = None,
+        bounds: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
     ) -> None:
         if shedder is not None and count_only:
             raise EngineError(
@@ -842,9 +856,10 @@ class Engine:
         self.plan = plan
         self.shedder = shedder
         self.latency = LatencyLog() if (record_latency if record_service is None else record_service) else None
-        self.queue = QueueLog() if record_latency else None
+        self.queue = QueueLog(*(bounds or ())) if record_latency else None
         self.server = Server(capacity)
         self.began = 0.0  # when the batch in process began (wall clock)
+        self.backlog: Backlog | None = None  # the queue the shedder sees, while a batch is in process
         # (row, query, service units until its matches are out) of the batch in process
         self.outs: list[tuple[int, str, int]] = []
         self.skip = skip
@@ -908,10 +923,16 @@ class Engine:
         update = sum(units)
         floors = list(units)
         out: list[Match] = []
-        for runner in self.runners:
-            if self.quota is not None and self.quota <= 0:
-                break
-            update += runner.run(batch, atoms, out, units, floors, arrivals)
+        if self.shedder is not None:
+            self.backlog = Backlog(self.server, arrivals, units, began)
+        if self.backlog is not None and len(self.runners) > 1:
+            update += self._lockstep(batch, atoms, out, units, floors)
+        else:
+            for runner in self.runners:
+                if self.quota is not None and self.quota <= 0:
+                    break
+                update += runner.run(batch, atoms, out, units, floors)
+        self.backlog = None
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
         self.clock.record_batch(units, update)
@@ -919,6 +940,31 @@ class Engine:
         if units:
             self._serve(arrivals, units, began)
         return out
+
+    def _lockstep(
+        self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]
+    ) -> int:
+        """Run the groups over a batch event by event, each event's groups
+        in plan order, as one server serves them: the shedder's view of the
+        queue (``backlog``) then holds every group's work on the events
+        before the one in process. Returns the update units spent."""
+        update = 0
+        waiting: list[tuple[int, int, Generator[int, None, int]]] = []  # (next row, group, its steps)
+        for runner in self.runners:
+            steps = runner.steps(batch, atoms, out, units, floors, lockstep=True)
+            try:
+                waiting.append((next(steps), runner.number, steps))
+            except StopIteration as stop:
+                update += stop.value
+        heapq.heapify(waiting)
+        while waiting:
+            _, number, steps = waiting[0]
+            try:
+                heapq.heapreplace(waiting, (next(steps), number, steps))
+            except StopIteration as stop:
+                update += stop.value
+                heapq.heappop(waiting)
+        return update
 
     def _serve(self, arrivals: Any, units: list[int], began: float) -> None:
         """The server's side of a batch: when it is free again, and, when

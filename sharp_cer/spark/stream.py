@@ -306,8 +306,10 @@ def _engines(
     them and fed to their key groups' engines (stage 2)."""
     from pyspark.sql import functions as F
 
+    from .stream_group import check_live_bounds
     from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
 
+    check_live_bounds(workload, settings.shedder)
     found = lanes(workload)
     groups = settings.groups or settings.shuffle_partitions(spark)
     job = Job(

@@ -29,9 +29,11 @@ left it. Nothing here imports PySpark at import time.
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,6 +46,7 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
+from sharp_cer.language import Workload
 
 from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job, rows_of
 
@@ -62,13 +65,46 @@ FORMAT = 3
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
 
+def check_live_bounds(workload: Workload, shedder: str | None) -> None:
+    """Refuse to shed a live stream to a bound given as a fraction: it is a
+    fraction of the query's mean latency in an unshedded run under the same
+    arrivals, and a live stream's events are seen once, so it has none.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { k:int } }"
+    ... [[query]]
+    ... name = "q"
+    ... latency_bound = "40%"
+    ... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+    ... ''')
+    >>> check_live_bounds(w, None)  # nothing is shed: the bound is only reported
+    >>> check_live_bounds(w, "sharp")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.SurfaceError: query q: latency_bound = "40%" is a fraction of ... or stream without --shedder
+    """
+    if shedder is None:
+        return
+    for q in workload.queries:
+        if q.shed and q.latency_bound is not None and q.latency_bound.fraction is not None:
+            raise SurfaceError(
+                f'query {q.name}: latency_bound = "{q.latency_bound}" is a fraction of the query\'s mean latency '
+                "in an unshedded run, and a live stream has no unshedded run (each event is seen once): "
+                'give the bound in milliseconds ("250ms") or cost units (500), or stream without --shedder'
+            )
+
+
 class StreamGroup(GroupRun):
     """A ``GroupRun`` that never finishes: ``release`` feeds events and
-    returns their matches and the statistics since the last release. With
-    a shedder and fraction bounds, the group's first release is run
-    unshedded first to measure the reference latency."""
+    returns their matches and the statistics since the last release. It
+    sheds to bounds in milliseconds or cost units, never to fractions
+    (``check_live_bounds``)."""
 
     def __init__(self, job: Job, lane: int) -> None:
+        check_live_bounds(job.workload, job.shedder)
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
         # position -> (event time, JSON) of the released events a later match
@@ -76,17 +112,27 @@ class StreamGroup(GroupRun):
         # live run reaches them, so it stays within the windows
         self.recent: dict[int, tuple[int | None, str]] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a live server's timeline is this process's clock, whose origin
+        # another host (or a new process) does not share: the snapshot keeps
+        # how far the server's work reaches past now, not the reading, so a
+        # restore resumes the same backlog instead of queueing behind the old clock
+        state = self.__dict__.copy()
+        if self.detector is not None:
+            state["server_ahead"] = self.detector.engine.server.free - time.perf_counter()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        ahead = state.pop("server_ahead", -math.inf)  # a snapshot without it: the server starts idle
+        self.__dict__.update(state)
+        if self.detector is not None:
+            self.detector.engine.server.free = time.perf_counter() + ahead
+
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream
         order, the arrival of each in ms) at wall time ``now_ms``."""
         batch = lines_batch(self.workload.schema, texts, positions)
         self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
-        if self.held is not None:
-            from shedding.bounds import reference_latency
-
-            reference = reference_latency(self.plan, [batch], allowed_lateness=_NO_LATENESS)
-            self.detector = self._detector(reference)
-            self.held = None
         assert self.detector is not None
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)

@@ -14,9 +14,11 @@ bound in ms judges this latency, event by event, in each key group.
 Latency percentiles come from exact histograms of cost units, read off
 as the engine's latency log reads its own (numpy's linear interpolation:
 ``engine.histogram.weighted_percentile``). A bound given as a fraction
-is, without shedding, the fraction of the query's largest latency in this
-(unshedded) run; with shedding, each key group resolved it against its
-own unshedded run, and the largest resolved bound is shown.
+is of the query's mean engine-side latency in an unshedded run, as
+in-process: without shedding, of this run's (shown, not counted); with
+shedding, each key group resolved it in ms against its own unshedded run
+(``worker.GroupRun``), counted the events over it, and the largest
+resolved bound is shown.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ class QuerySummary:
     """One query's figures: ``p50`` .. ``max`` in cost units per event,
     ``latency_ms`` the engine-side events (every event that reached the
     query's engines), mean, p50, p99 and max in ms (empty without events),
-    ``over_bound_share`` the share of those events (of ``events`` for a bound
-    in units) over the bound, ``cuts`` the work cut per lever (events, partial
-    matches, enumerations cut short)."""
+    ``over_bound_share`` the share of those events over the bound (a bound
+    in units judges the latency in units, as in-process: queueing included
+    at the workload's capacity, else the event's service), ``cuts`` the work
+    cut per lever (events, partial matches, enumerations cut short)."""
 
     name: str
     tenant: str
@@ -203,12 +206,9 @@ def summarize_rows(
         values, counts = [v for v, _ in histogram], [c for _, c in histogram]
         mine = counters.get(q.name, {})
         largest = float(values[-1]) if values else 0.0
-        bound, units, over = _bound(q, shedder is not None, largest, mine)
-        if over is None and units is not None:
-            over = int(sum(c for v, c in histogram if v > units))
         ms = _milliseconds(in_ms.get(q.name, {}), mine)
-        in_units = q.latency_bound is None or q.latency_bound.milliseconds is None
-        judged = int(mine.get("events", 0)) if in_units else ms.get("events", 0)
+        bound, units, over = _bound(q, shedder is not None, ms.get("mean", 0.0), mine)
+        judged = ms.get("events", 0)  # the key groups judged every event that reached them
         queries.append(
             QuerySummary(
                 q.name,
@@ -272,22 +272,20 @@ def _milliseconds(bins: dict[int, float], counters: dict[str, float]) -> dict[st
 
 
 def _bound(
-    query: Any, shedding: bool, largest: float, counters: dict[str, float]
+    query: Any, shedding: bool, mean_ms: float, counters: dict[str, float]
 ) -> tuple[str, float | None, int | None]:
-    """The bound as shown, in units, and the events over it if the workers counted them."""
+    """The bound as shown, in units, and the events over it if the workers
+    counted them; ``mean_ms`` is the query's mean latency in this run."""
     bound = query.latency_bound
     if bound is None:
         return "-", None, None
+    # judged on the engine side: from an event's arrival at its worker to its matches
+    over = int(counters["over_bound"]) if "over_bound" in counters else None
     if bound.cost_units is not None:
-        over = int(counters["over_bound"]) if shedding and "over_bound" in counters else None
         return f"{bound.cost_units:g}", bound.cost_units, over
     if bound.milliseconds is not None:
-        # judged on the engine side: from an event's arrival at its worker to its matches
-        over = int(counters["over_bound"]) if "over_bound" in counters else None
         return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
-    if shedding and "bound_units" in counters:
-        units = counters["bound_units"]
-        return f"{bound.fraction:.0%}/group <={units:.0f}", units, int(counters.get("over_bound", 0))
-    units = max(1.0, bound.fraction * largest)
-    return f"{bound.fraction:.0%} = {units:.0f}", units, None
+    if shedding and "bound_ms" in counters:
+        return f"{bound.fraction:.0%}/group <={counters['bound_ms']:.4g}ms", None, over
+    return f"{bound.fraction:.0%} of {mean_ms:.4g}ms", None, None

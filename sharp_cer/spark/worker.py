@@ -45,7 +45,6 @@ import pyarrow as pa
 
 from planner import Plan, compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
-from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
@@ -87,6 +86,10 @@ MAX_COUNTERS = frozenset({"bound_units", "bound_ms", "ms_max"})
 MIN_COUNTERS = frozenset({"ms_min"})
 #: the levers that cut work, as the run summary names them (``latency_summary``)
 CUTS = ("events", "partial_matches", "enumerations_cut_short")
+#: a key group's held events are replayed in slices of this many: in wall mode
+#: a slice's events share its timing, and the speed measured over the slices
+#: served so far turns bounds in ms into cost units (the first slice has none yet)
+REPLAY_SLICE = 500
 #: the events arrive validated and in order: the loader must not judge lateness again
 _NO_LATENESS = 2**63 - 1
 
@@ -134,9 +137,15 @@ def lane_plan(job: Job, lane: int) -> Plan:
 class GroupRun:
     """The engine of one lane and key group: ``feed`` it the group's events
     in stream order (Arrow batches with ``__seq`` and the schema's
-    attributes), then ``finish``. With a shedder whose bounds are
-    fractions, the events are kept until ``finish``, which measures the
-    group's unshedded latency first."""
+    attributes), then ``finish``. An event arrives when its batch reaches
+    the engine (wall clock), and is served at the workload's ``capacity``
+    (else in wall time).
+
+    With a shedder and bounds given as fractions, the events are kept until
+    ``finish``: they all arrive then, at once, and run twice under those
+    arrivals and the same service, first unshedded, to measure each query's
+    mean latency, then shedding to that fraction of it (the in-process
+    definition: ``shedding.bounds.unshedded_latency``)."""
 
     def __init__(self, job: Job, lane: int) -> None:
         self.job = job
@@ -152,14 +161,17 @@ class GroupRun:
         if self.held is None:
             self.detector = self._detector(None)
 
-    def _detector(self, reference: dict[str, float] | None) -> Detector:
+    def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
         if self.job.shedder:
             from shedding import make_shedder
             from shedding.bounds import workload_config
 
-            config = workload_config(self.workload, reference, seed=self.job.seed)
+            config = workload_config(self.workload, seed=self.job.seed, reference_ms=reference_ms)
             self.shedder = make_shedder(self.job.shedder, config)
-        detector = Detector(
+        from shedding.bounds import judged_bounds
+
+        # a shedder's log counts events over its bounds; without one, the workload's are still judged
+        return Detector(
             self.plan,
             self.workload.schema,
             history=False,
@@ -167,12 +179,9 @@ class GroupRun:
             shedder=self.shedder,
             record_latency=True,
             tenants=self.tenant,
+            capacity=self.workload.capacity,
+            bounds=judged_bounds(self.workload),
         )
-        if self.shedder is None:
-            # a shedder's log counts events over its bounds; without one, the ms bounds are still judged
-            bounds = {q.name: q.latency_bound.milliseconds for q in self.workload.queries if q.latency_bound}
-            detector.engine.queue = QueueLog({k: v for k, v in bounds.items() if v is not None})
-        return detector
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the group's next events; return their matches."""
@@ -188,13 +197,16 @@ class GroupRun:
         the group's statistics: latency histograms, time bins and counters."""
         out = []
         if self.held is not None:
-            from shedding.bounds import reference_latency
+            from shedding.bounds import unshedded_latency
 
-            reference = reference_latency(self.plan, self.held, allowed_lateness=self.workload.allowed_lateness)
-            self.detector = self._detector(reference)
-            for batch in self.held:
-                out.append(self._matches(self.detector.feed(batch)))
+            held = [b.take(np.arange(lo, min(lo + REPLAY_SLICE, len(b)))) for b in self.held
+                    for lo in range(0, len(b), REPLAY_SLICE)]  # fmt: skip
             self.held = None
+            at = [np.zeros(len(b)) for b in held]  # all at once: when the group's engine gets them
+            lateness, capacity = self.workload.allowed_lateness, self.workload.capacity
+            self.detector = self._detector(unshedded_latency(self.plan, held, at, capacity, allowed_lateness=lateness))
+            for batch, arrivals in zip(held, at, strict=True):
+                out.append(self._matches(self.detector.feed(batch, arrivals=arrivals)))
         assert self.detector is not None
         out.append(self._statistics(self.detector))
         return pa.concat_tables(out)
@@ -250,10 +262,8 @@ class GroupRun:
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
-                if engine.queue is not None and name in engine.queue.bounds_ms:
-                    counters["over_bound"] = int(engine.queue.summary(name).get("over_bound", 0))  # type: ignore[call-overload]
-                elif "bound_units" in shed:
-                    counters["over_bound"] = int(np.count_nonzero(units > shed["bound_units"]))
+                if engine.queue is not None and "over_bound" in (judged := engine.queue.summary(name)):
+                    counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
         stats = engine.stats()
