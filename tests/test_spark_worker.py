@@ -269,10 +269,12 @@ def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_o
         data = snapshot(group)
         monkeypatch.setattr(time, "perf_counter", lambda: real() - jump)
         group = restore(data)
+        assert group.detector is not None
+        queue = group.detector.engine.queue  # the release's log (a release starts the next one afresh)
+        assert queue is not None
         group.release(texts[half:], seqs[half:], [0] * (len(texts) - half), now_ms=0)
         monkeypatch.setattr(time, "perf_counter", real)
-        assert group.detector is not None and group.detector.engine.queue is not None
-        return group.detector.engine.queue.summary("near_by_position")
+        return queue.summary("near_by_position")
 
     same, jumped = second_release(0.0), second_release(10_000.0)
     assert jumped["events"] == same["events"] > 0
