@@ -249,6 +249,23 @@ def test_a_checkpoint_of_an_older_format_is_refused_saying_what_to_do(tmp_path: 
     check_checkpoint(str(fresh), workload)
 
 
+def test_a_restart_keeps_the_key_groups_its_checkpoint_started_with(tmp_path: Path) -> None:
+    """Stage 0 routes a partitioned lane's events over N key groups and each
+    group's state lives under its number: a restart on a machine with
+    another number of cores (the default N) keeps the checkpoint's N, and an
+    explicit other N is refused, naming both and the fix."""
+    from sharp_cer.spark.stream import check_checkpoint
+
+    workload = parse_workload(HAND_MADE)
+    assert check_checkpoint(str(tmp_path), workload, None, 2) == 2  # started on 2 cores
+    assert check_checkpoint(str(tmp_path), workload, None, 8) == 2  # restarted on 8
+    assert check_checkpoint(str(tmp_path), workload, 2, 8) == 2
+    with pytest.raises(SurfaceError) as caught:
+        check_checkpoint(str(tmp_path), workload, 4, 8)
+    message = str(caught.value)
+    assert "over 2 key groups, this run over 4" in message and "StreamSettings(groups=2)" in message
+
+
 def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(spark: Any, tmp_path: Path) -> None:
     """SIGKILL of the driver (and its JVM) while a micro-batch runs: its files
     may be in the output folder, uncommitted; after a restart from the

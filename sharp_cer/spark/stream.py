@@ -41,7 +41,7 @@ import io
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -70,6 +70,7 @@ from .stream_input import (
     CLOCK,
     FILE,
     FLUSH,
+    GROUPS_PART,
     NONE,
     NUMBERED_DDL,
     ROUTE,
@@ -118,6 +119,10 @@ class StreamSettings:
         """The stream's shuffle partitions: as set, else one per core."""
         return self.partitions or spark.sparkContext.defaultParallelism
 
+    def key_groups(self, spark: SparkSession) -> int:
+        """Key groups per partitioned lane: as set, else one per shuffle partition."""
+        return self.groups or self.shuffle_partitions(spark)
+
     def delay_ms(self, workload: Workload) -> int:
         """The watermark delay: above the allowed lateness, in ms."""
         floor = -(-workload.allowed_lateness // 1_000_000) + 2  # above it, with room for rounding to µs and ms
@@ -142,19 +147,40 @@ def stream_conf() -> dict[str, str]:
     }
 
 
-def check_checkpoint(checkpoint: str, workload: Workload) -> None:
+def check_checkpoint(checkpoint: str, workload: Workload, groups: int | None = None, default: int = 1) -> int:
     """Refuse a checkpoint written in another format or by another workload
-    (naming the difference); remember this workload's signature in a new one."""
+    (naming the difference); remember this workload's signature and the
+    stream's key groups per lane in a new one. Returns the key groups per
+    lane to run with: ``groups`` if set, else the checkpoint's, else
+    ``default`` (so a restart on a machine with another number of cores
+    still routes each event to the group holding its state).
+
+    >>> import tempfile
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { x:int } }"\\n'
+    ...                    '[[query]]\\nname = "q"\\ntext = "SELECT * WHERE A"')
+    >>> folder = tempfile.mkdtemp()
+    >>> check_checkpoint(folder, w, default=2), check_checkpoint(folder, w, default=8)
+    (2, 2)
+    """
     from .stream_group import FORMAT, check_format
 
     path = Path(checkpoint) / SIGNATURE_FILE
-    if path.exists():
-        stored = json.loads(path.read_text())
-        check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
-        check_signature(json.dumps(stored["signature"]), workload.signature(), str(path))
-    else:
+    if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature()}, indent=1))
+        chosen = groups or default
+        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature(), "groups": chosen}, indent=1))
+        return chosen
+    stored = json.loads(path.read_text())
+    check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
+    kept = int(stored.get("groups") or groups or default)
+    chosen = groups or kept
+    check_signature(
+        json.dumps({**stored["signature"], GROUPS_PART: str(kept)}),
+        {**workload.signature(), GROUPS_PART: str(chosen)},
+        str(path),
+    )
+    return chosen
 
 
 def request_flush(checkpoint: str) -> None:
@@ -179,7 +205,8 @@ def start_stream(
     fmt = settings.format or format_of(source)
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
-    check_checkpoint(checkpoint, workload)
+    groups = check_checkpoint(checkpoint, workload, settings.groups, settings.key_groups(spark))
+    settings = replace(settings, groups=groups)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
@@ -311,7 +338,7 @@ def _engines(
 
     check_live_bounds(workload, settings.shedder)
     found = lanes(workload)
-    groups = settings.groups or settings.shuffle_partitions(spark)
+    groups = settings.key_groups(spark)
     job = Job(
         workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
     )
@@ -329,7 +356,7 @@ def _engines(
         *([PART, *order] if order is not None else []),
         F.lit(0).alias("__stream"),
     )  # fmt: skip
-    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload))
+    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload), groups)
     numbered = staged.groupBy("__stream").transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
     numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
     code = F.col("__code")

@@ -62,6 +62,7 @@ from .stream_input import (
     COUNT,
     FILE,
     FLUSH,
+    GROUPS_PART,
     HORIZON,
     NONE,
     TEXT,
@@ -96,14 +97,20 @@ class Sequencer(StatefulProcessor):
     """Stage 1 (see the module docstring)."""
 
     def __init__(
-        self, workload: Workload, routes: list[int], columns: list[str], order: list[str] | None, delay_ms: int
+        self,
+        workload: Workload,
+        routes: list[int],
+        columns: list[str],
+        order: list[str] | None,
+        delay_ms: int,
+        groups: int,
     ) -> None:
         self.columns = columns
         self.order = order
         self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
-        self.signature = workload.signature()
+        self.signature = {**workload.signature(), GROUPS_PART: str(groups)}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
