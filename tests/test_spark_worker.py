@@ -279,5 +279,6 @@ def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_o
     same, jumped = second_release(0.0), second_release(10_000.0)
     assert jumped["events"] == same["events"] > 0
     for figure in ("mean", "max"):
-        assert jumped["units"][figure] == pytest.approx(same["units"][figure], rel=1e-6)  # type: ignore[index]
+        # within 1 unit (1 ns at 10^9 units a second): the clocks' readings are floats near 10^4 s
+        assert jumped["units"][figure] == pytest.approx(same["units"][figure], abs=1.0)  # type: ignore[index]
     assert jumped["units"]["max"] < 10_000  # type: ignore[index]  # no wait behind the old clock (10^13 units)
