@@ -40,7 +40,8 @@ Full: 20,000 events, windows of 1,000 events (slow: the unshedded DS1 run
 alone takes about a minute). ``--quick``: 3,000 events, windows of 500
 events, fewer bounds and sweep points. Prints a markdown table per
 experiment; writes ``results/shedding.json`` and ``results/shedding.png``
-(``shedding_quick.*`` with ``--quick``).
+(``shedding_quick.*`` with ``--quick``; with ``--only``, the JSON alone,
+named after the experiments run, e.g. ``shedding_overhead.json``).
 """
 
 from __future__ import annotations
@@ -680,6 +681,8 @@ def main() -> None:
     if args.windows:
         sizes = Sizes(**{**sizes.__dict__, "windows": tuple(args.windows)})
     stem = "shedding_quick" if args.quick else "shedding"
+    if args.only:  # a part of the run does not replace the whole run's results
+        stem += "_" + "_".join(args.only)
     results: dict[str, Any] = {"sizes": sizes.__dict__}
     RESULTS.mkdir(exist_ok=True)
     began = time.perf_counter()
