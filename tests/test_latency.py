@@ -535,3 +535,14 @@ def test_a_live_stream_refuses_to_shed_to_a_fraction_bound(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and 'query q: latency_bound = "40%"' in err
     assert "no unshedded run" in err and '"250ms"' in err and not (tmp_path / "out").exists()
+
+
+def test_the_streaming_example_workload_can_be_streamed_with_a_shedder() -> None:
+    """README streams configs/stock_trading.toml: every query it may shed
+    has a bound a live stream can judge (ms or cost units), so ``sharp-cer
+    stream --shedder`` starts on it (the refusal is checked before Spark)."""
+    from sharp_cer.language import load_workload
+    from sharp_cer.spark.stream_group import check_live_bounds
+
+    workload = load_workload(str(Path(__file__).resolve().parents[1] / "configs" / "stock_trading.toml"))
+    check_live_bounds(workload, "sharp")
