@@ -57,7 +57,7 @@ from .feed import (
 from .latency import LatencyLog
 from .predicates import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
-from .selection import SELECT, end_order, limit_order, project
+from .selection import SELECT, Projection, distinct, end_order, limit_order
 from .shedding import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
@@ -167,6 +167,7 @@ class GroupRunner:
         self.skipped = 0
         # per mark label, the variables a match shows for it (not filter tags)
         self.variables = [tuple(v for v in names if v[0] != "#") for names in self.plan.labels]
+        self.projections = {q.id: Projection(q, self.variables) for q in self.queries}
         self.transitions = 0  # booked on the clock after each batch
         self.nodes_created = 0
         # the horizon: the window measure (the position, or the running
@@ -642,11 +643,20 @@ class GroupRunner:
             bit=control.bit,
             visit=control.visit,
         )
-        variables = self.variables
-        seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
-        candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
+        projection = self.projections[qid]
         # a strategy or LIMIT chooses among all candidates: no early stop there
         quota = engine.quota if query.strategy not in SELECT and limit is None else None
+        if quota is None and shedder is None and projection.plain and not engine.debug:
+            # every candidate is a match and nothing chooses among them: no
+            # candidate list, and ``distinct`` only when two share their events
+            make = projection.match
+            matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
+            if len(matches) > 1 and len({(m.start, m.events) for m in matches}) < len(matches):
+                matches = distinct(matches)
+            self._out(query, cost, walk, matches, out, began, floor)
+            return
+        seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
+        candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         for bottom_node, marks in walk.run(nodes):
             if seen is not None:
                 if (bottom_node.pos, marks) in seen:
@@ -663,29 +673,30 @@ class GroupRunner:
             shedder.enumerated(query, progress, walk, candidates)
         if query.strategy in SELECT:
             candidates = SELECT[query.strategy](candidates)
-        best: dict[tuple[int, tuple[int, ...]], Match] = {}
-        for start, marks in candidates:
-            held: dict[str, list[int]] = {}
-            for pos, label in marks:
-                for var in variables[label]:
-                    holding = held.get(var)
-                    if holding is None:
-                        held[var] = [pos]
-                    else:
-                        holding.append(pos)
-            match = project(query, start, position, marks, held)
-            k = (match.start, match.events)
-            other = best.get(k)
-            if other is None or sorted(match.vars.items()) < sorted(other.vars.items()):
-                best[k] = match
-        matches = list(best.values())
+        matches = distinct([projection.match(start, position, marks) for start, marks in candidates])
         if limit is not None and len(matches) > limit:
             matches = sorted(matches, key=limit_order)[:limit]
+        self._out(query, cost, walk, matches, out, began, floor)
+
+    def _out(
+        self,
+        query: QueryPlan,
+        cost: QueryCost,
+        walk: Walk,
+        matches: list[Match],
+        out: list[Match],
+        began: float,
+        floor: int,
+    ) -> None:
+        """Book an enumeration and put its matches out, in end order."""
+        engine = self.engine
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(matches))
         if not engine.count_only:
-            out.extend(sorted(matches, key=end_order) if len(matches) > 1 else matches)
+            if len(matches) > 1:
+                matches.sort(key=end_order)
+            out.extend(matches)
             if engine.quota is not None:
                 engine.quota -= len(matches)
         if engine.latency is not None:

@@ -6,12 +6,14 @@ every condition: its start and its (position, label) marks.
 
 >>> SELECT["MAX"]([(0, ((1, 0),)), (0, ((1, 0), (2, 0)))])
 [(0, ((1, 0), (2, 0)))]
+>>> [m.start for m in sorted([Match("q", 2, 5, (2, 5), {}), Match("q", 1, 5, (1, 5), {})], key=end_order)]
+[1, 2]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from planner.plan import QueryPlan
 from sharp_cer.events.match import Match
@@ -51,14 +53,27 @@ SELECT: dict[str, Selection] = {
 }
 
 
-def end_order(m: Match) -> tuple[int, tuple[int, ...]]:
-    """The output order of one query's matches ending at one event (Match
-    order, without comparing the equal query and end).
+#: the output order of one query's matches ending at one event (Match
+#: order, without comparing the equal query and end); an attrgetter, as it
+#: keys every sort of matches
+end_order: Callable[[Match], tuple[int, tuple[int, ...]]] = attrgetter("start", "events")
 
-    >>> [m.start for m in sorted([Match("q", 2, 5, (2, 5), {}), Match("q", 1, 5, (1, 5), {})], key=end_order)]
-    [1, 2]
+
+def distinct(matches: Sequence[Match]) -> list[Match]:
+    """One match per interval and output events: of those that share them
+    (their labels differ where their positions do not), the one with the
+    smallest variables, in the order the first of each came.
+
+    >>> [m.vars for m in distinct([Match("q", 1, 5, (1, 5), {"b": (1,)}), Match("q", 1, 5, (1, 5), {"a": (1,)})])]
+    [{'a': (1,)}]
     """
-    return (m.start, m.events)
+    best: dict[tuple[int, tuple[int, ...]], Match] = {}
+    for match in matches:
+        k = (match.start, match.events)
+        other = best.get(k)
+        if other is None or sorted(match.vars.items()) < sorted(other.vars.items()):
+            best[k] = match
+    return list(best.values())
 
 
 def limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
@@ -70,12 +85,67 @@ def limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
     return (-m.start, tuple(-p for p in reversed(m.events)))
 
 
-def project(query: QueryPlan, start: int, end: int, marks: Any, held: dict[str, list[int]]) -> Match:
-    """The match a query outputs for a candidate: every marked event, none,
-    or the events of its selected variables; ``held`` maps each variable to
-    its positions."""
-    if query.selected is None:
-        events = () if query.select_none else tuple([pos for pos, _ in marks])
-        return Match(query.name, start, end, events, {k: tuple(v) for k, v in held.items()})
-    shown = {k: tuple(held[k]) for k in query.selected if k in held}
-    return Match(query.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)
+class Projection:
+    """How one query turns a candidate into the match it outputs: every
+    marked event, none, or the events of its selected variables, with the
+    positions each variable holds. The variables of each mark label are
+    looked up once, here, not per match.
+
+    >>> from planner import compile_plan
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])
+    >>> variables = [tuple(v for v in names if v[0] != "#") for names in plan.labels]
+    >>> x, y = (variables.index((name,)) for name in ("x", "y"))
+    >>> Projection(plan.queries[0], variables).match(1, 4, ((1, x), (3, y), (4, y)))
+    Match(query='q', start=1, end=4, events=(1, 3, 4), vars={'x': (1,), 'y': (3, 4)}, tenant=None)
+    """
+
+    __slots__ = ("name", "plain", "select_none", "selected", "single", "variables")
+
+    def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]]) -> None:
+        self.name = query.name
+        self.selected = query.selected
+        self.select_none = query.select_none
+        #: every candidate is a match (no strategy, LIMIT or STRICT check chooses)
+        self.plain = query.strategy not in SELECT and query.query.limit is None and not query.strict_by_filter
+        #: per mark label, the variables a match shows for it
+        self.variables = list(variables)
+        #: per mark label, its one variable (None: none), when no label shows
+        #: two: the common case, which needs no inner loop
+        self.single: list[str | None] | None = (
+            [names[0] if names else None for names in variables] if all(len(n) <= 1 for n in variables) else None
+        )
+
+    def held(self, marks: Sequence[tuple[int, int]]) -> dict[str, list[int]]:
+        """The positions each variable holds, in mark order."""
+        held: dict[str, list[int]] = {}
+        single = self.single
+        if single is not None:
+            for pos, label in marks:
+                var = single[label]
+                if var is not None:
+                    holding = held.get(var)
+                    if holding is None:
+                        held[var] = [pos]
+                    else:
+                        holding.append(pos)
+            return held
+        variables = self.variables
+        for pos, label in marks:
+            for var in variables[label]:
+                holding = held.get(var)
+                if holding is None:
+                    held[var] = [pos]
+                else:
+                    holding.append(pos)
+        return held
+
+    def match(self, start: int, end: int, marks: Sequence[tuple[int, int]]) -> Match:
+        """The match of the candidate ``(start, marks)`` ending at ``end``."""
+        held = self.held(marks)
+        if self.selected is None:
+            events = () if self.select_none else tuple([pos for pos, _ in marks])
+            return Match(self.name, start, end, events, {k: tuple(v) for k, v in held.items()})
+        shown = {k: tuple(held[k]) for k in self.selected if k in held}
+        return Match(self.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)

@@ -1,0 +1,71 @@
+"""The plain enumeration path against the general one and the reference
+evaluator. A query with no strategy, LIMIT or STRICT check, run without a
+shedder, a match quota or ``debug``, builds its matches straight from the
+walk (``GroupRunner._enumerate``): no candidate list, and the choice among
+matches that share their interval and events only when two do. ``debug``
+takes the general path (it checks every candidate against the tECS
+invariants), so the two are compared on random workloads: the same matches,
+variables and order, line for line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner import compile_plan
+from sharp_cer.engine import Engine
+from sharp_cer.language import parse_and_check
+from sharp_cer.reference import evaluate
+from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
+
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+
+
+def lines(texts: list[str], rows: list[dict[str, Any]], *, debug: bool, size: int | None = None) -> list[str]:
+    """Every match's output line, in the engine's order (batches of ``size``)."""
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    engine = Engine(compile_plan(named), debug=debug, allowed_lateness=4)
+    batch = to_batch(rows)
+    size = size or max(len(batch), 1)
+    found = []
+    for lo in range(0, len(batch), size):
+        found.extend(engine.process(batch.take(list(range(lo, min(lo + size, len(batch)))))))
+    return [m.to_json() for m in found]
+
+
+def check(texts: list[str], rows: list[dict[str, Any]], size: int | None = None) -> None:
+    plain = lines(texts, rows, debug=False, size=size)
+    assert plain == lines(texts, rows, debug=True, size=size)
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    expected = evaluate(named, to_batch(rows))
+    assert sorted(plain) == sorted(m.to_json() for m in expected.matches)
+
+
+@settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(), min_size=1, max_size=4), streams(), st.sampled_from([None, 1, 3]))
+def test_plain_queries_match_the_general_path_and_the_reference(
+    texts: list[str], rows: list[dict[str, Any]], size: int | None
+) -> None:
+    check(texts, rows, size)
+
+
+@settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(full_queries(), min_size=1, max_size=3), streams())
+def test_plain_and_choosing_queries_together(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    # strategies, LIMIT and STRICT keep the general path beside plain queries
+    check(texts, rows)
+
+
+def test_matches_sharing_interval_and_events_keep_the_smallest_variables() -> None:
+    # each A can be x or y: four labelings of {0, 1, 2}, one output (hand-computed:
+    # x=[0], y=[1] sorts before x=[0, 1], x=[1], y=[0] and y=[0, 1])
+    rows = [{"type": t, "x": 1, "k": 0, "j": 0, "t": i} for i, t in enumerate("AAB")]
+    found = lines(["SELECT * WHERE (A AS y OR A AS x)+ ; B WITHIN 5 EVENTS"], rows, debug=False)
+    head = '{"query": "q0", "tenant": null, '
+    assert found == [
+        head + '"start": 0, "end": 2, "events": [0, 1, 2], "vars": {"A": [0, 1], "B": [2], "x": [0], "y": [1]}}',
+        head + '"start": 0, "end": 2, "events": [0, 2], "vars": {"A": [0], "B": [2], "x": [0]}}',
+        head + '"start": 1, "end": 2, "events": [1, 2], "vars": {"A": [1], "B": [2], "x": [1]}}',
+    ]
