@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -215,3 +216,29 @@ def test_a_match_line_is_json_of_the_match(query: str, tenant: str | None, event
     m = Match(query, 1, 2, events, held, tenant)
     record = {"query": query, "tenant": tenant, "start": 1, "end": 2, "events": list(events)}
     assert m.to_json() == json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})
+
+
+NAMES = st.text(max_size=4) | st.sampled_from(["a", "b", "SELL", 'q"x', "\\", "é", "\n", "\u2028", "\ud800"])
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.tuples(
+            NAMES,
+            st.none() | NAMES,
+            st.integers(0, 10**12),
+            st.integers(0, 10**12),
+            POSITIONS,
+            st.dictionaries(NAMES, POSITIONS, max_size=5),
+        ),
+        max_size=6,
+    )
+)
+def test_match_lines_equal_json_dumps_with_names_recurring(fields: list[tuple[Any, ...]]) -> None:
+    # names recur across matches (the line pieces are cached per name and per
+    # set of variables), in any insertion order, with characters JSON escapes
+    for query, tenant, start, end, events, held in fields:
+        m = Match(query, start, end, events, held, tenant)
+        record = {"query": query, "tenant": tenant, "start": start, "end": end, "events": list(events)}
+        assert m.to_json() == json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})

@@ -37,15 +37,29 @@ class Match:
 
     def to_json(self) -> str:
         """The ``sharp-cer match`` output line: ``json.dumps`` of the match as
-        a dict, written out directly (the output of a long run is mostly
-        these lines)."""
-        events = ", ".join(map(str, self.events))
-        held = ", ".join(f"{_quoted(k)}: [{', '.join(map(str, v))}]" for k, v in sorted(self.vars.items()))
+        a dict, variables sorted, written out directly (the output of a long
+        run is mostly these lines). Positions are ints, whose ``str`` of a
+        list is JSON's array; the names' quoted pieces are cached."""
+        held = self.vars
+        pairs = ", ".join([key + str(list(held[name])) for name, key in _keys(tuple(held))])
         return (
-            f'{{"query": {_quoted(self.query)}, "tenant": {_quoted(self.tenant)}, "start": {self.start}, '
-            f'"end": {self.end}, "events": [{events}], "vars": {{{held}}}}}'
+            f"{_head(self.query, self.tenant)}{self.start}, "
+            f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}}}'
         )
 
 
 #: names (queries, tenants, variables) recur in every line: quoted once each
 _quoted = lru_cache(maxsize=4096)(json.dumps)
+
+
+@lru_cache(maxsize=4096)
+def _head(query: str, tenant: str | None) -> str:
+    """A line up to its start: the same for every match of a query."""
+    return f'{{"query": {_quoted(query)}, "tenant": {_quoted(tenant)}, "start": '
+
+
+@lru_cache(maxsize=4096)
+def _keys(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Variable names in output order, each with its quoted key: a query's
+    matches have few sets of variables."""
+    return tuple([(name, f"{_quoted(name)}: ") for name in sorted(names)])
