@@ -210,7 +210,8 @@ class Detector:
             self.matches = []
         self._batches.append(batch)
         parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
-        found = [m for part, at in parts for m in self.engine.process(part, at)]
+        process = self.engine.process
+        found = process(*parts[0]) if len(parts) == 1 else [m for part, at in parts for m in process(part, at)]
         if self.tenants:
             tenants = self.tenants
             found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]

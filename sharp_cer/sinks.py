@@ -37,7 +37,7 @@ class MatchSink:
     def write(self, matches: Sequence[Match]) -> None:
         """Write a chunk of matches."""
         if matches:
-            self.stream.write("".join(m.to_json() + "\n" for m in matches))
+            self.stream.write("\n".join([m.to_json() for m in matches]) + "\n")
             self.written += len(matches)
 
     def close(self) -> None:
