@@ -23,7 +23,6 @@ import io
 import itertools
 import json
 import math
-import operator
 import os
 import sys
 import time
@@ -485,16 +484,9 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
         summary = ""
         order = {name: i for i, (name, _) in enumerate(queries)}
 
-        # by end, then by query as given, start and events (the reference's
-        # order within an end); one query's key is an attrgetter, in C
-        by: Callable[[Match], tuple[Any, ...]] = (
-            operator.attrgetter("end", "start", "events")
-            if len(queries) == 1
-            else lambda m: (m.end, order[m.query], m.start, m.events)
-        )
-
         def in_order(found: list[Any]) -> list[Any]:
-            return sorted(found, key=by)
+            # by end, then by query as given, start and events (the reference's order within an end)
+            return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
         with open_sink(options.out, out) if not options.count else _no_sink() as sink:
             left = options.limit
@@ -551,7 +543,9 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     if left is not None and left <= 0 and not options.count:
                         break
                     tally.add(report)
-                    found = in_order(detector.feed(batch))
+                    found = detector.feed(batch)
+                    if len(queries) > 1:
+                        found = in_order(found)  # one query's come in that order (Engine.process)
                     if left is not None:
                         found = found[:left]
                         left -= len(found)

@@ -9,6 +9,7 @@ variables and order, line for line."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -38,6 +39,10 @@ def lines(texts: list[str], rows: list[dict[str, Any]], *, debug: bool, size: in
 def check(texts: list[str], rows: list[dict[str, Any]], size: int | None = None) -> None:
     plain = lines(texts, rows, debug=False, size=size)
     assert plain == lines(texts, rows, debug=True, size=size)
+    for i in range(len(texts)):
+        # one query's matches by end, start, then events (what `sharp-cer match` writes unsorted)
+        mine = [json.loads(line) for line in plain if json.loads(line)["query"] == f"q{i}"]
+        assert mine == sorted(mine, key=lambda m: (m["end"], m["start"], m["events"]))
     named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
     expected = evaluate(named, to_batch(rows))
     assert sorted(plain) == sorted(m.to_json() for m in expected.matches)

@@ -895,7 +895,8 @@ class Engine:
 
     def process(self, batch: EventBatch, arrivals: Any = None) -> list[Match]:
         """Feed a batch (positions must keep increasing across batches) and
-        return the matches its events complete, in order of their end.
+        return the matches its events complete, in order of their end (one
+        query's matches at one end by start, then output events).
         ``arrivals`` are the events' arrival times in seconds (a float
         array; None: now, as when fed live).
 
