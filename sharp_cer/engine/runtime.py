@@ -117,6 +117,10 @@ class _QueryWindow:
         return lambda start: end_value - start < bound
 
 
+#: the walk of a query no shedder controls
+_UNCONTROLLED = WalkControl()
+
+
 class GroupRunner:
     """Algorithm 1 for one query group, over all its partitions.
 
@@ -617,7 +621,9 @@ class GroupRunner:
         engine = self.engine
         query = self.plan.queries[qid]
         test = self.windows[qid].test(position if self.group.window[0] == "events" else value)
-        cost = engine.clock.per_query.setdefault(query.name, QueryCost())
+        cost = engine.clock.per_query.get(query.name)
+        if cost is None:
+            cost = engine.clock.per_query[query.name] = QueryCost()
         limit = query.query.limit
         if engine.count_only and query.counted:
             steps = [0]
@@ -627,7 +633,7 @@ class GroupRunner:
         if engine.quota is not None and engine.quota <= 0:
             return  # enough matches are out (see Engine.quota)
         began = time.perf_counter() if engine.latency is not None else 0.0
-        control = WalkControl()
+        control = _UNCONTROLLED
         shedder = self.shedder if query.sheddable else None
         if shedder is not None:
             progress = self._progress(floor, floor - self.floor + self.steps_here)._replace(after=after)
