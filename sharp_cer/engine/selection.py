@@ -95,10 +95,10 @@ class Projection:
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])
-    >>> variables = [tuple(v for v in names if v[0] != "#") for names in plan.labels]
-    >>> x, y = (variables.index((name,)) for name in ("x", "y"))
-    >>> Projection(plan.queries[0], variables).match(1, 4, ((1, x), (3, y), (4, y)))
-    Match(query='q', start=1, end=4, events=(1, 3, 4), vars={'x': (1,), 'y': (3, 4)}, tenant=None)
+    >>> projection = Projection(plan.queries[0], [("A", "x"), ("B", "y")])  # per mark label
+    >>> m = projection.match(1, 4, ((1, 0), (3, 1), (4, 1)))
+    >>> m.events, m.vars
+    ((1, 3, 4), {'A': (1,), 'x': (1,), 'B': (3, 4), 'y': (3, 4)})
     """
 
     __slots__ = ("name", "plain", "select_none", "selected", "single", "variables")
