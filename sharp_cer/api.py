@@ -193,6 +193,39 @@ class Detector:
         the events' arrivals in seconds (a float array, one per event: the
         rows loaded), for events replayed on a timeline of the caller's
         (default: the pace's, or now)."""
+        found = self._process(events, arrivals)
+        if self.tenants:
+            tenants = self.tenants
+            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+        if not self.engine.count_only:
+            self.matches.extend(found)
+        return found
+
+    def feed_lines(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[str]:
+        """``feed``, returning the matches' output lines (``Match.to_json``,
+        tenants included) instead of the matches. A detector of one query
+        without ``history`` builds them without Match objects where nothing
+        chooses among its matches (what ``sharp-cer match`` writes), so
+        ``matches`` stays empty and ``events_of`` has nothing to look up.
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A ; A WITHIN 1 EVENTS")], s, tenants={"q": "acme"})
+        >>> import pandas as pd
+        >>> d.feed_lines(pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}))
+        ['{"query": "q", "tenant": "acme", "start": 0, "end": 1, "events": [0, 1], "vars": {"A": [0, 1]}}']
+        """
+        if len(self.plan.queries) != 1 or self.history:
+            # several queries' matches are ordered by the caller (see ``feed``)
+            return [m.to_json() for m in self.feed(events, arrivals=arrivals)]
+        self.engine.lines = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
+        try:
+            lines: list[str] = self._process(events, arrivals)  # type: ignore[assignment]
+        finally:
+            self.engine.lines = None
+        return lines
+
+    def _process(self, events: EventBatch | pd.DataFrame | pa.Table, arrivals: Any) -> list[Match]:
+        """Load, check the order and run the engine (``feed``)."""
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
@@ -211,13 +244,7 @@ class Detector:
         self._batches.append(batch)
         parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
         process = self.engine.process
-        found = process(*parts[0]) if len(parts) == 1 else [m for part, at in parts for m in process(part, at)]
-        if self.tenants:
-            tenants = self.tenants
-            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
-        if not self.engine.count_only:
-            self.matches.extend(found)
-        return found
+        return process(*parts[0]) if len(parts) == 1 else [m for part, at in parts for m in process(part, at)]
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
         """The batch with its events' arrivals (None: now, live), in the

@@ -539,17 +539,19 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 )
                 if left is not None and not options.count:
                     detector.engine.quota = left
+                # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
+                as_lines = sink.lines and len(queries) == 1 and not options.count
                 for batch, report in chunks:
                     if left is not None and left <= 0 and not options.count:
                         break
                     tally.add(report)
-                    found = detector.feed(batch)
+                    chunk: list[Any] = detector.feed_lines(batch) if as_lines else detector.feed(batch)
                     if len(queries) > 1:
-                        found = in_order(found)  # one query's come in that order (Engine.process)
+                        chunk = in_order(chunk)  # one query's come in that order (Engine.process)
                     if left is not None:
-                        found = found[:left]
-                        left -= len(found)
-                    sink.write(found)
+                        chunk = chunk[:left]
+                        left -= len(chunk)
+                    (sink.write_lines if as_lines else sink.write)(chunk)
                 per_query = detector.counts
                 stats = detector.stats()
                 footer = (

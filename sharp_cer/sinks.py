@@ -28,7 +28,10 @@ SUFFIXES = (".jsonl", ".csv", ".parquet")
 
 
 class MatchSink:
-    """Matches to JSON Lines on a text stream (the base of every sink)."""
+    """Matches to JSON Lines on a text stream (the base of every sink).
+    ``lines`` tells whether it takes matches as their lines too (``write_lines``)."""
+
+    lines = True
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -36,9 +39,13 @@ class MatchSink:
 
     def write(self, matches: Sequence[Match]) -> None:
         """Write a chunk of matches."""
-        if matches:
-            self.stream.write("\n".join([m.to_json() for m in matches]) + "\n")
-            self.written += len(matches)
+        self.write_lines([m.to_json() for m in matches])
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Write a chunk of matches given as their lines (``Match.to_json``)."""
+        if lines:
+            self.stream.write("\n".join(lines) + "\n")
+            self.written += len(lines)
 
     def close(self) -> None:
         """Finish the output (flush what is buffered)."""
@@ -64,6 +71,8 @@ class _FileSink(MatchSink):
 class _CsvSink(_FileSink):
     """One row per match; events and variables as JSON text."""
 
+    lines = False
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.rows = csv.writer(self.stream)
@@ -86,6 +95,8 @@ class _CsvSink(_FileSink):
 
 class _ParquetSink(MatchSink):
     """Row groups of ``MATCH_SCHEMA``, one per chunk."""
+
+    lines = False
 
     def __init__(self, path: Path) -> None:
         import pyarrow.parquet as pq

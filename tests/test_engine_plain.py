@@ -5,7 +5,9 @@ walk (``GroupRunner._enumerate``): no candidate list, and the choice among
 matches that share their interval and events only when two do. ``debug``
 takes the general path (it checks every candidate against the tECS
 invariants), so the two are compared on random workloads: the same matches,
-variables and order, line for line."""
+variables and order, line for line. ``Detector.feed_lines`` (one query's
+lines, built without Match objects on the plain path) is compared with the
+lines of ``feed``'s matches."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner import compile_plan
+from sharp_cer.api import Detector
 from sharp_cer.engine import Engine
+from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
@@ -24,16 +28,25 @@ from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
+def chunks(rows: list[dict[str, Any]], size: int | None) -> list[EventBatch]:
+    """The stream in batches of ``size`` (None: one)."""
+    batch = to_batch(rows)
+    size = size or max(len(batch), 1)
+    return [batch.take(list(range(lo, min(lo + size, len(batch))))) for lo in range(0, len(batch), size)]
+
+
 def lines(texts: list[str], rows: list[dict[str, Any]], *, debug: bool, size: int | None = None) -> list[str]:
     """Every match's output line, in the engine's order (batches of ``size``)."""
     named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
     engine = Engine(compile_plan(named), debug=debug, allowed_lateness=4)
-    batch = to_batch(rows)
-    size = size or max(len(batch), 1)
-    found = []
-    for lo in range(0, len(batch), size):
-        found.extend(engine.process(batch.take(list(range(lo, min(lo + size, len(batch)))))))
-    return [m.to_json() for m in found]
+    return [m.to_json() for part in chunks(rows, size) for m in engine.process(part)]
+
+
+def fed_lines(text: str, rows: list[dict[str, Any]], size: int | None = None, tenant: str | None = None) -> list[str]:
+    """``Detector.feed_lines`` of one query (the lines built without Match objects)."""
+    plan = compile_plan([("q0", parse_and_check(text, SCHEMA))])
+    detector = Detector(plan, SCHEMA, allowed_lateness=4, tenants={"q0": tenant} if tenant else None)
+    return [line for part in chunks(rows, size) for line in detector.feed_lines(part)]
 
 
 def check(texts: list[str], rows: list[dict[str, Any]], size: int | None = None) -> None:
@@ -56,6 +69,18 @@ def test_plain_queries_match_the_general_path_and_the_reference(
     check(texts, rows, size)
 
 
+@settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
+@given(st.one_of(queries(), full_queries()), streams(), st.sampled_from([None, 1, 3]), st.sampled_from([None, "t"]))
+def test_one_query_s_lines_equal_its_matches_lines(
+    text: str, rows: list[dict[str, Any]], size: int | None, tenant: str | None
+) -> None:
+    # the lines `sharp-cer match` writes for one query, built without Match objects where the query is plain
+    named = [("q0", parse_and_check(text, SCHEMA))]
+    detector = Detector(compile_plan(named), SCHEMA, allowed_lateness=4, tenants={"q0": tenant} if tenant else None)
+    expected = [m.to_json() for part in chunks(rows, size) for m in detector.feed(part)]
+    assert fed_lines(text, rows, size, tenant) == expected
+
+
 @settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(full_queries(), min_size=1, max_size=3), streams())
 def test_plain_and_choosing_queries_together(texts: list[str], rows: list[dict[str, Any]]) -> None:
@@ -67,7 +92,9 @@ def test_matches_sharing_interval_and_events_keep_the_smallest_variables() -> No
     # each A can be x or y: four labelings of {0, 1, 2}, one output (hand-computed:
     # x=[0], y=[1] sorts before x=[0, 1], x=[1], y=[0] and y=[0, 1])
     rows = [{"type": t, "x": 1, "k": 0, "j": 0, "t": i} for i, t in enumerate("AAB")]
-    found = lines(["SELECT * WHERE (A AS y OR A AS x)+ ; B WITHIN 5 EVENTS"], rows, debug=False)
+    text = "SELECT * WHERE (A AS y OR A AS x)+ ; B WITHIN 5 EVENTS"
+    found = lines([text], rows, debug=False)
+    assert fed_lines(text, rows) == found
     head = '{"query": "q0", "tenant": null, '
     assert found == [
         head + '"start": 0, "end": 2, "events": [0, 1, 2], "vars": {"A": [0, 1], "B": [2], "x": [0], "y": [1]}}',

@@ -27,6 +27,8 @@ import gc
 import heapq
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import replace
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -36,7 +38,7 @@ from planner.predicates import guard_atoms
 from planner.sharing import prefix_states
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
-from sharp_cer.events.match import Match
+from sharp_cer.events.match import Match, match_line
 
 from . import density
 from .conditions import Summaries
@@ -119,6 +121,8 @@ class _QueryWindow:
 
 #: the walk of a query no shedder controls
 _UNCONTROLLED = WalkControl()
+#: a match's (start, output events, variables) row: one query's order at one end
+_START_EVENTS = itemgetter(0, 1)
 
 
 class GroupRunner:
@@ -610,7 +614,7 @@ class GroupRunner:
         position: int,
         value: float,
         local: int,
-        out: list[Match],
+        out: list[Any],
         floor: int = 0,
         after: tuple[int, ...] = (),
     ) -> None:
@@ -655,11 +659,24 @@ class GroupRunner:
         if quota is None and shedder is None and projection.plain and not engine.debug:
             # every candidate is a match and nothing chooses among them: no
             # candidate list, and ``distinct`` only when two share their events
-            make = projection.match
-            matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
+            if engine.lines is not None:
+                # nor Match objects: each match's line from its parts
+                parts = projection.parts
+                rows = [(bottom_node.pos, *parts(marks)) for bottom_node, marks in walk.run(nodes)]
+                if len(rows) < 2 or len({(start, tuple(events)) for start, events, _ in rows}) == len(rows):
+                    if len(rows) > 1:
+                        rows.sort(key=_START_EVENTS)
+                    tenant = engine.lines.get(query.name)
+                    lines = [match_line(query.name, tenant, start, position, e, held) for start, e, held in rows]
+                    self._out(query, cost, walk, lines, out, began, floor)
+                    return
+                matches = [projection.whole(start, position, e, held) for start, e, held in rows]
+            else:
+                make = projection.match
+                matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
             if len(matches) > 1 and len({(m.start, m.events) for m in matches}) < len(matches):
                 matches = distinct(matches)
-            self._out(query, cost, walk, matches, out, began, floor)
+            self._out(query, cost, walk, self._put(query, matches), out, began, floor)
             return
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
@@ -682,29 +699,37 @@ class GroupRunner:
         matches = distinct([projection.match(start, position, marks) for start, marks in candidates])
         if limit is not None and len(matches) > limit:
             matches = sorted(matches, key=limit_order)[:limit]
-        self._out(query, cost, walk, matches, out, began, floor)
+        self._out(query, cost, walk, self._put(query, matches), out, began, floor)
+
+    def _put(self, query: QueryPlan, matches: list[Match]) -> list[Any]:
+        """An enumeration's matches in end order, as the engine puts them
+        out: Match objects, or their lines (``Engine.lines``)."""
+        if len(matches) > 1:
+            matches.sort(key=end_order)
+        if self.engine.lines is None:
+            return matches
+        tenant = self.engine.lines.get(query.name)
+        return [replace(m, tenant=tenant).to_json() for m in matches]
 
     def _out(
         self,
         query: QueryPlan,
         cost: QueryCost,
         walk: Walk,
-        matches: list[Match],
-        out: list[Match],
+        found: list[Any],
+        out: list[Any],
         began: float,
         floor: int,
     ) -> None:
-        """Book an enumeration and put its matches out, in end order."""
+        """Book an enumeration and put its matches (in end order) out."""
         engine = self.engine
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
-        self._book(query, cost, walk.steps, walk.candidates, len(matches))
+        self._book(query, cost, walk.steps, walk.candidates, len(found))
         if not engine.count_only:
-            if len(matches) > 1:
-                matches.sort(key=end_order)
-            out.extend(matches)
+            out.extend(found)
             if engine.quota is not None:
-                engine.quota -= len(matches)
+                engine.quota -= len(found)
         if engine.latency is not None:
             engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
         if engine.queue is not None:
@@ -894,6 +919,11 @@ class Engine:
         #: stops, even within one event's, and so does processing: the
         #: matches out are true ones, the first in end order for one group
         self.quota: int | None = None
+        #: each query's tenant, when ``process`` puts out the matches' output
+        #: lines (``Match.to_json``) instead of Match objects: for a writer of
+        #: one query's matches (``Detector.feed_lines``), whose lines are then
+        #: built without the objects where nothing chooses among the matches
+        self.lines: Mapping[str, str | None] | None = None
         self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
         if self.queue is not None and shedder is not None:
             self.queue = QueueLog(*shedder.latency_bounds())
@@ -902,7 +932,8 @@ class Engine:
     def process(self, batch: EventBatch, arrivals: Any = None) -> list[Match]:
         """Feed a batch (positions must keep increasing across batches) and
         return the matches its events complete, in order of their end (one
-        query's matches at one end by start, then output events).
+        query's matches at one end by start, then output events); with
+        ``lines`` set, their output lines.
         ``arrivals`` are the events' arrival times in seconds (a float
         array; None: now, as when fed live).
 

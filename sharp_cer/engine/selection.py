@@ -141,11 +141,19 @@ class Projection:
                     holding.append(pos)
         return held
 
-    def match(self, start: int, end: int, marks: Sequence[tuple[int, int]]) -> Match:
-        """The match of the candidate ``(start, marks)`` ending at ``end``."""
+    def parts(self, marks: Sequence[tuple[int, int]]) -> tuple[list[int], dict[str, list[int]]]:
+        """The output events of a candidate's marks and the positions each
+        shown variable holds (``match`` without the Match)."""
         held = self.held(marks)
         if self.selected is None:
-            events = () if self.select_none else tuple([pos for pos, _ in marks])
-            return Match(self.name, start, end, events, {k: tuple(v) for k, v in held.items()})
-        shown = {k: tuple(held[k]) for k in self.selected if k in held}
-        return Match(self.name, start, end, tuple(sorted({p for v in shown.values() for p in v})), shown)
+            return ([] if self.select_none else [pos for pos, _ in marks]), held
+        shown = {k: held[k] for k in self.selected if k in held}
+        return sorted({p for v in shown.values() for p in v}), shown
+
+    def match(self, start: int, end: int, marks: Sequence[tuple[int, int]]) -> Match:
+        """The match of the candidate ``(start, marks)`` ending at ``end``."""
+        return self.whole(start, end, *self.parts(marks))
+
+    def whole(self, start: int, end: int, events: list[int], held: dict[str, list[int]]) -> Match:
+        """The match of its ``parts``."""
+        return Match(self.name, start, end, tuple(events), {k: tuple(v) for k, v in held.items()})

@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -42,10 +43,25 @@ class Match:
         list is JSON's array; the names' quoted pieces are cached."""
         held = self.vars
         pairs = ", ".join([key + str(list(held[name])) for name, key in _keys(tuple(held))])
-        return (
-            f"{_head(self.query, self.tenant)}{self.start}, "
-            f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}}}'
-        )
+        return _line(self.query, self.tenant, self.start, self.end, list(self.events), pairs)
+
+
+def match_line(
+    query: str, tenant: str | None, start: int, end: int, events: list[int], held: Mapping[str, list[int]]
+) -> str:
+    """The output line of a match given by its parts, positions in lists:
+    what ``Match.to_json`` writes, for a writer that never needs the Match.
+
+    >>> match_line("q", "acme", 1, 3, [2, 3], {"b": [2]}) == Match("q", 1, 3, (2, 3), {"b": (2,)}, "acme").to_json()
+    True
+    """
+    pairs = ", ".join([key + str(held[name]) for name, key in _keys(tuple(held))])
+    return _line(query, tenant, start, end, events, pairs)
+
+
+def _line(query: str, tenant: str | None, start: int, end: int, events: list[int], pairs: str) -> str:
+    # a list of ints' str is JSON's array
+    return f'{_head(query, tenant)}{start}, "end": {end}, "events": {events}, "vars": {{{pairs}}}}}'
 
 
 #: names (queries, tenants, variables) recur in every line: quoted once each
