@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner import compile_plan
 from sharp_cer.api import Detector
 from sharp_cer.engine import Engine
+from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import parse_and_check
 from sharp_cer.reference import evaluate
@@ -101,3 +103,13 @@ def test_matches_sharing_interval_and_events_keep_the_smallest_variables() -> No
         head + '"start": 0, "end": 2, "events": [0, 2], "vars": {"A": [0], "B": [2], "x": [0]}}',
         head + '"start": 1, "end": 2, "events": [1, 2], "vars": {"A": [1], "B": [2], "x": [1]}}',
     ]
+
+
+def test_lines_of_several_groups_are_refused_with_a_hint() -> None:
+    # matches of several groups are ordered by their ends, which lines no longer show
+    texts = ["SELECT * WHERE A ; B WITHIN 3 EVENTS", "SELECT * WHERE A ; C WITHIN 2 [t]"]
+    engine = Engine(compile_plan([(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]))
+    assert len(engine.runners) == 2
+    engine.lines = {"q0": None, "q1": None}
+    with pytest.raises(EngineError, match=r"(?s)one query group, found 2.*hint: use Detector\.feed_lines"):
+        engine.process(to_batch([{"type": "A", "x": 1, "k": 0, "j": 0, "t": 0}]))

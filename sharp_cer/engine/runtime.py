@@ -950,6 +950,11 @@ class Engine:
         # of the time on queries with many matches), though the engine makes
         # no reference cycles: reference counting frees its garbage. It is
         # paused for the batch and left as it was after.
+        if self.lines is not None and len(self.runners) > 1:
+            raise EngineError(
+                f"Engine.lines needs a plan of one query group, found {len(self.runners)}: the matches of "
+                "several are ordered by their ends\n  hint: use Detector.feed_lines, which handles several queries"
+            )
         collecting = gc.isenabled()
         gc.disable()
         try:

@@ -88,8 +88,7 @@ def limit_order(m: Match) -> tuple[int, tuple[int, ...]]:
 class Projection:
     """How one query turns a candidate into the match it outputs: every
     marked event, none, or the events of its selected variables, with the
-    positions each variable holds. The variables of each mark label are
-    looked up once, here, not per match.
+    positions each variable holds. One per query, made with its group.
 
     >>> from planner import compile_plan
     >>> from sharp_cer.language import Schema, parse_and_check
@@ -101,7 +100,7 @@ class Projection:
     ((1, 3, 4), {'A': (1,), 'x': (1,), 'B': (3, 4), 'y': (3, 4)})
     """
 
-    __slots__ = ("name", "plain", "select_none", "selected", "single", "variables")
+    __slots__ = ("name", "plain", "select_none", "selected", "variables")
 
     def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]]) -> None:
         self.name = query.name
@@ -111,26 +110,10 @@ class Projection:
         self.plain = query.strategy not in SELECT and query.query.limit is None and not query.strict_by_filter
         #: per mark label, the variables a match shows for it
         self.variables = list(variables)
-        #: per mark label, its one variable (None: none), when no label shows
-        #: two: the common case, which needs no inner loop
-        self.single: list[str | None] | None = (
-            [names[0] if names else None for names in variables] if all(len(n) <= 1 for n in variables) else None
-        )
 
     def held(self, marks: Sequence[tuple[int, int]]) -> dict[str, list[int]]:
         """The positions each variable holds, in mark order."""
         held: dict[str, list[int]] = {}
-        single = self.single
-        if single is not None:
-            for pos, label in marks:
-                var = single[label]
-                if var is not None:
-                    holding = held.get(var)
-                    if holding is None:
-                        held[var] = [pos]
-                    else:
-                        holding.append(pos)
-            return held
         variables = self.variables
         for pos, label in marks:
             for var in variables[label]:
