@@ -57,6 +57,7 @@ from .feed import (
 from .latency import LatencyLog
 from .predicates import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
+from .relevance import Relevance
 from .selection import SELECT, end_order, limit_order, project
 from .shedding import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
@@ -162,6 +163,8 @@ class GroupRunner:
         # which events are too far from the rest of their partition to be in a match
         lone = engine.skip and engine.shedder is None
         self.density = Density.of(group, self.queries, engine.allowed_lateness) if lone else None
+        # which events no accepted run can mark
+        self.relevance = Relevance.of(group, self.queries, engine.allowed_lateness) if lone else None
         self.steps_here = 0  # enumeration steps of the event in process
         self.processed = 0
         self.skipped = 0
@@ -246,8 +249,11 @@ class GroupRunner:
             seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
             progress = np.maximum.accumulate(seen).tolist() if n else []
         sees = int(np.count_nonzero(symbols >= 0))
-        if self.density is not None and measure is not None and n >= density.SMALLEST_BATCH:
-            self._drop_far(batch, symbols, measure)
+        if measure is not None and n >= density.SMALLEST_BATCH:
+            if self.density is not None:
+                self._drop_far(batch, symbols, measure)
+            if self.relevance is not None:
+                self._drop_idle(batch, symbols, measure)
         # what the steps read, per event: for the live ones only when they are few
         live = (symbols >= 0).nonzero()[0]
         rows = live if len(live) * 4 < n else None
@@ -340,6 +346,18 @@ class GroupRunner:
         far = self.density.far(partition_codes(self.group, batch, rows), measure.values[rows])
         if far is not None:
             symbols[rows[far]] = -1
+
+    def _drop_idle(self, batch: EventBatch, symbols: np.ndarray, measure: Column) -> None:
+        """Hide the events no accepted run can mark (``engine.relevance``)
+        from the group: they are skipped like events it does not see."""
+        assert self.relevance is not None
+        rows = (symbols >= 0).nonzero()[0]
+        if not measure.valid[rows].all():
+            return  # an event without a window value: the test does not apply
+        codes = partition_codes(self.group, batch, rows) if self.group.partition_attributes else None
+        idle = self.relevance.idle(self.symbols.bits, symbols[rows], measure.values[rows], codes)
+        if idle is not None:
+            symbols[rows[idle]] = -1
 
     def _sweep_at(self, events: int, position: int) -> None:
         """Sweep once ``events`` events have gone by, every SWEEP_EVERY."""
@@ -807,7 +825,8 @@ class Engine:
     summaries of cross-event conditions on or off; ``skip`` turns bulk
     skipping of events that can change nothing on or off (``GroupRunner.run``;
     with it, events too far from the rest of their partition to be in a
-    match: ``engine.density``).
+    match, ``engine.density``, and events no accepted run can mark,
+    ``engine.relevance``).
     ``shedder`` sheds load (``engine.shedding``: it also caps each event's
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per

@@ -1,0 +1,258 @@
+"""Which events of a batch no accepted run can mark, so the engine need not
+step them.
+
+An event is in a match only if it takes a marking transition of the group's
+automaton that lies on an accepting path: some run reaches the transition's
+source with a start, and from its target some later events reach a final
+state with an end, start and end within the group's largest window. Where
+only the events of a match decide the output (``density.match_reach``), an
+event on no such path changes nothing, and is skipped like an event the
+group does not see.
+
+The test runs on one batch with numpy, two passes over the automaton's
+strongly connected components in topological order, each a running maximum
+or minimum over the batch:
+
+- forward, the latest start of a run in each component after each event;
+- backward, the earliest end reachable from each component from each event
+  on.
+
+It over-approximates, so it only ever keeps too many events: a component
+counts as one state; a non-marking move (skip-till-any's wait) needs no
+event; a guard is read from the event's symbol, cross-event conditions are
+left to the enumeration. An event within the window plus the allowed
+lateness of its partition's first or last candidate event in the batch may
+be in a match with the events of other batches, so it is kept too.
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> from planner import compile_plan
+>>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
+>>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ ; C WITHIN 3 EVENTS", s))])
+>>> test = Relevance.of(plan.groups[0], plan.queries, 0)
+
+The events A B B C A B . . C, positions 0 to 9, as symbols: one bit per
+type. Only the first four are in a match: the second A's run has no C
+within 3 events. The edges (within 3 of position 0 or 9) are kept:
+
+>>> bits = [0b001, 0b010, 0b100]   # A, B, C: the atoms of the automaton
+>>> symbols = np.array([0, 1, 1, 2, 0, 1, 1, 1, 1, 2])
+>>> values = np.arange(10)
+>>> test.idle(bits, symbols, values, None).tolist()
+[False, False, False, False, True, True, False, False, False, False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.automaton import Automaton
+from planner.plan import Group, QueryPlan
+from planner.predicates import Guard
+
+from .density import match_reach
+
+#: Automata with more states are not tested: the passes cost a numpy
+#: operation per transition and component, and the components' closure
+#: grows with the square of the states.
+LARGEST_AUTOMATON = 128
+#: Integer window values must be exact in float64 after the partitions'
+#: offsets (below 2**53).
+_EXACT = float(1 << 52)
+_INF = float("inf")
+
+
+class Relevance:
+    """The relevance test of one group (see the module example): its
+    automaton's marking transitions between strongly connected components,
+    the window, and a table of which transitions each symbol fires."""
+
+    def __init__(self, automaton: Automaton, bound: float, inclusive: bool, margin: float) -> None:
+        self.bound, self.inclusive, self.margin = bound, inclusive, margin
+        component, order = _components(automaton)
+        self.order = order  # components, sources first
+        initial = {component[s] for s in automaton.initial}
+        final = {component[s] for s in automaton.finals}
+        self.starts = [c in initial for c in range(len(order))]
+        self.ends = [c in final for c in range(len(order))]
+        marks = [t for ts in automaton.transitions for t in ts if t.label is not None]
+        self.guards: list[Guard] = [t.guard for t in marks]
+        self.moves = [(component[t.source], component[t.target]) for t in marks]
+        # non-marking moves between components: a run may wait in either
+        self.waits = sorted(
+            {
+                (component[t.source], component[t.target])
+                for ts in automaton.transitions
+                for t in ts
+                if t.label is None and component[t.source] != component[t.target]
+            }
+        )
+        self._fires = np.zeros((len(marks), 0), dtype=bool)  # transition x symbol
+
+    @staticmethod
+    def of(group: Group, queries: Sequence[QueryPlan], lateness: float) -> Relevance | None:
+        """The test for ``group`` (None: it does not apply).
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> def test(text):
+        ...     plan = compile_plan([("q", parse_and_check(text, s))])
+        ...     return Relevance.of(plan.groups[0], plan.queries, 0)
+        >>> test("SELECT * WHERE A ; B WITHIN 5 EVENTS").bound
+        5
+        >>> test("SELECT * WHERE A ; B WITHIN 5 EVENTS LIMIT 1") is None
+        True
+        """
+        reach = match_reach(group, queries, lateness)
+        automaton = group.automaton
+        if reach is None or automaton.n_states > LARGEST_AUTOMATON:
+            return None
+        if any(t.label is None for s in automaton.initial for t in automaton.transitions[s]):
+            return None  # a run would start at an event it does not mark
+        return Relevance(automaton, *reach)
+
+    def idle(
+        self,
+        bits: Sequence[int],
+        symbols: npt.NDArray[np.int64],
+        values: npt.NDArray[Any],
+        codes: npt.NDArray[np.int64] | None,
+    ) -> npt.NDArray[np.bool_] | None:
+        """Which of these events (in stream order: their symbol ids, whose
+        predicate bits are ``bits``, their window values and their partition
+        codes, None for one partition) no accepted run marks. None: some
+        value is NaN or the partitions' values cannot be told apart exactly,
+        so the test does not apply."""
+        table = self._table(bits)
+        reads = np.any(table, axis=0)
+        rows = reads[symbols].nonzero()[0]  # the events some marking transition reads
+        idle = np.ones(len(symbols), dtype=bool)
+        if len(rows) == 0:
+            return idle
+        v = values[rows].astype(np.float64)
+        if np.isnan(v).any() or np.abs(v).max() >= _EXACT:
+            return None
+        fires = table[:, symbols[rows]]
+        order = None
+        new = np.zeros(len(rows), dtype=bool)
+        new[0] = True
+        if codes is not None:
+            if not np.array_equal(v, np.floor(v)):
+                return None  # the partitions' offsets below would round them
+            order = np.argsort(codes[rows], kind="stable")  # each partition's events stay in stream order
+            c = codes[rows][order]
+            new[1:] = c[1:] != c[:-1]
+            v, fires = v[order], fires[:, order]
+        if (np.diff(v)[~new[1:]] < 0).any():
+            return None  # values fall within a partition: the edges below would not hold
+        block = np.cumsum(new) - 1
+        if order is not None:
+            moved = _apart(v, block, self.bound)
+            if moved is None:
+                return None
+            v = moved
+        kept = self._marked(v, fires) | _near_edges(v, new, block, self.margin)
+        if order is not None:
+            kept[order] = kept.copy()
+        idle[rows[kept]] = False
+        return idle
+
+    def _table(self, bits: Sequence[int]) -> npt.NDArray[np.bool_]:
+        """Which marking transition each symbol fires (symbol -1: none)."""
+        known = self._fires.shape[1] - 1
+        if known < len(bits):
+            fresh = bits[max(known, 0) :]
+            grown = np.array([[g.holds(b) for b in fresh] for g in self.guards], dtype=bool)
+            grown = grown.reshape(len(self.guards), len(fresh))
+            old = self._fires[:, :-1] if known >= 0 else self._fires
+            none = np.zeros((len(self.guards), 1), dtype=bool)
+            self._fires = np.concatenate((old, grown, none), axis=1)
+        return self._fires
+
+    def _marked(self, v: npt.NDArray[np.float64], fires: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Which events take a marking transition on an accepting path in the window."""
+        m, k = len(v), len(self.order)
+        latest = [np.full(m, -_INF)] * k  # per component: the latest start of a run there after each event
+        for c in self.order:
+            reached = np.full(m, -_INF)
+            for d, target in self.waits:
+                if target == c:
+                    reached = np.maximum(reached, latest[d])
+            for t, (d, target) in enumerate(self.moves):
+                if target == c and (d != c or self.starts[d]):
+                    reached = np.maximum(reached, np.where(fires[t], self._start(d, v, latest), -_INF))
+            latest[c] = np.maximum.accumulate(reached)
+        earliest = [np.full(m, _INF)] * k  # per component: the earliest end reachable from each event on
+        for d in reversed(self.order):
+            reached = np.full(m, _INF)
+            for source, c in self.waits:
+                if source == d:
+                    reached = np.minimum(reached, earliest[c])
+            for t, (source, c) in enumerate(self.moves):
+                if source == d and (c != d or self.ends[c]):
+                    reached = np.minimum(reached, np.where(fires[t], self._end(c, v, earliest), _INF))
+            earliest[d] = np.minimum.accumulate(reached[::-1])[::-1]
+        marked = np.zeros(m, dtype=bool)
+        for t, (d, c) in enumerate(self.moves):
+            span = self._end(c, v, earliest) - self._start(d, v, latest)
+            marked |= fires[t] & (span <= self.bound if self.inclusive else span < self.bound)
+        return marked
+
+    def _start(self, d: int, v: npt.NDArray[np.float64], latest: list[npt.NDArray[np.float64]]) -> Any:
+        """The latest start of a run leaving component ``d`` at each event."""
+        before = np.concatenate(([-_INF], latest[d][:-1]))
+        return np.maximum(before, v) if self.starts[d] else before
+
+    def _end(self, c: int, v: npt.NDArray[np.float64], earliest: list[npt.NDArray[np.float64]]) -> Any:
+        """The earliest end of a run entering component ``c`` at each event."""
+        after = np.concatenate((earliest[c][1:], [_INF]))
+        return np.minimum(after, v) if self.ends[c] else after
+
+
+def _components(automaton: Automaton) -> tuple[list[int], list[int]]:
+    """Each state's strongly connected component, and the components in
+    topological order (from the closure of the transition relation: the
+    automata tested are small)."""
+    n = automaton.n_states
+    reach = np.eye(n, dtype=bool)
+    for ts in automaton.transitions:
+        for t in ts:
+            reach[t.source, t.target] = True
+    while True:
+        wider = (reach.astype(np.int32) @ reach.astype(np.int32)) > 0
+        if np.array_equal(wider, reach):
+            break
+        reach = wider
+    both = reach & reach.T
+    component: list[int] = []
+    first: dict[int, int] = {}
+    for s in range(n):
+        lead = int(both[s].argmax())  # the component's smallest state
+        component.append(first.setdefault(lead, len(first)))
+    # a component reached from another has strictly more states reaching it
+    ancestors = reach.sum(axis=0)
+    leads = sorted(first, key=lambda s: int(ancestors[s]))
+    return component, [first[s] for s in leads]
+
+
+def _apart(v: npt.NDArray[np.float64], block: npt.NDArray[np.int64], bound: float) -> npt.NDArray[np.float64] | None:
+    """Partition ``block``'s values moved apart by more than their range plus
+    the window, so running extremes across partitions never fit a window."""
+    spread = float(v.max() - v.min()) + float(bound) + 1.0
+    moved = v + block * spread
+    return None if np.abs(moved).max() >= _EXACT else moved
+
+
+def _near_edges(
+    v: npt.NDArray[np.float64], new: npt.NDArray[np.bool_], block: npt.NDArray[np.int64], margin: float
+) -> npt.NDArray[np.bool_]:
+    """Which values lie within ``margin`` of their partition's first or last
+    (``new`` marks each partition's first event, ``block`` numbers them)."""
+    starts = np.flatnonzero(new)
+    ends = np.concatenate((starts[1:], [len(v)])) - 1
+    near: npt.NDArray[np.bool_] = (v - v[starts][block] <= margin) | (v[ends][block] - v <= margin)
+    return near
