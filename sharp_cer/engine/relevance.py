@@ -9,20 +9,21 @@ only the events of a match decide the output (``density.match_reach``), an
 event on no such path changes nothing, and is skipped like an event the
 group does not see.
 
-The test runs on one batch with numpy, two passes over the automaton's
-strongly connected components in topological order, each a running maximum
-or minimum over the batch:
+The test runs on one batch with numpy: two passes over the automaton's
+states, each a running maximum or minimum over the batch:
 
-- forward, the latest start of a run in each component after each event;
-- backward, the earliest end reachable from each component from each event
-  on.
+- forward, the latest start of a run in each state after each event;
+- backward, the earliest end reachable from each state from each event on.
 
-It over-approximates, so it only ever keeps too many events: a component
-counts as one state; a non-marking move (skip-till-any's wait) needs no
-event; a guard is read from the event's symbol, cross-event conditions are
-left to the enumeration. An event within the window plus the allowed
-lateness of its partition's first or last candidate event in the batch may
-be in a match with the events of other batches, so it is kept too.
+A cycle of states is passed over again until nothing changes (a run that
+goes round a cycle keeps an older start, so this takes a round or two).
+
+It over-approximates, so it only ever keeps too many events: a non-marking
+move (skip-till-any's wait) needs no event; a guard is read from the
+event's symbol, and cross-event conditions are left to the enumeration. An
+event within the window plus the allowed lateness of its partition's first
+or last candidate event in the batch may be in a match with the events of
+other batches, so it is kept too.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> from planner import compile_plan
@@ -56,8 +57,8 @@ from planner.predicates import Guard
 from .density import match_reach
 
 #: Automata with more states are not tested: the passes cost a numpy
-#: operation per transition and component, and the components' closure
-#: grows with the square of the states.
+#: operation per transition and state, and the closure that orders the
+#: states grows with the square of their number.
 LARGEST_AUTOMATON = 128
 #: Integer window values must be exact in float64 after the partitions'
 #: offsets (below 2**53).
@@ -67,29 +68,29 @@ _INF = float("inf")
 
 class Relevance:
     """The relevance test of one group (see the module example): its
-    automaton's marking transitions between strongly connected components,
-    the window, and a table of which transitions each symbol fires."""
+    automaton's transitions, the window, and a table of which marking
+    transitions each symbol fires."""
 
     def __init__(self, automaton: Automaton, bound: float, inclusive: bool, margin: float) -> None:
         self.bound, self.inclusive, self.margin = bound, inclusive, margin
-        component, order = _components(automaton)
-        self.order = order  # components, sources first
-        initial = {component[s] for s in automaton.initial}
-        final = {component[s] for s in automaton.finals}
-        self.starts = [c in initial for c in range(len(order))]
-        self.ends = [c in final for c in range(len(order))]
+        self.order, cyclic = _order(automaton)
+        self.starts = [s in automaton.initial for s in range(automaton.n_states)]
+        self.ends = [s in automaton.finals for s in range(automaton.n_states)]
         marks = [t for ts in automaton.transitions for t in ts if t.label is not None]
         self.guards: list[Guard] = [t.guard for t in marks]
-        self.moves = [(component[t.source], component[t.target]) for t in marks]
-        # non-marking moves between components: a run may wait in either
+        self.moves = [(t.source, t.target) for t in marks]
+        # non-marking moves: a run may wait in either state
         self.waits = sorted(
             {
-                (component[t.source], component[t.target])
+                (t.source, t.target)
                 for ts in automaton.transitions
                 for t in ts
-                if t.label is None and component[t.source] != component[t.target]
+                if t.label is None and t.source != t.target
             }
         )
+        # without cycles, one round settles every state; with them, a round
+        # more shows it (or, after one round per state, it never will)
+        self.rounds = automaton.n_states + 1 if cyclic else 1
         self._fires = np.zeros((len(marks), 0), dtype=bool)  # transition x symbol
 
     @staticmethod
@@ -175,68 +176,79 @@ class Relevance:
 
     def _marked(self, v: npt.NDArray[np.float64], fires: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
         """Which events take a marking transition on an accepting path in the window."""
-        m, k = len(v), len(self.order)
-        latest = [np.full(m, -_INF)] * k  # per component: the latest start of a run there after each event
-        for c in self.order:
-            reached = np.full(m, -_INF)
-            for d, target in self.waits:
-                if target == c:
-                    reached = np.maximum(reached, latest[d])
-            for t, (d, target) in enumerate(self.moves):
-                if target == c and (d != c or self.starts[d]):
-                    reached = np.maximum(reached, np.where(fires[t], self._start(d, v, latest), -_INF))
-            latest[c] = np.maximum.accumulate(reached)
-        earliest = [np.full(m, _INF)] * k  # per component: the earliest end reachable from each event on
-        for d in reversed(self.order):
-            reached = np.full(m, _INF)
-            for source, c in self.waits:
-                if source == d:
-                    reached = np.minimum(reached, earliest[c])
-            for t, (source, c) in enumerate(self.moves):
-                if source == d and (c != d or self.ends[c]):
-                    reached = np.minimum(reached, np.where(fires[t], self._end(c, v, earliest), _INF))
-            earliest[d] = np.minimum.accumulate(reached[::-1])[::-1]
+        m, n = len(v), len(self.order)
+        # per state: the latest start of a run there after each event, the
+        # earliest end reachable from there from each event on
+        latest, earliest = [np.full(m, -_INF)] * n, [np.full(m, _INF)] * n
+        for _ in range(self.rounds):
+            settled = True
+            for q in self.order:
+                reached = np.full(m, -_INF)
+                for p, target in self.waits:
+                    if target == q:
+                        reached = np.maximum(reached, latest[p])
+                for t, (p, target) in enumerate(self.moves):
+                    if target == q and (p != q or self.starts[p]):
+                        reached = np.maximum(reached, np.where(fires[t], self._start(p, v, latest), -_INF))
+                found = np.maximum.accumulate(reached)
+                if not np.array_equal(found, latest[q]):
+                    latest[q], settled = found, False
+            if settled or self.rounds == 1:
+                break
+        else:
+            return np.ones(m, dtype=bool)  # a cycle that would not settle: every event is kept
+        for _ in range(self.rounds):
+            settled = True
+            for p in reversed(self.order):
+                reached = np.full(m, _INF)
+                for source, q in self.waits:
+                    if source == p:
+                        reached = np.minimum(reached, earliest[q])
+                for t, (source, q) in enumerate(self.moves):
+                    if source == p and (q != p or self.ends[q]):
+                        reached = np.minimum(reached, np.where(fires[t], self._end(q, v, earliest), _INF))
+                found = np.minimum.accumulate(reached[::-1])[::-1]
+                if not np.array_equal(found, earliest[p]):
+                    earliest[p], settled = found, False
+            if settled or self.rounds == 1:
+                break
+        else:
+            return np.ones(m, dtype=bool)
         marked = np.zeros(m, dtype=bool)
-        for t, (d, c) in enumerate(self.moves):
-            span = self._end(c, v, earliest) - self._start(d, v, latest)
+        for t, (p, q) in enumerate(self.moves):
+            span = self._end(q, v, earliest) - self._start(p, v, latest)
             marked |= fires[t] & (span <= self.bound if self.inclusive else span < self.bound)
         return marked
 
     def _start(self, d: int, v: npt.NDArray[np.float64], latest: list[npt.NDArray[np.float64]]) -> Any:
-        """The latest start of a run leaving component ``d`` at each event."""
+        """The latest start of a run leaving state ``d`` at each event."""
         before = np.concatenate(([-_INF], latest[d][:-1]))
         return np.maximum(before, v) if self.starts[d] else before
 
     def _end(self, c: int, v: npt.NDArray[np.float64], earliest: list[npt.NDArray[np.float64]]) -> Any:
-        """The earliest end of a run entering component ``c`` at each event."""
+        """The earliest end of a run entering state ``c`` at each event."""
         after = np.concatenate((earliest[c][1:], [_INF]))
         return np.minimum(after, v) if self.ends[c] else after
 
 
-def _components(automaton: Automaton) -> tuple[list[int], list[int]]:
-    """Each state's strongly connected component, and the components in
-    topological order (from the closure of the transition relation: the
-    automata tested are small)."""
+def _order(automaton: Automaton) -> tuple[list[int], bool]:
+    """The states, each after every state that reaches it and is not reached
+    from it, and whether some states reach each other (from the closure of
+    the transition relation: the automata tested are small)."""
     n = automaton.n_states
-    reach = np.eye(n, dtype=bool)
+    reach = np.eye(n, dtype=np.int32)
     for ts in automaton.transitions:
         for t in ts:
-            reach[t.source, t.target] = True
+            reach[t.source, t.target] = 1
     while True:
-        wider = (reach.astype(np.int32) @ reach.astype(np.int32)) > 0
+        wider = (reach @ reach > 0).astype(np.int32)
         if np.array_equal(wider, reach):
             break
         reach = wider
-    both = reach & reach.T
-    component: list[int] = []
-    first: dict[int, int] = {}
-    for s in range(n):
-        lead = int(both[s].argmax())  # the component's smallest state
-        component.append(first.setdefault(lead, len(first)))
-    # a component reached from another has strictly more states reaching it
+    # a state reached from another it does not reach has strictly more states reaching it
     ancestors = reach.sum(axis=0)
-    leads = sorted(first, key=lambda s: int(ancestors[s]))
-    return component, [first[s] for s in leads]
+    cyclic = bool(((reach & reach.T) > np.eye(n, dtype=np.int32)).any())
+    return sorted(range(n), key=lambda s: int(ancestors[s])), cyclic
 
 
 def _apart(v: npt.NDArray[np.float64], block: npt.NDArray[np.int64], bound: float) -> npt.NDArray[np.float64] | None:
