@@ -15,8 +15,8 @@ states, each a running maximum or minimum over the batch:
 - forward, the latest start of a run in each state after each event;
 - backward, the earliest end reachable from each state from each event on.
 
-A cycle of states is passed over again until nothing changes (a run that
-goes round a cycle keeps an older start, so this takes a round or two).
+An automaton with a cycle of states is passed over again until nothing
+changes (``ROUNDS`` at most, else every event of the batch is kept).
 
 It over-approximates, so it only ever keeps too many events: a non-marking
 move (skip-till-any's wait) needs no event; a guard is read from the
@@ -56,10 +56,14 @@ from planner.predicates import Guard
 
 from .density import match_reach
 
-#: Automata with more states are not tested: the passes cost a numpy
-#: operation per transition and state, and the closure that orders the
-#: states grows with the square of their number.
-LARGEST_AUTOMATON = 128
+#: Automata with more transitions are not tested: a pass costs a numpy
+#: operation over the batch per transition, more than the steps it saves
+#: (a large shared plan relies on the skip index alone).
+MOST_TRANSITIONS = 64
+#: Passes over a cycle of states: a run that goes round a cycle keeps an
+#: older start, so the latest starts settle at once; an automaton whose do
+#: not settle in this many keeps every event of the batch.
+ROUNDS = 4
 #: Integer window values must be exact in float64 after the partitions'
 #: offsets (below 2**53).
 _EXACT = float(1 << 52)
@@ -89,8 +93,8 @@ class Relevance:
             }
         )
         # without cycles, one round settles every state; with them, a round
-        # more shows it (or, after one round per state, it never will)
-        self.rounds = automaton.n_states + 1 if cyclic else 1
+        # more shows it
+        self.rounds = ROUNDS if cyclic else 1
         self._fires = np.zeros((len(marks), 0), dtype=bool)  # transition x symbol
 
     @staticmethod
@@ -110,7 +114,7 @@ class Relevance:
         """
         reach = match_reach(group, queries, lateness)
         automaton = group.automaton
-        if reach is None or automaton.n_states > LARGEST_AUTOMATON:
+        if reach is None or automaton.transition_count() > MOST_TRANSITIONS:
             return None
         if any(t.label is None for s in automaton.initial for t in automaton.transitions[s]):
             return None  # a run would start at an event it does not mark
