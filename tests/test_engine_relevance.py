@@ -196,3 +196,16 @@ def test_a_cycle_entered_from_its_far_side_is_passed_over_until_it_settles() -> 
     assert test.rounds > 1
     idle = test.idle([0b001, 0b010, 0b100], np.array([0, 1, 2, 1, 1]), np.array([0, 1, 2, 20, 40]), None)
     assert idle is not None and idle.tolist() == [False, False, False, True, False]  # 40: the batch's last
+
+
+def test_events_kept_only_for_the_batch_edges_are_still_skipped_by_the_index() -> None:
+    # the window is wider than the batch, so the test keeps every event as
+    # one that may match with later batches; the 3,000 Bs before the only A
+    # still have no run to continue, and bulk skipping passes them over
+    rows = [{"type": "A" if i == 3000 else "B", "x": 0, "k": 0, "j": 0, "t": i} for i in range(6000)]
+    named = [("q", parse_and_check("SELECT * WHERE A ; B WITHIN 100000 EVENTS", SCHEMA))]
+    batch = to_batch(rows)
+    engine = Engine(compile_plan(named))
+    found = engine.process(batch)
+    assert len(found) == 2999 and [m.key() for m in found] == [m.key() for m in evaluate(named, batch).per_query["q"]]
+    assert engine.stats()["events_processed"] == 3000  # the A and the Bs after it

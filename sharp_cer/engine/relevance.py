@@ -96,6 +96,9 @@ class Relevance:
         # more shows it
         self.rounds = ROUNDS if cyclic else 1
         self._fires = np.zeros((len(marks), 0), dtype=bool)  # transition x symbol
+        #: of the events the last test kept, how many it kept only because
+        #: they are near the batch's edges (or a cycle did not settle)
+        self.unsure = 0
 
     @staticmethod
     def of(group: Group, queries: Sequence[QueryPlan], lateness: float) -> Relevance | None:
@@ -136,6 +139,7 @@ class Relevance:
         reads = np.any(table, axis=0)
         rows = reads[symbols].nonzero()[0]  # the events some marking transition reads
         idle = np.ones(len(symbols), dtype=bool)
+        self.unsure = 0
         if len(rows) == 0:
             return idle
         v = values[rows].astype(np.float64)
@@ -160,7 +164,9 @@ class Relevance:
             if moved is None:
                 return None
             v = moved
-        kept = self._marked(v, fires) | _near_edges(v, new, block, self.margin)
+        marked, near = self._marked(v, fires), _near_edges(v, new, block, self.margin)
+        kept = near | marked if marked is not None else np.ones(len(v), dtype=bool)
+        self.unsure = int(np.count_nonzero(kept if marked is None else near & ~marked))
         if order is not None:
             kept[order] = kept.copy()
         idle[rows[kept]] = False
@@ -178,8 +184,9 @@ class Relevance:
             self._fires = np.concatenate((old, grown, none), axis=1)
         return self._fires
 
-    def _marked(self, v: npt.NDArray[np.float64], fires: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
-        """Which events take a marking transition on an accepting path in the window."""
+    def _marked(self, v: npt.NDArray[np.float64], fires: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_] | None:
+        """Which events take a marking transition on an accepting path in
+        the window (None: a cycle did not settle)."""
         m, n = len(v), len(self.order)
         # per state: the latest start of a run there after each event, the
         # earliest end reachable from there from each event on
@@ -200,7 +207,7 @@ class Relevance:
             if settled or self.rounds == 1:
                 break
         else:
-            return np.ones(m, dtype=bool)  # a cycle that would not settle: every event is kept
+            return None  # a cycle that would not settle
         for _ in range(self.rounds):
             settled = True
             for p in reversed(self.order):
@@ -217,7 +224,7 @@ class Relevance:
             if settled or self.rounds == 1:
                 break
         else:
-            return np.ones(m, dtype=bool)
+            return None
         marked = np.zeros(m, dtype=bool)
         for t, (p, q) in enumerate(self.moves):
             span = self._end(q, v, earliest) - self._start(p, v, latest)
