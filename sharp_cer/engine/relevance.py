@@ -188,6 +188,7 @@ class Relevance:
         """Which events take a marking transition on an accepting path in
         the window (None: a cycle did not settle)."""
         m, n = len(v), len(self.order)
+        rows = [f.nonzero()[0] for f in fires]  # per transition, the events it reads: few
         # per state: the latest start of a run there after each event, the
         # earliest end reachable from there from each event on
         latest, earliest = [np.full(m, -_INF)] * n, [np.full(m, _INF)] * n
@@ -200,7 +201,8 @@ class Relevance:
                         reached = np.maximum(reached, latest[p])
                 for t, (p, target) in enumerate(self.moves):
                     if target == q and (p != q or self.starts[p]):
-                        reached = np.maximum(reached, np.where(fires[t], self._start(p, v, latest), -_INF))
+                        at = rows[t]
+                        reached[at] = np.maximum(reached[at], self._start(p, at, v, latest))
                 found = np.maximum.accumulate(reached)
                 if not np.array_equal(found, latest[q]):
                     latest[q], settled = found, False
@@ -217,7 +219,8 @@ class Relevance:
                         reached = np.minimum(reached, earliest[q])
                 for t, (source, q) in enumerate(self.moves):
                     if source == p and (q != p or self.ends[q]):
-                        reached = np.minimum(reached, np.where(fires[t], self._end(q, v, earliest), _INF))
+                        at = rows[t]
+                        reached[at] = np.minimum(reached[at], self._end(q, at, v, earliest))
                 found = np.minimum.accumulate(reached[::-1])[::-1]
                 if not np.array_equal(found, earliest[p]):
                     earliest[p], settled = found, False
@@ -227,19 +230,26 @@ class Relevance:
             return None
         marked = np.zeros(m, dtype=bool)
         for t, (p, q) in enumerate(self.moves):
-            span = self._end(q, v, earliest) - self._start(p, v, latest)
-            marked |= fires[t] & (span <= self.bound if self.inclusive else span < self.bound)
+            at = rows[t]
+            span = self._end(q, at, v, earliest) - self._start(p, at, v, latest)
+            marked[at[span <= self.bound if self.inclusive else span < self.bound]] = True
         return marked
 
-    def _start(self, d: int, v: npt.NDArray[np.float64], latest: list[npt.NDArray[np.float64]]) -> Any:
-        """The latest start of a run leaving state ``d`` at each event."""
-        before = np.concatenate(([-_INF], latest[d][:-1]))
-        return np.maximum(before, v) if self.starts[d] else before
+    def _start(
+        self, p: int, at: npt.NDArray[np.intp], v: npt.NDArray[np.float64], latest: list[npt.NDArray[np.float64]]
+    ) -> Any:
+        """The latest start of a run leaving state ``p`` at the events ``at``."""
+        before = latest[p][at - 1]
+        before[at == 0] = -_INF  # (index -1 read the last event)
+        return np.maximum(before, v[at]) if self.starts[p] else before
 
-    def _end(self, c: int, v: npt.NDArray[np.float64], earliest: list[npt.NDArray[np.float64]]) -> Any:
-        """The earliest end of a run entering state ``c`` at each event."""
-        after = np.concatenate((earliest[c][1:], [_INF]))
-        return np.minimum(after, v) if self.ends[c] else after
+    def _end(
+        self, q: int, at: npt.NDArray[np.intp], v: npt.NDArray[np.float64], earliest: list[npt.NDArray[np.float64]]
+    ) -> Any:
+        """The earliest end of a run entering state ``q`` at the events ``at``."""
+        after = earliest[q][np.minimum(at + 1, len(v) - 1)]
+        after[at == len(v) - 1] = _INF  # (the last event has none after it)
+        return np.minimum(after, v[at]) if self.ends[q] else after
 
 
 def _order(automaton: Automaton) -> tuple[list[int], bool]:
