@@ -56,15 +56,15 @@ def relevant_queries(draw: st.DrawFn) -> str:
     return text + f" WITHIN {draw(st.integers(1, 3))} [x]"  # x falls: the engine's lateness covers it
 
 
-def checked(texts: list[str], rows: list[dict[str, Any]], size: int | None) -> None:
+def checked(texts: list[str], rows: list[dict[str, Any]], size: int | None, count: bool = False) -> None:
     with patch.object(density, "SMALLEST_BATCH", 0):
-        check(texts, rows, batch_sizes=size)
+        check(texts, rows, batch_sizes=size, count=count)
 
 
 @settings(max_examples=400, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(relevant_queries(), min_size=1, max_size=3), sparse_streams(), st.sampled_from([None, 1, 3, 7]))
 def test_relevant_queries_match_the_reference(texts: list[str], rows: list[dict[str, Any]], size: int | None) -> None:
-    checked(texts, rows, size)
+    checked(texts, rows, size, count=size is None)  # counted matches too, in one batch
 
 
 @settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
