@@ -1,6 +1,6 @@
 """What a ``sharp-cer match`` process imports: a match over a small file
-loads neither networkx (only Kleene sharing, PSD and explain build graphs)
-nor Spark nor pandas (pyarrow imports it on its first conversion to or from
+loads neither networkx (only PSD, explain and Kleene loops the state
+numbering does not show build graphs) nor Spark nor pandas (pyarrow imports it on its first conversion to or from
 numpy or Python values; the loaders read and build Arrow buffers directly),
 and still finds the matches the reference evaluator finds."""
 
@@ -41,9 +41,16 @@ def _write_events(path: Path) -> None:
         pq.write_table(table, path)
 
 
-@pytest.mark.parametrize("events", ["e.csv", "e.jsonl", "e.parquet"])
-def test_a_match_without_kleene_loads_neither_networkx_nor_spark_nor_pandas(tmp_path: Path, events: str) -> None:
-    query = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"
+@pytest.mark.parametrize(
+    ("events", "query"),
+    [
+        ("e.csv", "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"),
+        ("e.jsonl", "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"),
+        ("e.parquet", "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 4 EVENTS\n"),
+        ("e.csv", "SELECT * WHERE A ; B+ ; B WITHIN 4 EVENTS\n"),  # a Kleene loop with its skip state
+    ],
+)
+def test_a_match_loads_neither_networkx_nor_spark_nor_pandas(tmp_path: Path, events: str, query: str) -> None:
     (tmp_path / "s.ceql").write_text(SCHEMA)
     (tmp_path / "q.ceql").write_text(query)
     _write_events(tmp_path / events)
