@@ -19,6 +19,7 @@ on local Spark.
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import itertools
 import json
@@ -1011,14 +1012,23 @@ EXIT_PIPE_CLOSED = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sharp-cer`` console script."""
+    """Entry point of the ``sharp-cer`` console script: ``argv`` None reads
+    the process's own arguments, and the process ends after the call."""
     try:
         code = _command(argv)
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader stopped reading: what it did not read goes nowhere, without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_PIPE_CLOSED
+        code = EXIT_PIPE_CLOSED
+    if argv is None:
+        # The process ends next, and Python's teardown runs full cycle
+        # collections over every object still alive (after a match, ~60k:
+        # numpy's, pyarrow's, the modules'), ~20 ms of a 0.2 s run. Frozen
+        # objects are left to the teardown itself: streams are flushed and
+        # closed, atexit handlers and thread joins run, as before; the
+        # outputs were closed by their ``with`` blocks already.
+        gc.freeze()
     return code
 
 
