@@ -14,11 +14,9 @@ others may write to) there is no cache: each process analyses the grammar.
 
 >>> import os, tempfile
 >>> home = tempfile.mkdtemp()
->>> os.environ["XDG_CACHE_HOME"] = home
->>> path = cache_file("start: NAME", "demo")
->>> os.path.dirname(path) == os.path.join(home, "sharp-cer"), path != cache_file("start: INT", "demo")
+>>> path = cache_file("start: NAME", "demo", home)
+>>> os.path.dirname(path) == os.path.join(home, "sharp-cer"), path != cache_file("start: INT", "demo", home)
 (True, True)
->>> del os.environ["XDG_CACHE_HOME"]
 """
 
 from __future__ import annotations
@@ -31,10 +29,11 @@ import sys
 import lark
 
 
-def cache_file(grammar: str, name: str) -> str | bool:
+def cache_file(grammar: str, name: str, base: str | None = None) -> str | bool:
     """The file for lark's ``cache`` option: a path in the user's private
-    cache folder, or False (no cache) when there is none to be had."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache folder (under ``base``, by default the user's cache home), or
+    False (no cache) when there is none to be had."""
+    base = base or os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "sharp-cer")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
