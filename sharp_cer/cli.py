@@ -1014,6 +1014,13 @@ EXIT_PIPE_CLOSED = 141
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sharp-cer`` console script: ``argv`` None reads
     the process's own arguments, and the process ends after the call."""
+    if argv is None:
+        # numpy starts OpenBLAS's thread pool as it is imported (here, later,
+        # by the command), and sharp-cer does no linear algebra: one thread
+        # saves ~40-80 ms of CPU per process, ~6 ms of a 3,000-row match's
+        # wall time on a quiet machine, ~45 ms on a busy one. A value the
+        # user set stays.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         code = _command(argv)
         sys.stdout.flush()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,6 +172,27 @@ def test_the_console_script_writes_every_match_before_it_exits(
     subprocess.run([*command, "--out", "m.jsonl"], cwd=tmp_path, check=True, capture_output=True)
     assert piped.stdout == expected == (tmp_path / "m.jsonl").read_text()
     assert piped.stderr == said
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_the_console_script_starts_openblas_with_one_thread_unless_told(
+    files: Path, given: str | None, expected: str
+) -> None:
+    # the setting works only if numpy is not imported before main() runs
+    probe = (
+        "import os, sys\n"
+        "from sharp_cer.cli import main\n"
+        "before = 'numpy' in sys.modules\n"
+        "sys.argv = ['sharp-cer', *sys.argv[1:]]\n"
+        "main()\n"
+        "print(before, os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    args = ["match", str(files / "w.toml"), "--events", str(files / "e.csv")]
+    done = subprocess.run([sys.executable, "-c", probe, *args], env=env, capture_output=True, text=True, check=True)
+    assert done.stderr.splitlines()[-1] == f"False {expected}"
 
 
 def test_main_called_in_process_freezes_nothing(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
