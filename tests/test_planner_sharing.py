@@ -361,8 +361,8 @@ def test_sharp_table2_shares_prefixes_despite_cross_event_conditions(
 
 @st.composite
 def _automata(draw: st.DrawFn) -> Automaton:
-    """Any automaton with up to 10 states: random moves, so cycles of every
-    shape, in any numbering breadth-first order gives them."""
+    """An automaton of up to 10 states with random moves: cycles of every
+    shape, numbered as ``epsilon_free`` numbers them (breadth first)."""
     builder = AutomatonBuilder()
     states = [builder.state() for _ in range(draw(st.integers(1, 10)))]
     pairs = st.tuples(st.sampled_from(states), st.sampled_from(states))
