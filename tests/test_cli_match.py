@@ -4,7 +4,11 @@ enumeration, workloads with tenants and lateness, --out formats."""
 from __future__ import annotations
 
 import csv
+import gc
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +150,56 @@ def test_out_files_hold_the_same_matches(files: Path, capsys: pytest.CaptureFixt
         else:
             got = [{**r, "vars": {k: v for k, v in r["vars"]}} for r in pq.read_table(target).to_pylist()]
         assert got == expected, suffix
+
+
+def test_the_console_script_writes_every_match_before_it_exits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # main() of the console script freezes what is alive before the process
+    # ends (to skip the teardown's collections): every line must still be
+    # out, on a pipe and in a file, as main() in this process writes them
+    # (whose matches other tests hold against the reference evaluator)
+    (tmp_path / "s.core").write_text(SCHEMA)
+    (tmp_path / "q.ceql").write_text(QUERIES[0])
+    rows = [f"{'ABBBC'[i % 5]},{i % 4},{i}" if i % 5 != 4 else f"C,{i}" for i in range(600)]
+    (tmp_path / "e.csv").write_text("\n".join(rows) + "\n")
+    args = ["match", "--schema", "s.core", "--query", "q.ceql", "--events", "e.csv"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        code, expected, said = run(args, capsys)
+    assert code == 0 and len(expected.splitlines()) == 840  # 120 A;B;B;B;C rounds, 7 matches each
+    command = [sys.executable, "-m", "sharp_cer.cli", *args]
+    piped = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    subprocess.run([*command, "--out", "m.jsonl"], cwd=tmp_path, check=True, capture_output=True)
+    assert piped.stdout == expected == (tmp_path / "m.jsonl").read_text()
+    assert piped.stderr == said
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_the_console_script_starts_openblas_with_one_thread_unless_told(
+    files: Path, given: str | None, expected: str
+) -> None:
+    # the setting works only if numpy is not imported before main() runs
+    probe = (
+        "import os, sys\n"
+        "from sharp_cer.cli import main\n"
+        "before = 'numpy' in sys.modules\n"
+        "sys.argv = ['sharp-cer', *sys.argv[1:]]\n"
+        "main()\n"
+        "print(before, os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    args = ["match", str(files / "w.toml"), "--events", str(files / "e.csv")]
+    done = subprocess.run([sys.executable, "-c", probe, *args], env=env, capture_output=True, text=True, check=True)
+    assert done.stderr.splitlines()[-1] == f"False {expected}"
+
+
+def test_main_called_in_process_freezes_nothing(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    frozen = gc.get_freeze_count()
+    code, _, _ = run(["match", str(files / "w.toml"), "--events", str(files / "e.csv")], capsys)
+    assert code == 0 and gc.get_freeze_count() == frozen
 
 
 def test_limit_stops_inside_one_enumeration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -249,6 +249,22 @@ def test_symbols_pack_more_than_64_atoms() -> None:
     assert table.bits[symbols[1]] == 1 << 198 and table.bits[symbols[2]] == 1 | 1 << 198
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 20), st.lists(st.integers(0, 2**20 - 1), min_size=0, max_size=40), st.data())
+def test_each_event_gets_the_symbol_of_its_atoms(width: int, words: list[int], data: st.DataObject) -> None:
+    # up to 16 atoms take the table; more take np.unique: both give each
+    # event the bit vector of the atoms that hold for it, and -1 if unseen
+    atoms = sorted(data.draw(st.sets(st.integers(0, 40), min_size=width, max_size=width)))
+    table = SymbolTable(atoms)
+    visible = np.array(data.draw(st.lists(st.booleans(), min_size=len(words), max_size=len(words))), dtype=bool)
+    columns = {a: np.array([w >> j & 1 == 1 for w in words], dtype=bool) for j, a in enumerate(atoms)}
+    for _ in range(2):  # a second batch reuses the symbols of the first
+        symbols = table.encode(columns, visible).tolist()
+        for i, w in enumerate(words):
+            expected = sum(1 << a for j, a in enumerate(atoms) if w >> j & 1)
+            assert (table.bits[symbols[i]] if symbols[i] >= 0 else None) == (expected if visible[i] else None)
+
+
 def test_a_state_left_after_one_event_stops_skipping_for_that_event_only() -> None:
     # after a B is marked, the run's state moves on at the next event
     # whatever it is (into B+'s loop), so that one event is processed; the

@@ -14,13 +14,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pydot
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner import compile_plan
+from planner.automaton import Automaton, AutomatonBuilder
 from planner.explain import explain
 from planner.plan import Plan
+from planner.predicates import TRUE
+from planner.sharing import _components
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
 from sharp_cer.language import Schema, parse_and_check
@@ -352,3 +357,41 @@ def test_sharp_table2_shares_prefixes_despite_cross_event_conditions(
         got = sorted(m.key() for m in shared if m.query == name)
         assert got == sorted(m.key() for m in alone) == sorted(m.key() for m in expected_matches.per_query[name])
     assert len(shared) > 0
+
+
+@st.composite
+def _automata(draw: st.DrawFn) -> Automaton:
+    """An automaton of up to 10 states with random moves: cycles of every
+    shape, numbered as ``epsilon_free`` numbers them (breadth first)."""
+    builder = AutomatonBuilder()
+    states = [builder.state() for _ in range(draw(st.integers(1, 10)))]
+    pairs = st.tuples(st.sampled_from(states), st.sampled_from(states))
+    for source, target in draw(st.lists(pairs, max_size=25)):
+        builder.read(source, TRUE, 0, target)
+    return builder.epsilon_free({states[0]}, {states[-1]: 0})
+
+
+@settings(max_examples=400, deadline=None)
+@given(_automata())
+def test_components_are_the_strongly_connected_parts_with_sources_first(automaton: Automaton) -> None:
+    # networkx (the plan's graph library) is the expectation; _components
+    # asks it only when the numbering does not show the cycles
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(automaton.n_states))
+    graph.add_edges_from((t.source, t.target) for ts in automaton.transitions for t in ts)
+    parts = _components(automaton)
+    assert sorted(map(sorted, nx.strongly_connected_components(graph))) == sorted(parts)
+    assert all(part == sorted(part) for part in parts)
+    index = {state: i for i, part in enumerate(parts) for state in part}
+    assert all(index[t.source] <= index[t.target] for ts in automaton.transitions for t in ts)
+
+
+def test_a_kleene_loop_and_its_skip_state_are_one_part() -> None:
+    schema = Schema.parse(FIG2_SCHEMA)
+    query = parse_and_check("SELECT * WHERE A ; B+ ; C WITHIN 10 EVENTS", schema)
+    (group,) = compile_plan([("q", query)]).groups
+    (part,) = group.parts
+    # hand-counted: A leads to 1; 2 skips before the first B, 3 is after a
+    # B (it loops on B), 4 skips between B's and goes back to 3 on a B, 5
+    # skips before C, and C ends in 6: one cycle, 3 and 4
+    assert [p for p in _components(part) if len(p) > 1] == [[3, 4]]

@@ -86,23 +86,47 @@ class Density:
             # one stream-wide partition: a window almost always holds enough
             # events somewhere, so the test would cost more than it saves
             return None
-        if not queries or any(not q.sheddable or q.strict_by_filter for q in queries):
-            return None
+        reach = match_reach(group, queries, lateness)
         counts = [fewest_events(q.query.pattern) for q in queries]
-        bounds = [window_bound(q.window) for q in queries]
-        if any(c is None for c in counts) or any(b == float("inf") for b, _ in bounds):
+        if reach is None or any(c is None for c in counts):
             return None
         fewest = min(c for c in counts if c is not None)
         if fewest < 2:
             return None  # every event of a lone event's type is a match
-        bound = max(b for b, _ in bounds)
-        inclusive = any(i for b, i in bounds if b == bound)
-        margin = bound if group.window[0] == "events" else bound + lateness
-        return Density(fewest, bound, inclusive, margin)
+        return Density(fewest, *reach)
 
     def far(self, codes: npt.NDArray[np.int64], values: npt.NDArray[Any]) -> npt.NDArray[np.bool_] | None:
         """``far`` with this group's figures."""
         return far(codes, values, self.fewest, self.bound, self.inclusive, self.margin)
+
+
+def match_reach(group: Group, queries: Sequence[QueryPlan], lateness: float) -> tuple[float, bool, float] | None:
+    """The largest window of ``group`` (its bound, and whether a match may
+    span the bound exactly) and the margin kept at batch edges (the window
+    plus the allowed lateness), if only the events of a match decide the
+    group's output: every query selects ALL, consumes nothing, has no LIMIT,
+    no STRICT, no NOT, no ABSENT, no contiguity and a finite window. None
+    otherwise.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+    >>> def reach(text):
+    ...     plan = compile_plan([("q", parse_and_check(text, s))])
+    ...     return match_reach(plan.groups[0], plan.queries, 2)
+    >>> reach("SELECT * WHERE A ; B+ WITHIN 5 EVENTS"), reach("SELECT * WHERE A ; B+ WITHIN 5 [k]")
+    ((5, True, 5), (5, False, 7))
+    >>> reach("SELECT * WHERE A ; NOT(A) ; B WITHIN 5 EVENTS") is None
+    True
+    """
+    if not queries or any(not q.sheddable or q.strict_by_filter for q in queries):
+        return None
+    bounds = [window_bound(q.window) for q in queries]
+    if any(fewest_events(q.query.pattern) is None for q in queries) or any(b == float("inf") for b, _ in bounds):
+        return None
+    bound = max(b for b, _ in bounds)
+    inclusive = any(i for b, i in bounds if b == bound)
+    return bound, inclusive, bound if group.window[0] == "events" else bound + lateness
 
 
 def fewest_events(formula: ast.Formula) -> int | None:

@@ -22,6 +22,8 @@ import numpy.typing as npt
 #: Per atom index, whether it holds for each event of a batch.
 AtomColumns = dict[int, npt.NDArray[np.bool_]]
 _WORD = 64
+#: Up to this many atoms, events are numbered through a table of 2**atoms entries.
+_SMALL = 16
 
 
 class SymbolTable:
@@ -44,7 +46,16 @@ class SymbolTable:
         words = np.zeros((max(1, -(-len(self.atoms) // _WORD)), n), dtype=np.uint64)
         for j, atom in enumerate(self.atoms):
             words[j // _WORD] |= columns[atom].astype(np.uint64) << np.uint64(j % _WORD)
-        if len(words) == 1:
+        if len(self.atoms) <= _SMALL:
+            # few atoms: a table over every word replaces np.unique's sort
+            present = np.zeros(1 << len(self.atoms), dtype=bool)
+            present[words[0]] = True
+            keys = present.nonzero()[0]
+            table = np.zeros(len(present), dtype=np.int64)
+            table[keys] = np.arange(len(keys))
+            inverse = table[words[0]]
+            rows = [[int(k)] for k in keys.tolist()]
+        elif len(words) == 1:
             keys, inverse = np.unique(words[0], return_inverse=True)
             rows = [[int(k)] for k in keys.tolist()]
         else:

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from sharp_cer.events import arrow_compute as compute
 from sharp_cer.events.batch import Column
 from sharp_cer.language import ast
 
@@ -262,7 +262,7 @@ def _like(operand: VectorEvaluator, pattern: str) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
         values, errors = operand(rows)
         strings = pa.array(np.broadcast_to(values, (rows.size,)).tolist(), type=pa.string())
-        found = pc.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
+        found = compute.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
         return found.astype(bool), errors
 
     return evaluate

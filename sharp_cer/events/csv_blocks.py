@@ -34,9 +34,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from . import arrow_compute as compute
 from .arrow_numpy import EMPTY_STRING, NULL_STRING, from_numpy, strings, to_numpy
 
 #: bytes read at a time; a block holds this much and ends at a line break
@@ -176,18 +176,19 @@ def _read_block(
         text, undecoded = data.decode("utf-8", "surrogateescape"), True
     if undecoded or not even:
         return _read_slowly(text, data, first_line, final, layouts, header, undecoded)
-    lines = pc.split_pattern(strings([text]).cast(pa.large_string()), "\n").values.cast(pa.string())
+    pieces = compute.split_pattern(compute.cast(strings([text]), pa.large_string()), "\n")
+    lines = compute.cast(pieces.values, pa.string())
     if text.endswith("\n"):
         lines = lines.slice(0, len(lines) - 1)
-    stripped = pc.replace_substring_regex(lines, "\r$", "") if carriage else lines
-    quotes = to_numpy(pc.count_substring(lines, '"'), 0) if b'"' in data else np.zeros(len(lines), dtype=np.int64)
-    suspicious = (quotes > 0) | (to_numpy(pc.binary_length(lines), 0) > _LIMIT)
+    stripped = compute.replace_substring_regex(lines, "\r$", "") if carriage else lines
+    quotes = to_numpy(compute.count_substring(lines, '"'), 0) if b'"' in data else np.zeros(len(lines), dtype=np.int64)
+    suspicious = (quotes > 0) | (to_numpy(compute.binary_length(lines), 0) > _LIMIT)
     records, used = _python_records(
         len(lines), quotes, np.flatnonzero(suspicious).tolist(), lambda k: lines[k].as_py() + "\n", final
     )
     if used < len(lines):
         lines, stripped, suspicious = lines.slice(0, used), stripped.slice(0, used), suspicious[:used]
-        byte_count = int(pc.sum(pc.binary_length(lines)).as_py() or 0) + used
+        byte_count = int(compute.total(compute.binary_length(lines)).as_py() or 0) + used
     else:
         byte_count = len(data)
     if used == 0:
@@ -196,7 +197,7 @@ def _read_block(
     simple = ~suspicious
     for r in records:
         simple[r.line : r.line + r.size] = False
-    simple &= ~to_numpy(pc.equal(pc.utf8_trim(stripped, characters=_BLANK), EMPTY_STRING), False)
+    simple &= ~to_numpy(compute.equal(compute.utf8_trim(stripped, characters=_BLANK), EMPTY_STRING), False)
     rows = np.flatnonzero(simple)
     records = [r for r in records if r.fields is None or r.text.strip(_BLANK)]
     found = _header_row(rows, records, stripped, first_line, header)
@@ -205,7 +206,7 @@ def _read_block(
     elif found == "python":
         records = records[1:]
     skipped = used - len(rows) - sum(r.size for r in records)
-    block = _assemble(rows, stripped.take(from_numpy(rows)), records, layouts)
+    block = _assemble(rows, compute.take(stripped, from_numpy(rows)), records, layouts)
     return _finish(block, names, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
 
 
@@ -249,15 +250,14 @@ def _read_even(data: bytes, names: Any) -> tuple[Any, npt.NDArray[np.int32]] | N
     if table.num_rows == 0:
         return None
     types = table.column(0).combine_chunks()
-    codes = to_numpy(pc.index_in(types, value_set=names), -1)
+    codes = to_numpy(compute.index_in(types, value_set=names), -1)
     unknown = np.flatnonzero(codes < 0)
     # a blank line is no row (a row of a known type is not blank)
-    if (
-        len(unknown)
-        and pc.any(pc.equal(pc.utf8_trim(types.take(from_numpy(unknown)), characters=_BLANK), EMPTY_STRING)).as_py()
-    ):
-        return None
-    if len(data) > _LIMIT and any(pc.max(pc.binary_length(c)).as_py() > _LIMIT for c in table.columns):
+    if len(unknown):
+        trimmed = compute.utf8_trim(compute.take(types, from_numpy(unknown)), characters=_BLANK)
+        if compute.any_true(compute.equal(trimmed, EMPTY_STRING)).as_py():
+            return None
+    if len(data) > _LIMIT and any(compute.maximum(compute.binary_length(c)).as_py() > _LIMIT for c in table.columns):
         return None
     return table, codes
 
@@ -279,8 +279,8 @@ def _from_table(
             columns, rows, codes, skipped = [c.slice(1) for c in columns], rows[1:], codes[1:], 1
     types = columns[0]
     if (codes < 0).any():  # names padded with blanks are names too
-        types = pc.utf8_trim(types, characters=_BLANK)
-        codes = to_numpy(pc.index_in(types, value_set=strings(list(layouts))), -1)
+        types = compute.utf8_trim(types, characters=_BLANK)
+        codes = to_numpy(compute.index_in(types, value_set=strings(list(layouts))), -1)
     width = len(columns)
     positions: dict[str, list[tuple[Any, int]]] = {}
     for code, attrs in enumerate(layouts.values()):
@@ -293,20 +293,20 @@ def _from_table(
         for j in sorted({j for _, j in positions.get(attr, [])}):
             mask = np.logical_or.reduce([m for m, k in positions[attr] if k == j])
             # a column every row declares is taken whole, without a copy
-            column = columns[j] if mask.all() else pc.if_else(from_numpy(mask), columns[j], column)
+            column = columns[j] if mask.all() else compute.if_else(from_numpy(mask), columns[j], column)
         fields[attr] = _empty_as_null(column)
     counts = np.full(len(rows), width, dtype=np.int64)
 
     def text(i: int) -> str:
         return ",".join(c[i].as_py() for c in columns)
 
-    types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
+    types = compute.if_else(compute.equal(types, EMPTY_STRING), NULL_STRING, types)
     return CsvBlock(rows + first_line, types, codes, counts, fields, {}, skipped, text)
 
 
 def _empty_as_null(arr: Any) -> Any:
-    empty = pc.equal(arr, EMPTY_STRING)
-    return pc.if_else(empty, NULL_STRING, arr) if pc.any(empty).as_py() else arr
+    empty = compute.equal(arr, EMPTY_STRING)
+    return compute.if_else(empty, NULL_STRING, arr) if compute.any_true(empty).as_py() else arr
 
 
 def _python_records(
@@ -421,19 +421,19 @@ def _assemble(
     """Types, field counts and attribute fields of the simple rows (split by
     pyarrow) followed by the records read by csv, in that order."""
     names = strings(list(layouts))
-    split = pc.split_pattern(lines, ",")
+    split = compute.split_pattern(lines, ",")
     flat = split.values
     offsets = to_numpy(split.offsets, 0).astype(np.int64)
     counts = np.diff(offsets)
-    types = flat.take(from_numpy(offsets[:-1])) if len(rows) else strings([])
-    codes = to_numpy(pc.index_in(pc.utf8_trim(types, characters=_BLANK), value_set=names), -1)
+    types = compute.take(flat, from_numpy(offsets[:-1])) if len(rows) else strings([])
+    codes = to_numpy(compute.index_in(compute.utf8_trim(types, characters=_BLANK), value_set=names), -1)
     attributes = list(dict.fromkeys(a for attrs in layouts.values() for a in attrs))
     where = {a: np.full(len(rows), -1, dtype=np.int64) for a in attributes}
     for code, attrs in enumerate(layouts.values()):
         chosen = np.flatnonzero((codes == code) & (counts == 1 + len(attrs)))
         for j, attr in enumerate(attrs):
             where[attr][chosen] = offsets[chosen] + 1 + j
-    fields = {a: flat.take(from_numpy(w, mask=w < 0)) for a, w in where.items()}
+    fields = {a: compute.take(flat, from_numpy(w, mask=w < 0)) for a, w in where.items()}
 
     slow_types: list[str | None] = []
     slow_counts: list[int] = []
@@ -469,11 +469,11 @@ def _finish(
     starts = np.concatenate([rows, np.array([r.line for r in records], dtype=np.int64)]).astype(np.int64)
     order = np.argsort(starts, kind="stable")
     take = from_numpy(order)
-    types = pc.utf8_trim(parts.types.take(take), characters=_BLANK)
-    fields = {attr: _empty_as_null(arr.take(take)) for attr, arr in parts.values.items()}
+    types = compute.utf8_trim(compute.take(parts.types, take), characters=_BLANK)
+    fields = {attr: _empty_as_null(compute.take(arr, take)) for attr, arr in parts.values.items()}
     counts = parts.counts[order]
-    types = pc.if_else(pc.equal(types, EMPTY_STRING), NULL_STRING, types)
-    codes = to_numpy(pc.index_in(types, value_set=names), -1)
+    types = compute.if_else(compute.equal(types, EMPTY_STRING), NULL_STRING, types)
+    codes = to_numpy(compute.index_in(types, value_set=names), -1)
     malformed = {}
     split = len(rows)
     for i in np.flatnonzero(counts < 0).tolist():

@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sharp_cer.errors import EventsError
 from sharp_cer.language.errors import did_you_mean, listing
@@ -62,6 +61,7 @@ from sharp_cer.language.schema import EventSchema, Schema
 if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where a path needs it
     import pandas as pd
 
+from . import arrow_compute as compute
 from .arrow_numpy import from_numpy, nulls, strings, to_numpy
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
 from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
@@ -625,7 +625,7 @@ def _read_jsonl_block(
     types = columns["type"]
     if types.type != pa.string() or types.null_count:
         return None
-    codes = to_numpy(pc.index_in(types, value_set=strings([e.name for e in etypes])), -1)
+    codes = to_numpy(compute.index_in(types, value_set=strings([e.name for e in etypes])), -1)
     for code, event in enumerate(etypes):
         rows_of_type = codes == code
         if not rows_of_type.any():
@@ -861,12 +861,12 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
         arr = arr.dictionary_decode()
     t = arr.type
     if pa.types.is_large_string(t):
-        arr, t = arr.cast(pa.string()), pa.string()
+        arr, t = compute.cast(arr, pa.string()), pa.string()
     null = nulls(arr)
     if pa.types.is_string(t):
         return _from_strings(arr, kind, null)
     if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        floats = to_numpy(arr.cast(pa.float64()), np.nan).astype(np.float64)
+        floats = to_numpy(compute.cast(arr, pa.float64()), np.nan).astype(np.float64)
         return _from_floats(floats, kind, null | np.isnan(floats))
     values = np.full(len(arr), FILLER[kind], dtype=STORAGE[kind])
     ok = np.zeros(len(arr), dtype=np.bool_)
@@ -884,7 +884,7 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
             values = np.where(ok, ints, 0).astype(np.int64)
     elif pa.types.is_timestamp(t) and kind == "primary_time":
         scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[t.unit]
-        ticks = to_numpy(arr.cast(pa.int64()), 0).astype(np.int64)
+        ticks = to_numpy(compute.cast(arr, pa.int64()), 0).astype(np.int64)
         ok = ~null & (ticks <= _I64_MAX // scale) & (ticks >= -(_I64_MAX // scale))
         values = np.where(ok, ticks, 0) * scale
     return _Converted(values, ok, null)
@@ -914,20 +914,20 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
         quick = _quick_cast(arr, kind, null)
         if quick is not None:
             return quick
-    text = pc.utf8_trim(arr, characters=_BLANK)
+    text = compute.utf8_trim(arr, characters=_BLANK)
     if kind == "bool":
-        lower = pc.utf8_lower(text)
-        yes = _mask(pc.is_in(lower, value_set=strings(["true", "1"])))
-        no = _mask(pc.is_in(lower, value_set=strings(["false", "0"])))
+        lower = compute.utf8_lower(text)
+        yes = _mask(compute.is_in(lower, value_set=strings(["true", "1"])))
+        no = _mask(compute.is_in(lower, value_set=strings(["false", "0"])))
         return _Converted(yes, yes | no, null)
     if kind == "double":
-        ok = _mask(pc.match_substring_regex(text, _FLOAT))
+        ok = _mask(compute.match_substring_regex(text, _FLOAT))
         floats = _cast_matching(text, ok, pa.float64(), float, np.float64)
         nan = ok & np.isnan(floats)
         return _Converted(np.where(nan, np.nan, floats), ok & ~nan, null | nan)
-    ok = _mask(pc.match_substring_regex(text, _INT))
-    values = _cast_matching(pc.replace_substring_regex(text, r"^\+", ""), ok, pa.int64(), int, np.int64)
-    for i in np.flatnonzero(_mask(pc.match_substring_regex(text, _LONG_INT))):
+    ok = _mask(compute.match_substring_regex(text, _INT))
+    values = _cast_matching(compute.replace_substring_regex(text, r"^\+", ""), ok, pa.int64(), int, np.int64)
+    for i in np.flatnonzero(_mask(compute.match_substring_regex(text, _LONG_INT))):
         try:
             number = int(text[i].as_py())
         except ValueError:  # more digits than Python converts
@@ -937,7 +937,7 @@ def _from_strings(arr: Any, kind: str, null: _Mask) -> _Converted:
     if kind == "primary_time":
         rest = np.flatnonzero(~null & ~ok)
         if rest.size:
-            ns, good = _parse_iso(text.take(from_numpy(rest)).to_pylist())
+            ns, good = _parse_iso(compute.take(text, from_numpy(rest)).to_pylist())
             values[rest[good]], ok[rest[good]] = ns[good], True
     return _Converted(values, ok, null)
 
@@ -946,7 +946,7 @@ def _strings(arr: Any) -> npt.NDArray[Any]:
     """Strings as an object array; a column of few distinct values (names,
     symbols) is built from its dictionary, one Python str per value."""
     if len(arr) > 1000:
-        encoded = pc.dictionary_encode(arr)
+        encoded = compute.dictionary_encode(arr)
         if len(encoded.dictionary) * 4 < len(arr):
             words = np.array(encoded.dictionary.to_pylist(), dtype=object)
             indices = to_numpy(encoded.indices, 0)
@@ -971,12 +971,12 @@ def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
     patterns below would (its hexadecimal ints excluded); else None."""
     try:
         if kind == "double":
-            floats = to_numpy(pc.cast(arr, pa.float64()), np.nan)
+            floats = to_numpy(compute.cast(arr, pa.float64()), np.nan)
             nan = np.isnan(floats) & ~null
             return _Converted(floats, ~null & ~nan, null | nan)
         if _may_hold(arr, b"xX"):
             return None
-        ints = to_numpy(pc.cast(arr, pa.int64()), 0)
+        ints = to_numpy(compute.cast(arr, pa.int64()), 0)
     except _ARROW_FAILURES:
         return None
     return _Converted(ints, ~null, null)
@@ -985,9 +985,9 @@ def _quick_cast(arr: Any, kind: str, null: _Mask) -> _Converted | None:
 def _cast_matching(text: Any, ok: _Mask, to: Any, parse: Callable[[str], Any], dtype: Any) -> npt.NDArray[Any]:
     """Cast the strings where ``ok`` (others read as 0) with arrow, or one by
     one if arrow refuses some string the pattern let through."""
-    chosen = pc.if_else(from_numpy(ok), text, strings(["0"])[0])
+    chosen = compute.if_else(from_numpy(ok), text, strings(["0"])[0])
     try:
-        return np.array(to_numpy(pc.cast(chosen, to), 0), dtype=dtype)
+        return np.array(to_numpy(compute.cast(chosen, to), 0), dtype=dtype)
     except _ARROW_FAILURES:
         values = np.zeros(len(ok), dtype=dtype)
         for i in np.flatnonzero(ok):
@@ -1061,9 +1061,9 @@ def _judge(
             arr = arr.dictionary_decode()
         type_null[where] = nulls(arr)
         if raw.codes is None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            found = pc.index_in(arr, value_set=strings(names))
+            found = compute.index_in(arr, value_set=strings(names))
             if found.null_count > arr.null_count:  # names padded with blanks are names too
-                found = pc.index_in(pc.utf8_trim(arr, characters=_BLANK), value_set=strings(names))
+                found = compute.index_in(compute.utf8_trim(arr, characters=_BLANK), value_set=strings(names))
             codes[where] = to_numpy(found, -1)
     for i in np.flatnonzero(~bad & (codes < 0)):
         problems[int(i)] = _type_problem(raw, int(i), bool(type_null[i]), names)
