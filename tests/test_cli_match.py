@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.events.loaders import iter_csv, load_csv
-from sharp_cer.events.match import Match
+from sharp_cer.events.match import Match, match_line
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.reference import evaluate
 
@@ -295,4 +295,6 @@ def test_match_lines_equal_json_dumps_with_names_recurring(fields: list[tuple[An
     for query, tenant, start, end, events, held in fields:
         m = Match(query, start, end, events, held, tenant)
         record = {"query": query, "tenant": tenant, "start": start, "end": end, "events": list(events)}
-        assert m.to_json() == json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})
+        expected = json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})
+        assert m.to_json() == expected
+        assert match_line(query, tenant, start, end, list(events), {k: list(v) for k, v in held.items()}) == expected

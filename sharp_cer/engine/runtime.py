@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import operator
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -692,9 +693,10 @@ class GroupRunner:
                 # nor Match objects: each match's line from its parts
                 parts = projection.parts
                 rows = [(bottom_node.pos, *parts(marks)) for bottom_node, marks in walk.run(nodes)]
-                if len(rows) < 2 or len({(start, tuple(events)) for start, events, _ in rows}) == len(rows):
-                    if len(rows) > 1:
-                        rows.sort(key=_START_EVENTS)
+                if len(rows) > 1:
+                    rows.sort(key=_START_EVENTS)
+                    keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
+                if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
                     tenant = engine.lines.get(query.name)
                     lines = [match_line(query.name, tenant, start, position, e, held) for start, e, held in rows]
                     self._out(query, cost, walk, lines, out, began, floor)

@@ -111,8 +111,9 @@ class Projection:
         #: per mark label, the variables a match shows for it
         self.variables = list(variables)
 
-    def held(self, marks: Sequence[tuple[int, int]]) -> dict[str, list[int]]:
-        """The positions each variable holds, in mark order."""
+    def parts(self, marks: Sequence[tuple[int, int]]) -> tuple[list[int], dict[str, list[int]]]:
+        """The output events of a candidate's marks and the positions each
+        shown variable holds, in mark order (``match`` without the Match)."""
         held: dict[str, list[int]] = {}
         variables = self.variables
         for pos, label in marks:
@@ -122,12 +123,6 @@ class Projection:
                     held[var] = [pos]
                 else:
                     holding.append(pos)
-        return held
-
-    def parts(self, marks: Sequence[tuple[int, int]]) -> tuple[list[int], dict[str, list[int]]]:
-        """The output events of a candidate's marks and the positions each
-        shown variable holds (``match`` without the Match)."""
-        held = self.held(marks)
         if self.selected is None:
             return ([] if self.select_none else [pos for pos, _ in marks]), held
         shown = {k: held[k] for k in self.selected if k in held}

@@ -43,7 +43,10 @@ class Match:
         list is JSON's array; the names' quoted pieces are cached."""
         held = self.vars
         pairs = ", ".join([key + str(list(held[name])) for name, key in _keys(tuple(held))])
-        return _line(self.query, self.tenant, self.start, self.end, list(self.events), pairs)
+        return (
+            f"{_head(self.query, self.tenant)}{self.start}, "
+            f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}}}'
+        )
 
 
 def match_line(
@@ -56,10 +59,6 @@ def match_line(
     True
     """
     pairs = ", ".join([key + str(held[name]) for name, key in _keys(tuple(held))])
-    return _line(query, tenant, start, end, events, pairs)
-
-
-def _line(query: str, tenant: str | None, start: int, end: int, events: list[int], pairs: str) -> str:
     # a list of ints' str is JSON's array
     return f'{_head(query, tenant)}{start}, "end": {end}, "events": {events}, "vars": {{{pairs}}}}}'
 
