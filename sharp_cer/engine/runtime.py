@@ -29,7 +29,6 @@ import operator
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import replace
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -124,7 +123,7 @@ class _QueryWindow:
 #: the walk of a query no shedder controls
 _UNCONTROLLED = WalkControl()
 #: a match's (start, output events, variables) row: one query's order at one end
-_START_EVENTS = itemgetter(0, 1)
+_START_EVENTS = operator.itemgetter(0, 1)
 
 
 class GroupRunner:
