@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.events.loaders import iter_csv, load_csv
-from sharp_cer.events.match import Match, match_line
+from sharp_cer.events.match import Match, line_template
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.reference import evaluate
 
@@ -275,26 +275,36 @@ def test_a_match_line_is_json_of_the_match(query: str, tenant: str | None, event
 NAMES = st.text(max_size=4) | st.sampled_from(["a", "b", "SELL", 'q"x', "\\", "é", "\n", "\u2028", "\ud800"])
 
 
+@st.composite
+def _held_slots(draw: st.DrawFn, events: int) -> dict[str, list[int]]:
+    """Variables holding some of ``events`` output events, by index."""
+    slots = st.lists(st.integers(0, max(events - 1, 0)), max_size=events).map(sorted) if events else st.just([])
+    return draw(st.dictionaries(NAMES, slots, max_size=5))
+
+
 @settings(max_examples=500)
 @given(
     st.lists(
         st.tuples(
-            NAMES,
+            NAMES | st.sampled_from(["{0}", "}", "a{", "%s"]),
             st.none() | NAMES,
             st.integers(0, 10**12),
             st.integers(0, 10**12),
             POSITIONS,
-            st.dictionaries(NAMES, POSITIONS, max_size=5),
         ),
         max_size=6,
-    )
+    ),
+    st.data(),
 )
-def test_match_lines_equal_json_dumps_with_names_recurring(fields: list[tuple[Any, ...]]) -> None:
+def test_match_lines_equal_json_dumps_with_names_recurring(fields: list[tuple[Any, ...]], data: st.DataObject) -> None:
     # names recur across matches (the line pieces are cached per name and per
     # set of variables), in any insertion order, with characters JSON escapes
-    for query, tenant, start, end, events, held in fields:
+    # and braces a template must keep
+    for query, tenant, start, end, events in fields:
+        slots = data.draw(_held_slots(len(events)))
+        held = {k: tuple(events[i] for i in v) for k, v in slots.items()}
         m = Match(query, start, end, events, held, tenant)
         record = {"query": query, "tenant": tenant, "start": start, "end": end, "events": list(events)}
         expected = json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})
         assert m.to_json() == expected
-        assert match_line(query, tenant, start, end, list(events), {k: list(v) for k, v in held.items()}) == expected
+        assert line_template(query, tenant, len(events), slots).format(start, end, *events) == expected

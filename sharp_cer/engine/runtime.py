@@ -29,7 +29,7 @@ import operator
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from planner.predicates import guard_atoms
 from planner.sharing import prefix_states
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
-from sharp_cer.events.match import Match, match_line
+from sharp_cer.events.match import Match
 
 from . import density
 from .conditions import Summaries
@@ -122,8 +122,9 @@ class _QueryWindow:
 
 #: the walk of a query no shedder controls
 _UNCONTROLLED = WalkControl()
-#: a match's (start, output events, variables) row: one query's order at one end
+#: a match's row (start, output events, ...): one query's order at one end
 _START_EVENTS = operator.itemgetter(0, 1)
+_Rows = list[tuple[int, tuple[int, ...], tuple[int, ...]]]  # (start, positions, labels)
 
 
 class GroupRunner:
@@ -688,19 +689,21 @@ class GroupRunner:
         if quota is None and shedder is None and projection.plain and not engine.debug:
             # every candidate is a match and nothing chooses among them: no
             # candidate list, and ``distinct`` only when two share their events
-            if engine.lines is not None:
-                # nor Match objects: each match's line from its parts
-                parts = projection.parts
-                rows = [(bottom_node.pos, *parts(marks)) for bottom_node, marks in walk.run(nodes)]
+            if engine.lines is not None and projection.every_event:
+                # nor Match objects: each match's (start, positions, labels),
+                # then its line from a template of its labels, unless two
+                # matches share their events
+                rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in walk.run(nodes)])
                 if len(rows) > 1:
                     rows.sort(key=_START_EVENTS)
                     keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
                 if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
-                    tenant = engine.lines.get(query.name)
-                    lines = [match_line(query.name, tenant, start, position, e, held) for start, e, held in rows]
+                    tenant, line = engine.lines.get(query.name), projection.line
+                    lines = [line(tenant, start, position, at, labels) for start, at, labels in rows]
                     self._out(query, cost, walk, lines, out, began, floor)
                     return
-                matches = [projection.whole(start, position, e, held) for start, e, held in rows]
+                make = projection.match
+                matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
             else:
                 make = projection.match
                 matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]

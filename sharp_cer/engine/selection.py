@@ -16,11 +16,13 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from planner.plan import QueryPlan
-from sharp_cer.events.match import Match
+from sharp_cer.events.match import Match, line_template
 
 Candidate = tuple[int, tuple[tuple[int, int], ...]]
 Selection = Callable[[list[Candidate]], list[Candidate]]
 _INF = float("inf")
+#: line templates a projection keeps (each a few hundred bytes)
+_TEMPLATES = 4096
 
 
 def _select_max(candidates: list[Candidate]) -> list[Candidate]:
@@ -100,7 +102,7 @@ class Projection:
     ((1, 3, 4), {'A': (1,), 'x': (1,), 'B': (3, 4), 'y': (3, 4)})
     """
 
-    __slots__ = ("name", "plain", "select_none", "selected", "variables")
+    __slots__ = ("_templates", "every_event", "name", "plain", "select_none", "selected", "variables")
 
     def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]]) -> None:
         self.name = query.name
@@ -110,6 +112,11 @@ class Projection:
         self.plain = query.strategy not in SELECT and query.query.limit is None and not query.strict_by_filter
         #: per mark label, the variables a match shows for it
         self.variables = list(variables)
+        #: a match's output events are all its marked events (SELECT *)
+        self.every_event = self.selected is None and not self.select_none
+        # output line templates per (tenant, labels of the marks): bounded,
+        # as a Kleene's labels can vary without end
+        self._templates: dict[tuple[str | None, tuple[int, ...]], str] = {}
 
     def parts(self, marks: Sequence[tuple[int, int]]) -> tuple[list[int], dict[str, list[int]]]:
         """The output events of a candidate's marks and the positions each
@@ -127,6 +134,33 @@ class Projection:
             return ([] if self.select_none else [pos for pos, _ in marks]), held
         shown = {k: held[k] for k in self.selected if k in held}
         return sorted({p for v in shown.values() for p in v}), shown
+
+    def line(self, tenant: str | None, start: int, end: int, positions: Sequence[int], labels: tuple[int, ...]) -> str:
+        """The output line (``Match.to_json``) of the candidate whose marks
+        are ``positions`` with ``labels``, for a query that outputs every
+        marked event (``every_event``).
+
+        >>> from planner import compile_plan
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])
+        >>> projection = Projection(plan.queries[0], [("A", "x"), ("B", "y")])
+        >>> line = projection.line(None, 1, 4, (1, 3, 4), (0, 1, 1))
+        >>> line[53:]
+        '"events": [1, 3, 4], "vars": {"A": [1], "B": [3, 4], "x": [1], "y": [3, 4]}}'
+        >>> line == projection.match(1, 4, ((1, 0), (3, 1), (4, 1))).to_json()
+        True
+        """
+        template = self._templates.get((tenant, labels))
+        if template is None:
+            held: dict[str, list[int]] = {}
+            for k, label in enumerate(labels):
+                for var in self.variables[label]:
+                    held.setdefault(var, []).append(k)
+            if len(self._templates) >= _TEMPLATES:
+                self._templates.clear()
+            template = self._templates[(tenant, labels)] = line_template(self.name, tenant, len(labels), held)
+        return template.format(start, end, *positions)
 
     def match(self, start: int, end: int, marks: Sequence[tuple[int, int]]) -> Match:
         """The match of the candidate ``(start, marks)`` ending at ``end``."""

@@ -10,7 +10,7 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -49,18 +49,26 @@ class Match:
         )
 
 
-def match_line(
-    query: str, tenant: str | None, start: int, end: int, events: list[int], held: Mapping[str, list[int]]
-) -> str:
-    """The output line of a match given by its parts, positions in lists:
-    what ``Match.to_json`` writes, for a writer that never needs the Match.
+def line_template(query: str, tenant: str | None, events: int, held: Mapping[str, Sequence[int]]) -> str:
+    """A ``str.format`` template of the output line of matches whose
+    ``events`` output events are the fields 2, 3, ... (start and end: 0 and
+    1) and whose variables hold the fields ``held`` names (by event index):
+    one line per match is then one ``format`` call.
 
-    >>> match_line("q", "acme", 1, 3, [2, 3], {"b": [2]}) == Match("q", 1, 3, (2, 3), {"b": (2,)}, "acme").to_json()
+    >>> template = line_template("q", "acme", 2, {"b": [0]})
+    >>> template.format(1, 3, 2, 3) == Match("q", 1, 3, (2, 3), {"b": (2,)}, "acme").to_json()
     True
     """
-    pairs = ", ".join([key + str(held[name]) for name, key in _keys(tuple(held))])
-    # a list of ints' str is JSON's array
-    return f'{_head(query, tenant)}{start}, "end": {end}, "events": {events}, "vars": {{{pairs}}}}}'
+
+    def fields(slots: Sequence[int]) -> str:
+        return "[" + ", ".join(f"{{{k + 2}}}" for k in slots) + "]"
+
+    def literal(text: str) -> str:
+        return text.replace("{", "{{").replace("}", "}}")
+
+    pairs = ", ".join(literal(key) + fields(held[name]) for name, key in _keys(tuple(held)))
+    head = literal(_head(query, tenant))
+    return head + '{0}, "end": {1}, "events": ' + fields(range(events)) + ', "vars": {{' + pairs + "}}}}"
 
 
 #: names (queries, tenants, variables) recur in every line: quoted once each
