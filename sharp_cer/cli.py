@@ -1013,6 +1013,8 @@ def _bound_option(args: argparse.Namespace) -> LatencyBound | None:
 
 #: the exit code of a command whose reader closed the pipe (``| head``): 128 + SIGPIPE, as a Unix tool's
 EXIT_PIPE_CLOSED = 141
+#: the exit code of a command stopped by Ctrl-C: 128 + SIGINT, as a Unix tool's
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1032,6 +1034,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader stopped reading: what it did not read goes nowhere, without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        # Ctrl-C, without a traceback: output files were closed by their
+        # ``with`` blocks on the way out
+        print("sharp-cer: stopped by Ctrl-C; the matches written so far stand", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     if argv is None:
         # The process ends next, and Python's teardown runs full cycle
         # collections over every object still alive (after a match, ~60k:

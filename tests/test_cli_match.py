@@ -308,3 +308,30 @@ def test_match_lines_equal_json_dumps_with_names_recurring(fields: list[tuple[An
         expected = json.dumps({**record, "vars": {k: list(v) for k, v in sorted(held.items())}})
         assert m.to_json() == expected
         assert line_template(query, tenant, len(events), slots).format(start, end, *events) == expected
+
+
+def test_ctrl_c_stops_a_match_with_one_line_and_keeps_what_was_written(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ctrl-C arrives as KeyboardInterrupt wherever the process is: here, as
+    # the second chunk is fed (the first block read is 256 KiB)
+    rows = [f"A,2,{i}" if i % 2 == 0 else f"B,1,{i}" for i in range(60_000)]
+    (files / "long.csv").write_text("\n".join(rows) + "\n")
+    fed = Detector.feed_lines
+    calls = 0
+
+    def interrupted(self: Detector, *args: Any, **kwargs: Any) -> list[str]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt
+        return fed(self, *args, **kwargs)
+
+    args = ["match", "--schema", str(files / "s.core"), "--query", str(files / "ab.ceql"), "--events"]
+    with pytest.MonkeyPatch.context() as patch:
+        _, whole, _ = run([*args, str(files / "long.csv")], capsys)
+        patch.setattr(Detector, "feed_lines", interrupted)
+        code, out, err = run([*args, str(files / "long.csv")], capsys)
+    assert code == 130 and calls == 2
+    assert err.splitlines()[-1] == "sharp-cer: stopped by Ctrl-C; the matches written so far stand"
+    assert whole.startswith(out) and len(out.splitlines()) < len(whole.splitlines())
