@@ -31,9 +31,10 @@ other batches, so it is kept too.
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ ; C WITHIN 3 EVENTS", s))])
 >>> test = Relevance.of(plan.groups[0], plan.queries, 0)
 
-The events A B B C A B . . C, positions 0 to 9, as symbols: one bit per
+The events A B B C A B B B B C, positions 0 to 9, as symbols: one bit per
 type. Only the first four are in a match: the second A's run has no C
-within 3 events. The edges (within 3 of position 0 or 9) are kept:
+within 3 events. The events near the batch's edges (within 3 of position 0
+or 9) are kept, as they may match with other batches' events:
 
 >>> bits = [0b001, 0b010, 0b100]   # A, B, C: the atoms of the automaton
 >>> symbols = np.array([0, 1, 1, 2, 0, 1, 1, 1, 1, 2])
