@@ -12,7 +12,8 @@ lines; otherwise the line stands alone, and an unbalanced quote costs that
 one line (and holds back at most ``JOIN_LINES`` lines while it waits).
 
 >>> import io
->>> blocks = list(read_blocks(io.BytesIO(b'A,1\\n\\nB,"x\\ny",2\\nA,"3\\n'), {"A": ("v",), "B": ("s", "v")}, None))
+>>> made = read_blocks(io.BytesIO(b'A,1\\n\\nB,"x\\ny",2\\nA,"3\\n'), {"A": ("v",), "B": ("s", "v")}, None)
+>>> blocks = [make() for make in made]
 >>> [(b.lines.tolist(), b.types.to_pylist(), b.counts.tolist(), b.skipped) for b in blocks]
 [([1, 3], ['A', 'B'], [2, 3], 1), ([5], ['A'], [2], 0)]
 >>> blocks[0].values["s"].to_pylist(), blocks[1].values["v"].to_pylist()
@@ -29,6 +30,7 @@ import io
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -51,6 +53,89 @@ _UNDECODED = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of byte
 
 #: decides whether a record is a header: (fields, line, text) -> True to skip it (or raises)
 HeaderCheck = Callable[[list[str], int, str], bool]
+
+
+def typed_columns(layouts: Mapping[str, tuple[str, ...]], numbers: Mapping[str, Any], width: int) -> dict[int, Any]:
+    """The field numbers of a block of rows of ``width`` fields to parse as
+    numbers: where every type of that width has an attribute of one type in
+    ``numbers``, and only where each such attribute sits in no other field,
+    so an attribute's fields are all strings or all numbers.
+
+    >>> layouts = {"A": ("x", "s"), "B": ("y", "x"), "C": ("x",)}
+    >>> typed_columns(layouts, {"x": pa.int64(), "y": pa.int64()}, 3)
+    {}
+    >>> typed_columns(layouts, {"x": pa.int64(), "y": pa.int64()}, 2)
+    {1: DataType(int64)}
+    >>> typed_columns({"A": ("x", "s"), "B": ("x", "t")}, {"x": pa.float64()}, 3)
+    {1: DataType(double)}
+    """
+    matching = [attrs for attrs in layouts.values() if 1 + len(attrs) == width]
+    chosen: dict[int, Any] = {}
+    for j in range(1, width if matching else 1):
+        found = {numbers.get(attrs[j - 1]) for attrs in matching}
+        if len(found) == 1 and None not in found:
+            chosen[j] = found.pop()
+    places: dict[str, set[int]] = {}
+    for attrs in matching:
+        for j, attr in enumerate(attrs):
+            places.setdefault(attr, set()).add(j + 1)
+    settled = False
+    while not settled:
+        settled = True
+        for spots in places.values():
+            if any(j in chosen for j in spots) and not all(j in chosen for j in spots):
+                for j in spots:
+                    chosen.pop(j, None)
+                settled = False
+    return chosen
+
+
+#: after a block whose number fields did not all parse, the most blocks read as strings before the next try
+_MOST_WAIT = 64
+
+
+class _Numbers:
+    """When an even block's number fields are parsed as numbers: while
+    they parse; after a block where one did not (read again as strings),
+    the next tries wait one block, then two, four, ... (at most
+    ``_MOST_WAIT``), and each block that parses halves the wait again, so a
+    file of text in number fields is not read twice over."""
+
+    def __init__(self, layouts: Mapping[str, tuple[str, ...]], numbers: Mapping[str, Any]) -> None:
+        self.layouts, self.numbers = layouts, numbers
+        self.by_width: dict[int, dict[int, Any]] = {}
+        self.wait = self.skip = 0
+
+    def columns(self, data: bytes) -> dict[int, Any]:
+        """The fields to parse as numbers in ``data``'s block (by its first line)."""
+        if self.skip > 0:
+            self.skip -= 1
+            return {}
+        if not self.numbers or _hexadecimal(data):  # arrow reads 0x10 as an int, the patterns do not
+            return {}
+        width = data[: data.find(b"\n")].count(b",") + 1
+        if width not in self.by_width:
+            self.by_width[width] = typed_columns(self.layouts, self.numbers, width)
+        return self.by_width[width]
+
+    def parsed(self, ok: bool) -> None:
+        self.wait = min(max(1, 2 * self.wait), _MOST_WAIT) if not ok else self.wait // 2
+        self.skip = 0 if ok else self.wait
+
+
+def _hexadecimal(data: bytes) -> bool:
+    """Whether ``data`` holds ``0x`` or ``0X`` (numpy: a tenth of the time of a search of the bytes).
+
+    >>> _hexadecimal(b"A,0X1f"), _hexadecimal(b"A,0,x")
+    (True, False)
+    """
+    codes = np.frombuffer(data, dtype=np.uint8)
+    step = 1 << 16  # pieces whose scratch arrays the allocator reuses (a block's would be fresh pages each time)
+    for k in range(0, len(codes), step):
+        piece = codes[k : k + step + 1]
+        if (((piece[1:] | 0x20) == ord("x")) & (piece[:-1] == ord("0"))).any():
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -89,40 +174,65 @@ class _Record:
 
 
 def read_blocks(
-    stream: BinaryIO, layouts: Mapping[str, tuple[str, ...]], header: HeaderCheck | None, size: int = BLOCK_BYTES
-) -> Iterator[CsvBlock]:
-    """The rows of a CSV byte stream, block by block. ``layouts`` gives
+    stream: BinaryIO,
+    layouts: Mapping[str, tuple[str, ...]],
+    header: HeaderCheck | None,
+    size: int = BLOCK_BYTES,
+    numbers: Mapping[str, Any] | None = None,
+) -> Iterator[Callable[[], CsvBlock]]:
+    """The rows of a CSV byte stream, block by block: for each block, what
+    makes its rows when called, as the reading goes on (the part of a
+    block's work that holds the GIL, which a caller can do in its own
+    thread while this one reads the next block). ``layouts`` gives
     each event type's attribute names in field order; ``header`` judges the
-    first record (None: there is no header)."""
-    buffer = b""
+    first record (None: there is no header). ``numbers`` names attributes
+    whose fields may come as numbers (arrow ``int64`` or ``float64``)
+    instead of strings: in an even block, where each such field parses
+    (see :func:`typed_columns`)."""
+    numeric = _Numbers(layouts, numbers or {})
+    buffer = b""  # read bytes not yet in a block: the start of a line
     line = 1
     first = True
     yielded = False
     reading = min(size, FIRST_BYTES)
     while True:
-        chunk = stream.read(reading)
+        got = stream.read(reading)
         reading = size
-        final = not chunk
-        buffer += chunk
-        if first and (len(buffer) >= 3 or final):  # a mark split across reads is still one mark
-            buffer, first = buffer.removeprefix(b"\xef\xbb\xbf"), False
-        cut = len(buffer) if final else buffer.rfind(b"\n") + 1
-        if cut == 0 and not final:
-            continue  # no whole line yet
-        if cut:
-            block, used, lines = _read_block(buffer[:cut], line, final, layouts, header)
-            if block is not None:
+        final = not got
+        if first:
+            got, buffer = buffer + got, b""
+            if len(got) < 3 and not final:  # a mark split across reads is still one mark
+                buffer = got
+                continue
+            got, first = got.removeprefix(b"\xef\xbb\xbf"), False
+            buffer = got if final else buffer
+        if final:
+            data, rest = buffer, b""
+        else:
+            end = got.rfind(b"\n") + 1
+            if end == 0:
+                buffer += got  # no whole line yet
+                continue
+            # one copy of the block's bytes (a slice of all is no copy)
+            data = b"".join((buffer, memoryview(got)[:end])) if buffer else got[:end]
+            rest = got[end:]
+        if data:
+            made, used, lines = _read_block(data, line, final, layouts, header, numeric)
+            if made is not None:
                 header = None  # only the first record can be a header
                 yielded = True
-                yield block
-            buffer, line = buffer[used:], line + lines
+                yield made
+            buffer, line = data[used:] + rest, line + lines
+        else:
+            buffer = rest
         if final and not buffer:
             break
     if not yielded:  # an empty input is one empty block
         nothing = strings([])
         attributes = dict.fromkeys(a for attrs in layouts.values() for a in attrs)
         none = np.zeros(0, np.int64)
-        yield CsvBlock(none, nothing, none.astype(np.int32), none, dict.fromkeys(attributes, nothing), {}, 0, str)
+        empty = CsvBlock(none, nothing, none.astype(np.int32), none, dict.fromkeys(attributes, nothing), {}, 0, str)
+        yield _made(empty)
 
 
 def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
@@ -155,27 +265,41 @@ def line_blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[tuple[byt
 
 
 def _read_block(
-    data: bytes, first_line: int, final: bool, layouts: Mapping[str, tuple[str, ...]], header: HeaderCheck | None
-) -> tuple[CsvBlock | None, int, int]:
-    """(the block's rows or None when it has no line, bytes used, lines used).
+    data: bytes,
+    first_line: int,
+    final: bool,
+    layouts: Mapping[str, tuple[str, ...]],
+    header: HeaderCheck | None,
+    numeric: _Numbers,
+) -> tuple[Callable[[], CsvBlock] | None, int, int]:
+    """(what makes the block's rows or None when it has no line, bytes
+    used, lines used).
     Lines from an odd quote on are left over when their record may go on in
     the next block."""
     carriage = data.count(b"\r") if b"\r" in data else 0
     even = carriage == 0 or carriage == data.count(b"\r\n")
     names = strings(list(layouts))
     if even and b'"' not in data:
-        read = _read_even(data, names)
+        typed = numeric.columns(data) if header is None else {}  # a header is no numbers
+        read = _read_even(data, names, typed)
+        if typed:
+            numeric.parsed(read is not None)
+        if read is None and typed:  # a number field that does not parse (or the block is not even)
+            read = _read_even(data, names, {})
         if read is not None:
             table, codes = read
             rows = np.arange(table.num_rows, dtype=np.int64)
-            return _from_table(table, codes, rows, first_line, layouts, header), len(data), table.num_rows
+            # the rest is left to the caller's thread, while this one reads on
+            made = partial(_from_table, table, codes, rows, first_line, layouts, header, data)
+            return made, len(data), table.num_rows
     try:
         text = data.decode("utf-8")
         undecoded = False
     except UnicodeDecodeError:
         text, undecoded = data.decode("utf-8", "surrogateescape"), True
     if undecoded or not even:
-        return _read_slowly(text, data, first_line, final, layouts, header, undecoded)
+        slow, used_bytes, used_lines = _read_slowly(text, data, first_line, final, layouts, header, undecoded)
+        return (None if slow is None else _made(slow)), used_bytes, used_lines
     pieces = compute.split_pattern(compute.cast(strings([text]), pa.large_string()), "\n")
     lines = compute.cast(pieces.values, pa.string())
     if text.endswith("\n"):
@@ -207,7 +331,12 @@ def _read_block(
         records = records[1:]
     skipped = used - len(rows) - sum(r.size for r in records)
     block = _assemble(rows, compute.take(stripped, from_numpy(rows)), records, layouts)
-    return _finish(block, names, rows, records, first_line, skipped, lambda k: stripped[k].as_py()), byte_count, used
+    split = _finish(block, names, rows, records, first_line, skipped, lambda k: stripped[k].as_py())
+    return _made(split), byte_count, used
+
+
+def _made(block: CsvBlock) -> Callable[[], CsvBlock]:
+    return lambda: block
 
 
 def plain_utf8(data: bytes) -> bool:
@@ -228,22 +357,26 @@ def plain_utf8(data: bytes) -> bool:
     return b"\xef\xbb\xbf" not in data
 
 
-def _read_even(data: bytes, names: Any) -> tuple[Any, npt.NDArray[np.int32]] | None:
-    """The block as a table of strings by pyarrow's CSV reader, with each
-    row's index in ``names`` (-1: none), when that is exact: no quotes
-    (checked by the caller), every line with the first line's field count
-    (pyarrow raises on another), no blank line, no field over the csv
-    module's limit; else None. Refused up front unless :func:`plain_utf8`."""
+def _read_even(data: bytes, names: Any, typed: Mapping[int, Any]) -> tuple[Any, npt.NDArray[np.int32]] | None:
+    """The block as a table by pyarrow's CSV reader, with each row's index
+    in ``names`` (-1: none), when that is exact: no quotes (checked by the
+    caller), every line with the first line's field count (pyarrow raises
+    on another), no blank line, no field over the csv module's limit; else
+    None. Fields are strings, those of the field numbers in ``typed`` (for
+    the first line's field count) parsed as its arrow type (empty: null),
+    and None when one does not parse. Refused up front unless
+    :func:`plain_utf8`."""
     if not plain_utf8(data):
         return None
     width = data[: data.find(b"\n")].count(b",") + 1
     fields = [f"f{i}" for i in range(width)]
+    types = {f"f{i}": typed.get(i, pa.string()) for i in range(width)}
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=fields, block_size=1 << 20),  # threads share a block
             parse_options=pcsv.ParseOptions(quote_char=False, ignore_empty_lines=False, newlines_in_values=False),
-            convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(fields, pa.string())),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=False),
         )
     except pa.ArrowInvalid:
         return None
@@ -257,9 +390,18 @@ def _read_even(data: bytes, names: Any) -> tuple[Any, npt.NDArray[np.int32]] | N
         trimmed = compute.utf8_trim(compute.take(types, from_numpy(unknown)), characters=_BLANK)
         if compute.any_true(compute.equal(trimmed, EMPTY_STRING)).as_py():
             return None
-    if len(data) > _LIMIT and any(compute.maximum(compute.binary_length(c)).as_py() > _LIMIT for c in table.columns):
+    long_lines = len(data) > _LIMIT and not _short_lines(data)
+    if long_lines and (typed or any(compute.maximum(compute.binary_length(c)).as_py() > _LIMIT for c in table.columns)):
         return None
     return table, codes
+
+
+def _short_lines(data: bytes) -> bool:
+    """Whether no line of ``data`` can be over the csv module's field limit:
+    every stretch of half the limit holds a line break, so two line breaks
+    are less than the limit apart (a look at a few bytes per stretch)."""
+    step = _LIMIT // 2
+    return all(data.find(b"\n", k, k + step) >= 0 for k in range(0, len(data) - step, step))
 
 
 def _from_table(
@@ -269,8 +411,9 @@ def _from_table(
     first_line: int,
     layouts: Mapping[str, tuple[str, ...]],
     header: HeaderCheck | None,
+    data: bytes,
 ) -> CsvBlock:
-    """The rows of an even block read by pyarrow."""
+    """The rows of an even block read by pyarrow (``data``: its bytes)."""
     columns = [c.combine_chunks() for c in table.columns]
     skipped = 0
     if header is not None:
@@ -289,18 +432,33 @@ def _from_table(
                 positions.setdefault(attr, []).append((codes == code, j + 1))
     fields: dict[str, Any] = {}
     for attr in dict.fromkeys(a for attrs in layouts.values() for a in attrs):
-        column = pa.nulls(len(rows), pa.string())
-        for j in sorted({j for _, j in positions.get(attr, [])}):
+        places = sorted({j for _, j in positions.get(attr, [])})
+        column = None
+        for j in places:
             mask = np.logical_or.reduce([m for m, k in positions[attr] if k == j])
-            # a column every row declares is taken whole, without a copy
-            column = columns[j] if mask.all() else compute.if_else(from_numpy(mask), columns[j], column)
-        fields[attr] = _empty_as_null(column)
+            if mask.all():  # a column every row declares is taken whole, without a copy
+                column = columns[j]
+                continue
+            # an attribute's fields are all strings or all of one number type (typed_columns)
+            rest = pa.nulls(len(rows), columns[j].type) if column is None else column
+            column = compute.if_else(from_numpy(mask), columns[j], rest)
+        if column is None:
+            column = pa.nulls(len(rows), pa.string())
+        fields[attr] = _empty_as_null(column) if pa.types.is_string(column.type) else column
     counts = np.full(len(rows), width, dtype=np.int64)
+    ends: list[npt.NDArray[np.intp]] = []
 
     def text(i: int) -> str:
-        return ",".join(c[i].as_py() for c in columns)
+        # the line as written (a number keeps its text), found in the bytes when a dead letter asks
+        if not ends:
+            breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+            ends.append(breaks if data.endswith(b"\n") else np.append(breaks, len(data)))
+        k = int(rows[i])
+        begin = int(ends[0][k - 1]) + 1 if k else 0
+        return data[begin : int(ends[0][k])].decode("utf-8").removesuffix("\r")
 
-    types = compute.if_else(compute.equal(types, EMPTY_STRING), NULL_STRING, types)
+    if (codes < 0).any():  # only an unknown type can be an empty field
+        types = compute.if_else(compute.equal(types, EMPTY_STRING), NULL_STRING, types)
     return CsvBlock(rows + first_line, types, codes, counts, fields, {}, skipped, text)
 
 

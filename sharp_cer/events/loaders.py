@@ -62,12 +62,15 @@ if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where 
     import pandas as pd
 
 from . import arrow_compute as compute
+from .ahead import ahead
 from .arrow_numpy import from_numpy, nulls, strings, to_numpy
 from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, concat_batches
 from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
 
 Source = str | os.PathLike[str]
 _Mask = npt.NDArray[np.bool_]
+#: kinds whose CSV fields pyarrow's reader may parse: every text it takes, the string patterns take alike
+_ARROW_NUMBER = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64()}
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _RESERVED = ("type", "position")
 _BLANK = " \t\r\n\x0b\x0c"
@@ -212,13 +215,12 @@ def iter_csv(
     progress = _Progress()
     with _open_bytes(source, name) as data:
         layouts = {e.name: tuple(e.attributes) for e in etypes}
-        blocks = _ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes))
+        # fields arrow parses exactly as the patterns do (hexadecimal refused by the reader)
+        numbers = {a: _ARROW_NUMBER[k] for a, k in kinds.items() if k in _ARROW_NUMBER}
+        blocks = ahead(read_blocks(data, layouts, None if header is False else is_header, block_bytes, numbers))
         # two stages, each a block ahead: the next block is read while one is
         # judged, and judged while the caller uses the batch before it
-        yield from _ahead(
-            _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
-            for block in blocks
-        )
+        yield from ahead(_judge_block(make(), name, etypes, kinds, strict, lateness, progress) for make in blocks)
 
 
 def collect(chunks: Iterable[tuple[EventBatch, LoadReport]], name: str) -> tuple[EventBatch, LoadReport]:
@@ -496,26 +498,16 @@ def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
         yield handle
 
 
-_END = object()
-
-
-def _ahead(items: Iterator[Any]) -> Iterator[Any]:
-    """The items, each read in a thread while the one before is used (the
-    reading is mostly arrow's, which releases the GIL).
-
-    The thread is not waited for when the items stop (its one call in
-    progress ends on its own): a reader left unfinished, for instance when
-    a strict load raises, is closed whenever the garbage collector finds
-    it, and waiting for a thread from there can deadlock (seen when the
-    collection ran inside the start of another thread)."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        future = pool.submit(next, items, _END)
-        while (item := future.result()) is not _END:
-            future = pool.submit(next, items, _END)
-            yield item
-    finally:
-        pool.shutdown(wait=False)
+def _judge_block(
+    block: CsvBlock,
+    name: str,
+    etypes: tuple[EventSchema, ...],
+    kinds: dict[str, str],
+    strict: bool,
+    lateness: int,
+    progress: _Progress,
+) -> tuple[EventBatch, LoadReport]:
+    return _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
 
 
 def _csv_raw(block: CsvBlock, name: str, etypes: tuple[EventSchema, ...]) -> _Raw:
@@ -828,18 +820,30 @@ def _mask(arr: Any) -> _Mask:
     return to_numpy(arr, False)
 
 
-_PARALLEL_ROWS = 50_000  # a batch this large converts its columns in parallel
+_PARALLEL_ROWS = 50_000  # a batch this large converts its text columns in parallel
 
 
 def _convert_all(raw: _Raw, kinds: dict[str, str], n: int) -> dict[str, _Converted]:
-    """Every attribute column converted to its kind; on a large batch in
-    threads, as arrow's compute and numpy release the GIL (a pool per batch:
-    a pool kept across a fork would hang in the child)."""
-    if n < _PARALLEL_ROWS or len(kinds) < 2:
+    """Every attribute column converted to its kind; on a large batch with
+    several columns of text to parse, in threads, as arrow's compute and
+    numpy release the GIL (a pool per batch: a pool kept across a fork
+    would hang in the child). Columns that come as numbers are quick to
+    convert, and threads for them only contend with the reader's."""
+    parsing = sum(
+        1
+        for attr, kind in kinds.items()
+        if kind != "string" and attr in raw.columns and any(_is_text_array(arr) for _, arr in raw.columns[attr].parts)
+    )
+    if n < _PARALLEL_ROWS or parsing < 2:
         return {attr: _convert(raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         futures = {attr: pool.submit(_convert, raw.columns.get(attr), kind, n) for attr, kind in kinds.items()}
         return {attr: future.result() for attr, future in futures.items()}
+
+
+def _is_text_array(arr: Any) -> bool:
+    t = arr.value_type if pa.types.is_dictionary(arr.type) else arr.type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
 def _convert(col: _Col | None, kind: str, n: int) -> _Converted:
@@ -881,7 +885,7 @@ def _convert_array(arr: Any, kind: str) -> _Converted:
         else:
             fits = ints <= np.uint64(_I64_MAX) if ints.dtype == np.uint64 else np.ones(len(ints), dtype=np.bool_)
             ok = ~null & fits
-            values = np.where(ok, ints, 0).astype(np.int64)
+            values = ints.astype(np.int64) if ok.all() else np.where(ok, ints, 0).astype(np.int64)
     elif pa.types.is_timestamp(t) and kind == "primary_time":
         scale = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[t.unit]
         ticks = to_numpy(compute.cast(arr, pa.int64()), 0).astype(np.int64)
@@ -1113,7 +1117,7 @@ def _judge(
     columns: dict[str, Column] = {}
     for attr, kind in kinds.items():
         declares = np.array([attr in e.attributes for e in etypes], dtype=np.bool_)
-        valid = declares[kept_codes]
+        valid = np.ones(len(keep), dtype=np.bool_) if declares.all() else declares[kept_codes]
         # converted values are this batch's own: taken whole when every row stays
         values = converted[attr].values if everyone else converted[attr].values[keep]
         if not declares.all():
