@@ -23,8 +23,9 @@ NUMBER = st.sampled_from(
     ["0", "7", "-3", "+5", " 8", "9 ", "\t4", "", " ", "0x10", "0X1f", "1.50", ".5", "5.", "1e3", "1E-2",
      "nan", "NaN", "inf", "-Infinity", "9223372036854775807", "9223372036854775808", "00012", "1_000", "x"]
 )  # fmt: skip
-ROW = st.tuples(st.sampled_from(["BUY", "SELL", "HOLD", ""]), NUMBER, NUMBER, NUMBER).map(
-    lambda r: f"{r[0]},{r[1]},n,{r[2]},{r[3]}"
+NAME = st.sampled_from(["MSFT", "IBM", "", " ", "a b", "é"])
+ROW = st.tuples(st.sampled_from(["BUY", "SELL", "HOLD", "", " SELL"]), NUMBER, NAME, NUMBER, NUMBER).map(
+    lambda r: ",".join(r)
 )
 
 
