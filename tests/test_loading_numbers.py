@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from unittest.mock import patch
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.events.csv_blocks import _Numbers
-from sharp_cer.events.loaders import collect, iter_csv, load_csv
+from sharp_cer.events.loaders import collect, iter_csv, load_arrow, load_csv
 from sharp_cer.language import Schema
 
 STOCK = Schema.parse(
@@ -66,3 +67,21 @@ def test_text_in_a_number_field_reads_the_block_as_strings() -> None:
     batch, report = load_csv("\n".join(rows) + "\n", STOCK)
     assert report.accepted == 199 and [d.raw for d in report.dead_letters] == ["BUY,150,n,0x10,150"]
     assert batch.columns["price"].to_list()[:3] == [0.0, 0.25, 0.5]
+
+
+def test_a_large_batch_of_dictionary_text_columns_converts_in_threads() -> None:
+    # a categorical column (a dictionary of strings) is text to parse, like a string column
+    n = 60_000  # over the size at which columns are converted in parallel
+    table = pa.table(
+        {
+            "type": pa.array(["BUY"] * n).dictionary_encode(),
+            "id": pa.array([str(i % 7) for i in range(n)]).dictionary_encode(),
+            "name": pa.array(["n"] * n),
+            "price": pa.array([str(i % 4 / 2) for i in range(n)]).dictionary_encode(),
+            "t": pa.array([str(i) for i in range(n)]),
+        }
+    )
+    batch, report = load_arrow(table, STOCK)
+    assert report.accepted == n
+    assert batch.columns["id"].to_list()[:8] == [0, 1, 2, 3, 4, 5, 6, 0]
+    assert batch.columns["price"].to_list()[:5] == [0.0, 0.5, 1.0, 1.5, 0.0]

@@ -842,7 +842,7 @@ def _convert_all(raw: _Raw, kinds: dict[str, str], n: int) -> dict[str, _Convert
 
 
 def _is_text_array(arr: Any) -> bool:
-    t = arr.value_type if pa.types.is_dictionary(arr.type) else arr.type
+    t = arr.type.value_type if pa.types.is_dictionary(arr.type) else arr.type
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
