@@ -111,12 +111,14 @@ class _Numbers:
         if self.skip > 0:
             self.skip -= 1
             return {}
-        if not self.numbers or _hexadecimal(data):  # arrow reads 0x10 as an int, the patterns do not
+        if not self.numbers:
             return {}
         width = data[: data.find(b"\n")].count(b",") + 1
         if width not in self.by_width:
             self.by_width[width] = typed_columns(self.layouts, self.numbers, width)
-        return self.by_width[width]
+        typed = self.by_width[width]
+        ints = any(pa.types.is_integer(t) for t in typed.values())
+        return {} if ints and _hexadecimal(data) else typed  # arrow reads 0x10 as an int, the patterns do not
 
     def parsed(self, ok: bool) -> None:
         self.wait = min(max(1, 2 * self.wait), _MOST_WAIT) if not ok else self.wait // 2
