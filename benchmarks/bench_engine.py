@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.events.generators import stocks
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import Schema, parse_and_check
+from sharp_cer.planner import compile_plan
 
 SCHEMA = Schema.parse(
     """CREATE STREAM Stock {

@@ -49,7 +49,8 @@ CLAUSES = {
     "ONE ROW PER MATCH AFTER MATCH SKIP TO LAST UP PATTERN (STRT DOWN+ UP+ DOWN+ UP+) " + DEFINE + ")",
     "alt_bounded": HEAD + "MEASURES FIRST(t) AS start_t, LAST(t) AS end_t, COUNT(DOWN.*) AS downs "
     "ONE ROW PER MATCH PATTERN (STRT (DOWN{2,4} | FLAT) UP{1,3}) "
-    + DEFINE + ", FLAT AS price BETWEEN PREV(price) - 1 AND PREV(price) + 1)",
+    + DEFINE
+    + ", FLAT AS price BETWEEN PREV(price) - 1 AND PREV(price) + 1)",
 }
 
 

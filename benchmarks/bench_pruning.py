@@ -21,11 +21,11 @@ import json
 import time
 from pathlib import Path
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.events.generators import sharp_ds2
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import Schema, parse_and_check
+from sharp_cer.planner import compile_plan
 
 SCHEMA = Schema.parse(
     "CREATE STREAM DS2 { " + ", ".join(f"EVENT {k} {{ id:int, x:int, t:primary_time }}" for k in "ABCDEF") + " }"

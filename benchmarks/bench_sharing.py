@@ -3,7 +3,7 @@ shared against each query alone (issue 7).
 
 1. Planning: 10,000 queries of ``tenant_workloads.workload`` parsed, checked,
    compiled into one plan, with every group's PSD and the sharing figures
-   (``planner.explain``). Target: under 10 seconds.
+   (``sharp_cer.planner.explain``). Target: under 10 seconds.
 2. Throughput: 1, 10, 100 and 1,000 queries over the stock tape, once in one
    shared plan, once each query in an engine of its own, on the same loaded
    batches (loading is not timed, so the comparison is the engines'); every
@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 from core_tape import RESULTS, SCHEMA, tape
 from tenant_workloads import workload
 
-from planner import compile_plan
-from planner.explain import explain
 from sharp_cer.engine import Engine
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
+from sharp_cer.planner.explain import explain
 
 SIZES = (1, 10, 100, 1000)
 BATCH_ROWS = 10_000

@@ -57,14 +57,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner import compile_plan
-from planner.plan import Plan
 from sharp_cer.engine import Engine
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.generators import sharp_ds1, sharp_ds2
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import parse_workload
-from shedding import SHEDDERS, ShedConfig, make_shedder
+from sharp_cer.planner import compile_plan
+from sharp_cer.planner.plan import Plan
+from sharp_cer.shedding import SHEDDERS, ShedConfig, make_shedder
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = HERE / "workloads"

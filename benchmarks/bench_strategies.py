@@ -22,11 +22,11 @@ from pathlib import Path
 
 from bench_engine import SCHEMA  # the script's folder is on the path
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.events.generators import stocks
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 
 QUERY = (
     "SELECT {strategy} * WHERE SELL AS a ; BUY+ ; SELL AS d FILTER a[name = 'MSFT'] AND d[name = 'AMAT'] "

@@ -1,32 +1,7 @@
-"""The plan layer, between the language and the engine: compiling checked queries into automata
-and query groups over one shared predicate table; within a group, queries
-share their prefixes (``sharing``), every state has its pattern-sharing
-degree (``psd``), and ``explain`` says what the plan shares.
-
-It imports from the language and events layers only.
-
->>> from sharp_cer.language import Schema, parse_and_check
->>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
->>> plan = compile_plan([("q1", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s)),
-...                      ("q2", parse_and_check("SELECT * WHERE A : B WITHIN 9 EVENTS", s))])
->>> len(plan.groups), plan.groups[0].queries, len(plan.predicates)
-(1, (0, 1), 2)
-"""
+"""Deprecated alias of :mod:`sharp_cer.planner` (moved in 0.2.0; goes in 0.3)."""
 
 from __future__ import annotations
 
-from .automaton import Automaton, AutomatonBuilder, Transition
-from .compile import compile_plan
-from .plan import Group, Plan, QueryPlan
-from .predicates import PredicateTable
+from sharp_cer._moved import moved
 
-__all__ = [
-    "Automaton",
-    "AutomatonBuilder",
-    "Group",
-    "Plan",
-    "PredicateTable",
-    "QueryPlan",
-    "Transition",
-    "compile_plan",
-]
+moved(__name__, "sharp_cer.planner")

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from planner import Plan, compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
-from sharp_cer.engine.shedding import Shedder
+from sharp_cer.engine.shedder_protocol import Shedder
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
+from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -152,9 +152,9 @@ class Detector:
         lateness, capacity and tenants, and with ``shedder`` (a name of
         ``shedding.SHEDDERS``) its bounds and weights, as on Spark. Bounds
         given as fractions need each query's mean latency in an unshedded
-        run (``reference_ms``, from ``shedding.bounds.unshedded_latency``).
+        run (``reference_ms``, from ``sharp_cer.shedding.bounds.unshedded_latency``).
         Without a shedder, the latency summary still judges every query's
-        bound (``shedding.bounds.judged_bounds``; a fraction only with
+        bound (``sharp_cer.shedding.bounds.judged_bounds``; a fraction only with
         ``reference_ms``).
 
         >>> from sharp_cer.language import parse_workload
@@ -175,10 +175,10 @@ class Detector:
         options.setdefault("allowed_lateness", workload.allowed_lateness)
         options.setdefault("capacity", workload.capacity)
         options.setdefault("tenants", {q.name: q.tenant for q in workload.queries})
-        from shedding.bounds import judged_bounds, workload_config
+        from sharp_cer.shedding.bounds import judged_bounds, workload_config
 
         if shedder is not None:
-            from shedding import make_shedder
+            from sharp_cer.shedding import make_shedder
 
             options["shedder"] = make_shedder(shedder, workload_config(workload, seed=seed, reference_ms=reference_ms))
         else:

@@ -361,8 +361,8 @@ def _shedder(
     the engine unshedded first over the batches ``reread`` reads again,
     under the same arrivals. A bound below the update floor is said on
     ``err`` before the run, measured on ``first`` (the first batch)."""
-    from shedding import ShedConfig, make_shedder
-    from shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
+    from sharp_cer.shedding import ShedConfig, make_shedder
+    from sharp_cer.shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
 
     given = {q.name: q for q in workload.queries} if workload is not None else {}
     names = [q.name for q in plan.queries if q.name not in given or given[q.name].shed]
@@ -504,7 +504,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                 footer = f"conditions out of their math domain: {result.domain_errors}"
                 per_query = {name: len(result.per_query[name]) for name, _ in queries}
             else:
-                from planner import compile_plan
+                from sharp_cer.planner import compile_plan
 
                 from .api import Detector
 
@@ -513,7 +513,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     shedding = replace(shedding, capacity=workload.capacity)
                 shedder, judged = None, None
                 if workload is not None and not shedding.bounded:
-                    from shedding.bounds import judged_bounds
+                    from sharp_cer.shedding.bounds import judged_bounds
 
                     judged = judged_bounds(workload)  # without a shedder, the workload's bounds are still judged
                 if shedding.bounded:
@@ -610,12 +610,12 @@ def explain_plan(
 ) -> int:
     """Compile a workload (or .ceql queries over a schema), run it once over
     events when there are any (an events file, or the workload's generator),
-    and print what the plan shares (``planner.explain``); optionally write
+    and print what the plan shares (``sharp_cer.planner.explain``); optionally write
     its graphs as DOT and PNG."""
     import numpy as np
 
-    from planner import compile_plan
-    from planner.explain import draw, explain, render, to_dot
+    from sharp_cer.planner import compile_plan
+    from sharp_cer.planner.explain import draw, explain, render, to_dot
 
     from .events.loaders import load_pandas
 

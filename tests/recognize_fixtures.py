@@ -36,10 +36,12 @@ class Case:
 
     def table(self) -> pa.Table:
         """The input; a column of an empty input is typed int64 (the sources' inputs are typed)."""
-        return pa.table({
-            name: pa.array([row[i] for row in self.rows], type=None if self.rows else pa.int64())
-            for i, name in enumerate(self.columns)
-        })
+        return pa.table(
+            {
+                name: pa.array([row[i] for row in self.rows], type=None if self.rows else pa.int64())
+                for i, name in enumerate(self.columns)
+            }
+        )
 
 
 def _clause(group: dict[str, Any], raw: dict[str, Any]) -> str:
@@ -59,11 +61,19 @@ def load_cases() -> list[Case]:
         for group in data.get("groups", [data]):
             prefix = f"{path.stem}:{group['name']}:" if "name" in group else f"{path.stem}:"
             for raw in group["cases"]:
-                cases.append(Case(
-                    prefix + raw["name"], data["source"], raw.get("columns", group.get("columns")),
-                    raw.get("rows", group.get("rows")), _clause(group, raw), raw.get("select", group.get("select", [])),
-                    raw.get("expected"), raw.get("error"), raw.get("layout"),
-                ))
+                cases.append(
+                    Case(
+                        prefix + raw["name"],
+                        data["source"],
+                        raw.get("columns", group.get("columns")),
+                        raw.get("rows", group.get("rows")),
+                        _clause(group, raw),
+                        raw.get("select", group.get("select", [])),
+                        raw.get("expected"),
+                        raw.get("error"),
+                        raw.get("layout"),
+                    )
+                )
     return cases
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from sharp_cer.cli import main
 from sharp_cer.language import Schema, load_workload, parse_and_check, parse_workload
-from sharp_cer.language.errors import (
+from sharp_cer.language.diagnostics import (
     MAX_NESTING,
     InvalidLiteralError,
     LanguageErrors,
@@ -398,6 +398,7 @@ def test_match_limit_prints_that_many(good: Path, capsys: pytest.CaptureFixture[
     # which of the matches ending at that last event are printed is the engine's enumeration order.
     ends = [json.loads(line)["end"] for line in limited]
     assert len(limited) == 2 and set(limited) <= set(every) and ends == sorted(ends)
+
     def before_last(lines: list[str]) -> list[str]:
         return [m for m in lines if json.loads(m)["end"] < ends[-1]]
 

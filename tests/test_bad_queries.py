@@ -13,7 +13,7 @@ import pytest
 
 from sharp_cer.errors import LanguageError, SharpCerError
 from sharp_cer.language import Schema, parse_and_check
-from sharp_cer.language.errors import QueryError
+from sharp_cer.language.diagnostics import QueryError
 from sharp_cer.language.source import Source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bad_queries"

@@ -6,7 +6,7 @@ import pytest
 
 from sharp_cer.language import Schema, parse_and_check, parse_query
 from sharp_cer.language.checker import bound_variables, referenced_variables
-from sharp_cer.language.errors import NotWellFormedError, QueryError, UnsafeFormulaError
+from sharp_cer.language.diagnostics import NotWellFormedError, QueryError, UnsafeFormulaError
 
 SCHEMA = Schema.parse(
     """CREATE STREAM S {

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sharp_cer.language import Schema, check_query, parse_query, to_ceql
-from sharp_cer.language.errors import UndeclaredAttributeError
+from sharp_cer.language.diagnostics import UndeclaredAttributeError
 from sharp_cer.language.source import Source
 
 ROOT = Path(__file__).parent / "fixtures" / "core_experiments"

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from planner import compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import Walk, open_events
@@ -18,6 +17,7 @@ from sharp_cer.engine.runtime import CUT_AFTER, SWEEP_EVERY
 from sharp_cer.engine.tecs import Node, bottom, check_node, extend, insert, merge, union
 from sharp_cer.errors import EngineError, SurfaceError
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, to_batch
 

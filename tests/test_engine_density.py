@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.engine import Engine, density
 from sharp_cer.engine.density import Density, far
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, SECOND, full_queries, queries, streams, to_batch
 from tests.test_engine_differential import SETTINGS, check

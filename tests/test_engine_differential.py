@@ -19,10 +19,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import BestFirst, EnumerationOrder
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
 

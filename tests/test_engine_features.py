@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import BestFirst
-from sharp_cer.engine.shedding import WalkControl
+from sharp_cer.engine.shedder_protocol import WalkControl
 from sharp_cer.events.match import Match
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, to_batch
 from tests.test_reference_papers import FARM, FIGURE_1, PHI_1, PHI_3, UNBOUNDED

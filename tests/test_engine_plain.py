@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.api import Detector
 from sharp_cer.engine import Engine
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
 

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
-from planner.automaton import Automaton, Transition
-from planner.predicates import AllOf, Atom
 from sharp_cer.engine import Engine, density
 from sharp_cer.engine.feed import keyed, partition_codes, visible, window_column
-from sharp_cer.engine.predicates import PredicateBits
+from sharp_cer.engine.predicate_bits import PredicateBits
 from sharp_cer.engine.relevance import Relevance
 from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
+from sharp_cer.planner.automaton import Automaton, Transition
+from sharp_cer.planner.predicates import AllOf, Atom
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, SECOND, queries, to_batch
 from tests.test_engine_density import sparse_streams

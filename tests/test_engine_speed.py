@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.engine import Engine
-from sharp_cer.engine.predicates import OutOfDomain, compile_condition
+from sharp_cer.engine.column_conditions import Rows, compile_vector, holds
+from sharp_cer.engine.predicate_bits import OutOfDomain, compile_condition
 from sharp_cer.engine.symbols import SymbolTable
-from sharp_cer.engine.vectorized import Rows, compile_vector, holds
 from sharp_cer.events.batch import Column
 from sharp_cer.language import ast, parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, to_batch
 
@@ -165,7 +165,7 @@ def test_the_engine_evaluates_predicates_without_the_scalar_fallback() -> None:
 def test_like_runs_through_re2_and_rejects_what_re2_cannot_run() -> None:
     schema_text = "CREATE STREAM S { EVENT A { name:string } }"
     from sharp_cer.language import Schema
-    from sharp_cer.language.errors import QueryError
+    from sharp_cer.language.diagnostics import QueryError
 
     schema = Schema.parse(schema_text)
     with pytest.raises(QueryError, match="RE2 cannot run"):

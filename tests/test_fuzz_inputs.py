@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sharp_cer.errors import SharpCerError
 from sharp_cer.language import Schema, parse_and_check, parse_workload
-from sharp_cer.language.errors import LanguageErrors, QueryError
+from sharp_cer.language.diagnostics import LanguageErrors, QueryError
 from sharp_cer.language.parser import parse_query, parse_stream_declarations
 from sharp_cer.language.printer import stream_declarations, to_ceql
 from sharp_cer.language.source import Source, lines_of

@@ -29,15 +29,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.api import Detector
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Backlog, Pace, QueueLog, Server, finish_times
 from sharp_cer.events.generators import generate
 from sharp_cer.language import parse_and_check, parse_workload
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
-from shedding import SHEDDERS, ShedConfig, make_shedder
+from sharp_cer.shedding import SHEDDERS, ShedConfig, make_shedder
 from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
 from tests.test_shedding import DS1, Q3, _ds1, _keys, _q3_pair
 
@@ -354,7 +354,7 @@ def test_a_fraction_bound_reads_the_chunks_again_under_the_same_arrivals(
     """The unshedded pass over the re-read chunks replays each event at its
     primary time counted from the stream's first: the bound is half the
     mean of an unshedded run over the whole file at once."""
-    from shedding.bounds import unshedded_latency
+    from sharp_cer.shedding.bounds import unshedded_latency
 
     workload = parse_workload(STREAM_WORKLOAD)
     common = [str(chunked / "w.toml"), "--events", str(chunked / "e.csv")]
@@ -464,7 +464,7 @@ class _Watch:
                 return True
 
             def enumeration(self, query: Any, progress: Any) -> Any:
-                from sharp_cer.engine.shedding import WalkControl
+                from sharp_cer.engine.shedder_protocol import WalkControl
 
                 return WalkControl()
 
@@ -521,9 +521,7 @@ def test_several_groups_share_one_server_within_a_batch(rows: list[dict[str, Any
         assert whole.queue.latest(q)[0].tolist() == pytest.approx(latest[q], abs=1e-9)  # type: ignore[union-attr]
 
 
-def test_a_live_stream_refuses_to_shed_to_a_fraction_bound(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_live_stream_refuses_to_shed_to_a_fraction_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No unshedded run exists for a live stream: ``sharp-cer stream
     --shedder`` refuses a fraction bound before Spark starts, in one line
     naming the query and the setting, with the fix."""

@@ -17,15 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner import compile_plan
-from planner.explain import explain, render
 from sharp_cer.api import Detector
 from sharp_cer.engine import Engine
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.generators import stocks
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import Schema, parse_and_check
-from sharp_cer.language.errors import UndeclaredAttributeError
+from sharp_cer.language.diagnostics import UndeclaredAttributeError
+from sharp_cer.planner import compile_plan
+from sharp_cer.planner.explain import explain, render
 from sharp_cer.reference import evaluate
 
 # C declares a but neither b nor c

@@ -20,15 +20,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
-from planner.automaton import Automaton, AutomatonBuilder
-from planner.explain import explain
-from planner.plan import Plan
-from planner.predicates import TRUE
-from planner.sharing import _components
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
 from sharp_cer.language import Schema, parse_and_check
+from sharp_cer.planner import compile_plan
+from sharp_cer.planner.automaton import Automaton, AutomatonBuilder
+from sharp_cer.planner.explain import explain
+from sharp_cer.planner.plan import Plan
+from sharp_cer.planner.predicates import TRUE
+from sharp_cer.planner.sharing import _components
 from sharp_cer.reference import evaluate
 from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
 

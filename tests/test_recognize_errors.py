@@ -11,7 +11,7 @@ import pytest
 
 from sharp_cer.errors import RecognizeError
 from sharp_cer.recognize import match_recognize
-from sharp_cer.recognize.errors import ClauseSyntaxError, MatchError, NotSupportedError
+from sharp_cer.recognize.clause_errors import ClauseSyntaxError, MatchError, NotSupportedError
 
 ROWS = pa.table({"id": [1, 2, 3, 4], "price": [3, 2, 1, 4], "name": ["a", "b", "c", "d"]})
 
@@ -25,36 +25,92 @@ def _error(clause: str) -> RecognizeError:
 @pytest.mark.parametrize(
     ("clause", "kind", "message", "underlined"),
     [
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.price < )", ClauseSyntaxError,
-         "unexpected ')'", ")"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE C AS true)", RecognizeError,
-         "DEFINE names 'C', which the pattern does not use", "C AS true"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.prise < 3)", RecognizeError,
-         "no column 'prise'", "B.prise"),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.price < )",
+            ClauseSyntaxError,
+            "unexpected ')'",
+            ")",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE C AS true)",
+            RecognizeError,
+            "DEFINE names 'C', which the pattern does not use",
+            "C AS true",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS B.prise < 3)",
+            RecognizeError,
+            "no column 'prise'",
+            "B.prise",
+        ),
         ("MATCH_RECOGNIZE (ORDER BY idd PATTERN (A))", RecognizeError, "no column 'idd'", "idd"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS FINAL LAST(B.price) > 1)", RecognizeError,
-         "FINAL cannot be used in DEFINE", "FINAL LAST(B.price)"),
-        ("MATCH_RECOGNIZE (ORDER BY id MEASURES PREV(A.price + B.price) AS x PATTERN (A B))", RecognizeError,
-         "refers to several pattern variables", "PREV(A.price + B.price)"),
-        ("MATCH_RECOGNIZE (ORDER BY id MEASURES sqrt(price) AS x PATTERN (A))", NotSupportedError,
-         "function 'sqrt' is not supported", "sqrt(price)"),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) DEFINE B AS FINAL LAST(B.price) > 1)",
+            RecognizeError,
+            "FINAL cannot be used in DEFINE",
+            "FINAL LAST(B.price)",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id MEASURES PREV(A.price + B.price) AS x PATTERN (A B))",
+            RecognizeError,
+            "refers to several pattern variables",
+            "PREV(A.price + B.price)",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id MEASURES sqrt(price) AS x PATTERN (A))",
+            NotSupportedError,
+            "function 'sqrt' is not supported",
+            "sqrt(price)",
+        ),
         ("MATCH_RECOGNIZE (ORDER BY id SEEK PATTERN (A))", NotSupportedError, "SEEK is not supported", "SEEK"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A{3,2}))", RecognizeError, "upper bound below its lower bound",
-         "{3,2}"),
-        ("MATCH_RECOGNIZE (ORDER BY id ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {- B -}))",
-         RecognizeError, "cannot be used with ALL ROWS PER MATCH WITH UNMATCHED ROWS", "{- B -}"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) SUBSET U = (A, C))", RecognizeError,
-         "subset 'U' names 'C', which is not a pattern variable", "U = (A, C)"),
-        ("MATCH_RECOGNIZE (ORDER BY id MEASURES A.price AS price ALL ROWS PER MATCH PATTERN (A))", RecognizeError,
-         "measure 'price' has the name of an input column", "A.price AS price"),
-        ("MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO FIRST X PATTERN (A))", RecognizeError,
-         "AFTER MATCH SKIP names 'X'", "AFTER MATCH SKIP TO FIRST X"),
-        ("MATCH_RECOGNIZE (ORDER BY id MEASURES Z.price AS p PATTERN (A))", RecognizeError,
-         "'Z' is not a pattern variable or subset", "Z.price"),
-        ("MATCH_RECOGNIZE (ORDER BY id PATTERN (A) DEFINE A AS name < 3)", MatchError,
-         "operands of incompatible types", "name < 3"),
-        ("MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO A PATTERN (A B))", MatchError,
-         "cannot skip to first row of match", "AFTER MATCH SKIP TO A"),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A{3,2}))",
+            RecognizeError,
+            "upper bound below its lower bound",
+            "{3,2}",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {- B -}))",
+            RecognizeError,
+            "cannot be used with ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+            "{- B -}",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A B) SUBSET U = (A, C))",
+            RecognizeError,
+            "subset 'U' names 'C', which is not a pattern variable",
+            "U = (A, C)",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id MEASURES A.price AS price ALL ROWS PER MATCH PATTERN (A))",
+            RecognizeError,
+            "measure 'price' has the name of an input column",
+            "A.price AS price",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO FIRST X PATTERN (A))",
+            RecognizeError,
+            "AFTER MATCH SKIP names 'X'",
+            "AFTER MATCH SKIP TO FIRST X",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id MEASURES Z.price AS p PATTERN (A))",
+            RecognizeError,
+            "'Z' is not a pattern variable or subset",
+            "Z.price",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A) DEFINE A AS name < 3)",
+            MatchError,
+            "operands of incompatible types",
+            "name < 3",
+        ),
+        (
+            "MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO A PATTERN (A B))",
+            MatchError,
+            "cannot skip to first row of match",
+            "AFTER MATCH SKIP TO A",
+        ),
     ],
 )
 def test_located_errors(clause: str, kind: type[Exception], message: str, underlined: str) -> None:
@@ -72,8 +128,7 @@ def test_located_errors(clause: str, kind: type[Exception], message: str, underl
 
 def test_thread_cap_is_an_error_not_a_runaway() -> None:
     many = pa.table({"id": list(range(30))})
-    clause = ("MATCH_RECOGNIZE (ORDER BY id PATTERN ((A | B)+ X) "
-              "DEFINE X AS COUNT(A.*) = 100, A AS true, B AS true)")
+    clause = "MATCH_RECOGNIZE (ORDER BY id PATTERN ((A | B)+ X) DEFINE X AS COUNT(A.*) = 100, A AS true, B AS true)"
     with pytest.raises(MatchError, match="more than 1000 live threads"):
         match_recognize(many, clause, max_threads=1000)
 
@@ -105,8 +160,11 @@ def test_bound_beyond_what_re_repeats_takes_the_general_matcher() -> None:
 
 
 def test_case_expression() -> None:
-    out = match_recognize(ROWS, "MATCH_RECOGNIZE (ORDER BY id MEASURES CASE WHEN price > 2 THEN 'high' ELSE 'low' END "
-                                "AS level ALL ROWS PER MATCH PATTERN (A))")
+    out = match_recognize(
+        ROWS,
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES CASE WHEN price > 2 THEN 'high' ELSE 'low' END "
+        "AS level ALL ROWS PER MATCH PATTERN (A))",
+    )
     assert out.column("level").to_pylist() == ["high", "low", "low", "high"]
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from test_recognize_matcher import _patterns
 
 from sharp_cer.errors import RecognizeError
-from sharp_cer.recognize import ast
-from sharp_cer.recognize.parser import parse_clause
+from sharp_cer.recognize import nodes
+from sharp_cer.recognize.clause_parser import parse_clause
 from sharp_cer.recognize.run import compile_clause, recognize_table
 
 DEFINE = "DEFINE A AS v > PREV(v), B AS v < PREV(v) OR v IS NULL, C AS v BETWEEN 1 AND 2 AND NOT NEXT(v) = 0"
@@ -22,22 +22,26 @@ ONE_ROW = (
 )
 ALL_ROWS = "MEASURES CLASSIFIER() AS m1, RUNNING COUNT(*) AS m2, FINAL LAST(A.v) AS m3 ALL ROWS PER MATCH"
 UNMATCHED = "MEASURES CLASSIFIER() AS m1, MATCH_NUMBER() AS m2 ALL ROWS PER MATCH WITH UNMATCHED ROWS"
-SKIPS = ["AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP TO LAST A",
-         "AFTER MATCH SKIP TO FIRST C"]
+SKIPS = [
+    "AFTER MATCH SKIP PAST LAST ROW",
+    "AFTER MATCH SKIP TO NEXT ROW",
+    "AFTER MATCH SKIP TO LAST A",
+    "AFTER MATCH SKIP TO FIRST C",
+]
 
 
-def _pattern_text(node: ast.Pattern) -> str:
-    if isinstance(node, ast.Variable):
+def _pattern_text(node: nodes.Pattern) -> str:
+    if isinstance(node, nodes.Variable):
         return node.name
-    if isinstance(node, ast.Concatenation):
+    if isinstance(node, nodes.Concatenation):
         return "(" + " ".join(_pattern_text(i) for i in node.items) + ")"
-    if isinstance(node, ast.Alternation):
+    if isinstance(node, nodes.Alternation):
         return "(" + " | ".join(_pattern_text(i) for i in node.items) + ")"
-    if isinstance(node, ast.Permute):
+    if isinstance(node, nodes.Permute):
         return "PERMUTE(" + ", ".join(_pattern_text(i) for i in node.items) + ")"
-    if isinstance(node, ast.Anchor):
+    if isinstance(node, nodes.Anchor):
         return "^" if node.kind == "start" else "$"
-    if isinstance(node, ast.Exclusion):
+    if isinstance(node, nodes.Exclusion):
         return "{- " + _pattern_text(node.body) + " -}"
     high = "" if node.high is None else str(node.high)
     return f"({_pattern_text(node.body)}){{{node.low},{high}}}" + ("" if node.greedy else "?")
@@ -56,17 +60,22 @@ rows = st.lists(st.tuples(st.sampled_from(["x", "y"]), st.one_of(st.none(), st.i
 
 @settings(max_examples=300, deadline=None)
 @given(_patterns(), rows, st.sampled_from(SKIPS), st.sampled_from([ONE_ROW, ALL_ROWS, UNMATCHED]))
-def test_fast_path_equals_general_path(pattern: ast.Pattern, data: list[tuple[str, int | None]], skip: str,
-                                       mode: str) -> None:
-    table = pa.table({
-        "p": pa.array([p for p, _ in data], pa.string()),
-        "id": pa.array(range(len(data)), pa.int64()),
-        "v": pa.array([v for _, v in data], pa.int64()),
-    })
-    variables = " ".join(sorted(set(ast.pattern_variables(pattern)) | {"A", "B", "C"}))
+def test_fast_path_equals_general_path(
+    pattern: nodes.Pattern, data: list[tuple[str, int | None]], skip: str, mode: str
+) -> None:
+    table = pa.table(
+        {
+            "p": pa.array([p for p, _ in data], pa.string()),
+            "id": pa.array(range(len(data)), pa.int64()),
+            "v": pa.array([v for _, v in data], pa.int64()),
+        }
+    )
+    variables = " ".join(sorted(set(nodes.pattern_variables(pattern)) | {"A", "B", "C"}))
     # every defined variable must occur in the pattern: add the missing ones in a branch never preferred
-    text = (f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id {mode} {skip} "
-            f"PATTERN ({_pattern_text(pattern)} | ({variables}) ^ ^ $) {DEFINE})")
+    text = (
+        f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id {mode} {skip} "
+        f"PATTERN ({_pattern_text(pattern)} | ({variables}) ^ ^ $) {DEFINE})"
+    )
     assert _run(table, text, fast=True) == _run(table, text, fast=False)
 
 

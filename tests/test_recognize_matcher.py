@@ -6,32 +6,37 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharp_cer.recognize import ast
+from sharp_cer.recognize import nodes
+from sharp_cer.recognize.brute_force import reference_match
+from sharp_cer.recognize.clause_parser import parse_clause
 from sharp_cer.recognize.matcher import first_match
-from sharp_cer.recognize.parser import parse_clause
 from sharp_cer.recognize.program import compile_pattern
-from sharp_cer.recognize.reference import reference_match
 
 VARIABLES = ["A", "B", "C"]
 
 
-def _patterns() -> st.SearchStrategy[ast.Pattern]:
+def _patterns() -> st.SearchStrategy[nodes.Pattern]:
     """Random patterns over A, B, C: mostly variables, concatenations,
     alternations and quantifiers; anchors, (), exclusions and PERMUTE less often."""
-    variables = st.sampled_from([ast.Variable(v) for v in VARIABLES])
-    others = st.sampled_from([ast.Anchor("start"), ast.Anchor("end"), ast.Concatenation(())])
+    variables = st.sampled_from([nodes.Variable(v) for v in VARIABLES])
+    others = st.sampled_from([nodes.Anchor("start"), nodes.Anchor("end"), nodes.Concatenation(())])
     leaves = st.one_of(variables, variables, variables, others)
 
-    def extend(inner: st.SearchStrategy[ast.Pattern]) -> st.SearchStrategy[ast.Pattern]:
+    def extend(inner: st.SearchStrategy[nodes.Pattern]) -> st.SearchStrategy[nodes.Pattern]:
         bounds = st.sampled_from([(0, None), (1, None), (0, 1), (2, None), (0, 2), (1, 3), (2, 2), (3, None)])
         several = st.lists(inner, min_size=2, max_size=3)
-        concatenation = several.map(lambda xs: ast.Concatenation(tuple(xs)))
-        alternation = several.map(lambda xs: ast.Alternation(tuple(xs)))
-        quantified = st.tuples(inner, bounds, st.booleans()).map(lambda t: ast.Quantified(t[0], *t[1], t[2]))
+        concatenation = several.map(lambda xs: nodes.Concatenation(tuple(xs)))
+        alternation = several.map(lambda xs: nodes.Alternation(tuple(xs)))
+        quantified = st.tuples(inner, bounds, st.booleans()).map(lambda t: nodes.Quantified(t[0], *t[1], t[2]))
         return st.one_of(
-            concatenation, concatenation, alternation, alternation, quantified, quantified,
-            inner.map(ast.Exclusion),
-            several.map(lambda xs: ast.Permute(tuple(xs))),
+            concatenation,
+            concatenation,
+            alternation,
+            alternation,
+            quantified,
+            quantified,
+            inner.map(nodes.Exclusion),
+            several.map(lambda xs: nodes.Permute(tuple(xs))),
         )
 
     return st.recursive(leaves, extend, max_leaves=6)
@@ -39,7 +44,7 @@ def _patterns() -> st.SearchStrategy[ast.Pattern]:
 
 @settings(max_examples=400, deadline=None)
 @given(_patterns(), st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=0, max_size=7))
-def test_row_local_conditions_agree(pattern: ast.Pattern, table: list[tuple[bool, bool, bool]]) -> None:
+def test_row_local_conditions_agree(pattern: nodes.Pattern, table: list[tuple[bool, bool, bool]]) -> None:
     variables = VARIABLES
     program = compile_pattern(pattern, variables)
 
@@ -55,7 +60,7 @@ def test_row_local_conditions_agree(pattern: ast.Pattern, table: list[tuple[bool
 
 @settings(max_examples=300, deadline=None)
 @given(_patterns(), st.integers(0, 6), st.integers(1, 3))
-def test_history_conditions_agree(pattern: ast.Pattern, size: int, limit: int) -> None:
+def test_history_conditions_agree(pattern: nodes.Pattern, size: int, limit: int) -> None:
     """Conditions that read the match so far: at most ``limit`` rows per variable,
     and B never right after B."""
     variables = VARIABLES
@@ -97,13 +102,13 @@ def test_empty_loop_terminates() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(_patterns(), st.integers(0, 6), st.integers(0, 2**16))
-def test_arbitrary_history_conditions_agree(pattern: ast.Pattern, size: int, seed: int) -> None:
+def test_arbitrary_history_conditions_agree(pattern: nodes.Pattern, size: int, seed: int) -> None:
     """A condition that is an arbitrary (seeded, deterministic) function of the
     whole labelling so far: threads with different labels must never merge.
     The pattern starts with (A | B | C), so two threads with different labels
     meet at the same instruction from the second row on."""
     variables = VARIABLES
-    pattern = ast.Concatenation((ast.Alternation(tuple(ast.Variable(v) for v in VARIABLES)), pattern))
+    pattern = nodes.Concatenation((nodes.Alternation(tuple(nodes.Variable(v) for v in VARIABLES)), pattern))
     program = compile_pattern(pattern, variables)
 
     def condition(var: int, labels: tuple[int, ...], row: int) -> bool:

@@ -14,9 +14,9 @@ from test_recognize_fast import _pattern_text
 from test_recognize_matcher import _patterns
 
 from sharp_cer.errors import RecognizeError
-from sharp_cer.recognize import ast, run
-from sharp_cer.recognize.parser import parse_clause
-from sharp_cer.recognize.reference import reference_match
+from sharp_cer.recognize import nodes, run
+from sharp_cer.recognize.brute_force import reference_match
+from sharp_cer.recognize.clause_parser import parse_clause
 
 DEFINES = [
     # reads the match so far: aggregates, FIRST, CLASSIFIER of the previous row
@@ -47,19 +47,24 @@ def _outputs(table: pa.Table, text: str) -> Any:
     st.sampled_from(MODES),
     st.sampled_from(SKIPS),
 )
-def test_run_with_reference_matcher(pattern: ast.Pattern, data: list[tuple[str, int | None]], define: str,
-                                    mode: str, skip: str) -> None:
+def test_run_with_reference_matcher(
+    pattern: nodes.Pattern, data: list[tuple[str, int | None]], define: str, mode: str, skip: str
+) -> None:
     if "UNMATCHED" in mode and "{-" in _pattern_text(pattern):
         return  # exclusions with unmatched rows are an error in both runs, tested elsewhere
-    table = pa.table({
-        "p": pa.array([p for p, _ in data], pa.string()),
-        "id": pa.array(range(len(data)), pa.int64()),
-        "v": pa.array([v for _, v in data], pa.int64()),
-    })
-    text = (f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id {mode} {skip} "
-            f"PATTERN ((A | B) {_pattern_text(pattern)} | (A B C) ^ ^ $) {define})")
+    table = pa.table(
+        {
+            "p": pa.array([p for p, _ in data], pa.string()),
+            "id": pa.array(range(len(data)), pa.int64()),
+            "v": pa.array([v for _, v in data], pa.int64()),
+        }
+    )
+    text = (
+        f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id {mode} {skip} "
+        f"PATTERN ((A | B) {_pattern_text(pattern)} | (A B C) ^ ^ $) {define})"
+    )
     expected_with_vm = _outputs(table, text)
-    variables = ast.pattern_variables(parse_clause(text).pattern)
+    variables = nodes.pattern_variables(parse_clause(text).pattern)
 
     def oracle(program: Any, start: int, size: int, condition: Any, **_: Any) -> Any:
         return reference_match(parse_clause(text).pattern, variables, start, size, condition)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sharp_cer.language import Schema
-from sharp_cer.language.errors import CeqlSyntaxError, SchemaError
+from sharp_cer.language.diagnostics import CeqlSyntaxError, SchemaError
 
 
 def test_types_and_primary_time() -> None:

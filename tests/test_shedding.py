@@ -20,16 +20,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import compile_plan
 from sharp_cer.cli import _SHEDDER_NAMES, main
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.events.generators import sharp_ds1
 from sharp_cer.events.loaders import load_pandas
 from sharp_cer.language import Schema, parse_and_check
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
-from shedding import SHEDDERS, ShedConfig, make_shedder
-from shedding.sketch import HistoricalSketch
+from sharp_cer.shedding import SHEDDERS, ShedConfig, make_shedder
+from sharp_cer.shedding.sketch import HistoricalSketch
 from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
 
 NAMES = sorted(SHEDDERS)

@@ -96,7 +96,7 @@ def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process
     same bound in ms, same cuts by lever, same matches, same events over."""
     from sharp_cer.events.batch import EventBatch
     from sharp_cer.events.loaders import load_pandas
-    from shedding.bounds import unshedded_latency
+    from sharp_cer.shedding.bounds import unshedded_latency
 
     text = BOUNDED.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 20000', 1)
     workload = parse_workload(text)

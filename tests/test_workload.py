@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sharp_cer.language import LatencyBound, load_workload, parse_workload
-from sharp_cer.language.errors import (
+from sharp_cer.language.diagnostics import (
     ContradictoryOptionsError,
     TypeMismatchError,
     UndeclaredAttributeError,

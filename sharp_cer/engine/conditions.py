@@ -1,7 +1,7 @@
 """Cross-event conditions: checked exactly during enumeration, and bounded
 on whole tECS branches by node summaries so hopeless branches are skipped.
 
-A cross-event FILTER (``planner.plan.CrossFilter``) applies to each instance
+A cross-event FILTER (``sharp_cer.planner.plan.CrossFilter``) applies to each instance
 of its pattern: the events whose label holds its tag, from one event whose
 label holds its first-tag up to the next such event. Enumeration walks a
 match from its last event back, so an instance is complete when its first
@@ -34,11 +34,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from planner.plan import CrossFilter
 from sharp_cer.language import ast
 from sharp_cer.language.checker import AGGREGATES, expr_children
+from sharp_cer.planner.plan import CrossFilter
 
-from .predicates import OutOfDomain, compile_condition
+from .predicate_bits import OutOfDomain, compile_condition
 
 _INF = math.inf
 #: The identity of each term kind: its contribution over no events.

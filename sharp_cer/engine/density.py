@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from planner.plan import Group, QueryPlan, window_bound
 from sharp_cer.language import ast
+from sharp_cer.planner.plan import Group, QueryPlan, window_bound
 
 #: Batches shorter than this are stepped whole: numpy's cost per call
 #: outweighs the steps saved (a long-running detector feeds a few events at a time).
@@ -70,7 +70,7 @@ class Density:
         """The test for ``group`` (None: it does not apply).
 
         >>> from sharp_cer.language import Schema, parse_and_check
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> def test(text):
         ...     plan = compile_plan([("q", parse_and_check(text, s))])
@@ -109,7 +109,7 @@ def match_reach(group: Group, queries: Sequence[QueryPlan], lateness: float) -> 
     otherwise.
 
     >>> from sharp_cer.language import Schema, parse_and_check
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> def reach(text):
     ...     plan = compile_plan([("q", parse_and_check(text, s))])

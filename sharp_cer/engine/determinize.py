@@ -6,7 +6,7 @@ step gives the target of every marking label and the non-marking target;
 steps are computed on first use and kept in a bounded LRU cache.
 
 >>> from sharp_cer.language import Schema, parse_and_check
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))])
 >>> det = Determinizer(plan.groups[0].automaton, capacity=8)
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from planner.automaton import Automaton
 from sharp_cer.errors import EngineError
+from sharp_cer.planner.automaton import Automaton
 
 #: A step: ((label, target), ...) for the marking moves, and the non-marking
 #: target (-1 for none).
@@ -55,7 +55,7 @@ class Determinizer:
     def intern(self, states: frozenset[int]) -> int:
         """The id of a deterministic state, and its accepted queries.
 
-        >>> from planner.automaton import Automaton
+        >>> from sharp_cer.planner.automaton import Automaton
         >>> det = Determinizer(Automaton(2, frozenset({0}), ((), ()), {1: frozenset({4})}))
         >>> det.intern(frozenset({0, 1})), det.finals[1]
         (1, frozenset({4}))
@@ -72,8 +72,8 @@ class Determinizer:
         """Where ``state`` goes on an event with predicate bits ``bits``:
         (label, target) per marking label, and the non-marking target.
 
-        >>> from planner.automaton import Automaton, Transition
-        >>> from planner.predicates import TRUE, Atom
+        >>> from sharp_cer.planner.automaton import Automaton, Transition
+        >>> from sharp_cer.planner.predicates import TRUE, Atom
         >>> moves = ((Transition(0, Atom(0), 0, 1), Transition(0, TRUE, None, 0)), ())
         >>> det = Determinizer(Automaton(2, frozenset({0}), moves, {1: frozenset({0})}))
         >>> det.step(det.initial, 0b1), det.step(det.initial, 0b0)
@@ -127,8 +127,8 @@ class Determinizer:
         it is (their matches were enumerated when they got there). Kept in
         a cache of its own, which does not count as determinization work.
 
-        >>> from planner.automaton import Automaton, Transition
-        >>> from planner.predicates import TRUE, Atom
+        >>> from sharp_cer.planner.automaton import Automaton, Transition
+        >>> from sharp_cer.planner.predicates import TRUE, Atom
         >>> moves = ((Transition(0, Atom(0), None, 1), Transition(0, TRUE, None, 0)), ((Transition(1, TRUE, 0, 1),)))
         >>> det = Determinizer(Automaton(2, frozenset({0}), moves, {}))
         >>> det.idle(det.initial, 0b1), det.idle(det.initial, 0b0), det.hits + det.misses
@@ -140,8 +140,8 @@ class Determinizer:
         """Whether a run starting at an event with ``bits`` survives it (it
         marks the event or moves on without marking).
 
-        >>> from planner.automaton import Automaton, Transition
-        >>> from planner.predicates import Atom
+        >>> from sharp_cer.planner.automaton import Automaton, Transition
+        >>> from sharp_cer.planner.predicates import Atom
         >>> det = Determinizer(Automaton(2, frozenset({0}), ((Transition(0, Atom(0), 0, 1),), ()), {}))
         >>> det.starts(0b1), det.starts(0b0)
         (True, False)
@@ -169,7 +169,7 @@ class Determinizer:
     def hit_rate(self) -> float:
         """Cache hits over lookups (0.0 before the first lookup).
 
-        >>> from planner.automaton import Automaton
+        >>> from sharp_cer.planner.automaton import Automaton
         >>> Determinizer(Automaton(1, frozenset({0}), ((),), {})).hit_rate
         0.0
         """

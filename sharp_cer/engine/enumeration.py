@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from .conditions import Env, FilterCheck, Summaries
-from .predicates import OutOfDomain
+from .predicate_bits import OutOfDomain
 from .tecs import OUTPUT, UNION, Node
 
 # A path is a linked list of marks, latest first: (pos, label, values, rest).

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from planner.plan import Group
 from sharp_cer.events.batch import Column, EventBatch
+from sharp_cer.planner.plan import Group
 
 #: Which events of a batch (row indices, in order; None: all of them).
 Rows = npt.NDArray[np.intp] | None
@@ -101,7 +101,7 @@ def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp])
 
     >>> from sharp_cer.language import Schema
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> from sharp_cer.language import parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int, n:string } }")
     >>> q = parse_and_check("SELECT * WHERE A ; A PARTITION BY [k, n] WITHIN 5 EVENTS", s)

@@ -26,7 +26,7 @@ or last candidate event in the batch may be in a match with the events of
 other batches, so it is kept too.
 
 >>> from sharp_cer.language import Schema, parse_and_check
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ ; C WITHIN 3 EVENTS", s))])
 >>> test = Relevance.of(plan.groups[0], plan.queries, 0)
@@ -51,9 +51,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from planner.automaton import Automaton
-from planner.plan import Group, QueryPlan
-from planner.predicates import Guard
+from sharp_cer.planner.automaton import Automaton
+from sharp_cer.planner.plan import Group, QueryPlan
+from sharp_cer.planner.predicates import Guard
 
 from .density import match_reach
 
@@ -106,7 +106,7 @@ class Relevance:
         """The test for ``group`` (None: it does not apply).
 
         >>> from sharp_cer.language import Schema, parse_and_check
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> def test(text):
         ...     plan = compile_plan([("q", parse_and_check(text, s))])

@@ -12,7 +12,7 @@ evicted.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> from sharp_cer.events.loaders import load_csv
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> s = Schema.parse("CREATE STREAM S { EVENT BUY { p:int }, EVENT SELL { p:int } }")
 >>> q = parse_and_check("SELECT * WHERE NOT(SELL) ; BUY ; SELL WITHIN 5 EVENTS", s)
 >>> batch, _ = load_csv("SELL,1\\nBUY,1\\nBUY,1\\nSELL,1\\n", s)
@@ -33,12 +33,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from planner.plan import Group, Plan, QueryPlan, window_bound
-from planner.predicates import guard_atoms
-from planner.sharing import prefix_states
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
+from sharp_cer.planner.plan import Group, Plan, QueryPlan, window_bound
+from sharp_cer.planner.predicates import guard_atoms
+from sharp_cer.planner.sharing import prefix_states
 
 from . import density
 from .conditions import Summaries
@@ -57,11 +57,11 @@ from .feed import (
     window_values,
 )
 from .latency import LatencyLog
-from .predicates import PredicateBits
+from .predicate_bits import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
 from .relevance import Relevance
 from .selection import SELECT, Projection, distinct, end_order, limit_order
-from .shedding import Progress, Shedder, WalkControl
+from .shedder_protocol import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
 from .symbols import AtomColumns, SymbolTable
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge, oldest_position
@@ -132,7 +132,7 @@ class GroupRunner:
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))]))
     >>> runner = engine.runners[0]
@@ -240,7 +240,7 @@ class GroupRunner:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
         >>> [(m.start, m.end) for m in engine.process(load_csv("C,1\\nB,1\\nA,1\\nC,1\\nC,1\\nB,1\\n", s)[0])]
@@ -396,7 +396,7 @@ class GroupRunner:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))]))
         >>> out = []
@@ -621,7 +621,7 @@ class GroupRunner:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> q = parse_and_check("SELECT * WHERE A ; B PARTITION BY [k] WITHIN 2 EVENTS", s)
         >>> engine = Engine(compile_plan([("q", q)]))
@@ -812,7 +812,7 @@ class GroupRunner:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
         >>> events = load_csv("A,1\\nA,1\\nB,1\\n", s)[0]
@@ -884,7 +884,7 @@ class Engine:
     with it, events too far from the rest of their partition to be in a
     match, ``engine.density``, and events no accepted run can mark,
     ``engine.relevance``).
-    ``shedder`` sheds load (``engine.shedding``: it also caps each event's
+    ``shedder`` sheds load (``engine.shedder_protocol``: it also caps each event's
     enumeration steps per query, for queries whose output does not depend on
     what else is output); ``record_latency`` keeps each query's latency per
     event in ``latency`` (the event's service only) and in ``queue`` (from
@@ -899,7 +899,7 @@ class Engine:
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A : B WITHIN 1 EVENTS", s))]))
     >>> [m.events for m in engine.process(load_csv("A,1\\nB,1\\nA,1\\nB,1\\n", s)[0])]
@@ -973,7 +973,7 @@ class Engine:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
         >>> [(m.start, m.end) for m in engine.process(load_csv("A,1\\nA,1\\nB,1\\n", s)[0])]
@@ -1096,7 +1096,7 @@ class Engine:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
         >>> _ = engine.process(load_csv("A,1\\n", s)[0]); engine.live_nodes()  # an output node and its bottom
@@ -1111,7 +1111,7 @@ class Engine:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
         >>> _ = engine.process(load_csv("B,1\\nA,1\\nB,1\\n", s)[0]); engine.oldest_position()  # the A at 1
@@ -1128,7 +1128,7 @@ class Engine:
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
         >>> _ = engine.process(load_csv("A,1\\nB,1\\nA,1\\nB,1\\n", s)[0])
@@ -1165,7 +1165,7 @@ def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))])
     >>> [(m.start, m.end) for m in run(plan, [load_csv("A,1\\nB,1\\n", s)[0]])]

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from planner.plan import QueryPlan
 from sharp_cer.events.match import Match, line_template
+from sharp_cer.planner.plan import QueryPlan
 
 Candidate = tuple[int, tuple[tuple[int, int], ...]]
 Selection = Callable[[list[Candidate]], list[Candidate]]
@@ -92,7 +92,7 @@ class Projection:
     marked event, none, or the events of its selected variables, with the
     positions each variable holds. One per query, made with its group.
 
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])
@@ -140,7 +140,7 @@ class Projection:
         are ``positions`` with ``labels``, for a query that outputs every
         marked event (``every_event``).
 
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
         >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])

@@ -16,7 +16,7 @@ symbol, kept as the list of symbols busy for it. Updating costs O(those
 symbols) per state that appears or disappears.
 
 >>> from sharp_cer.language import Schema, parse_and_check
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> from sharp_cer.engine.determinize import Determinizer
 >>> from sharp_cer.engine.symbols import SymbolTable
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")

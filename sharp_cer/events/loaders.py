@@ -55,7 +55,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from sharp_cer.errors import EventsError
-from sharp_cer.language.errors import did_you_mean, listing
+from sharp_cer.language.diagnostics import did_you_mean, listing
 from sharp_cer.language.schema import EventSchema, Schema
 
 if TYPE_CHECKING:  # pandas costs a third of a second to import: imported where a path needs it

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from .checker import CheckedQuery, VariableInfo, check_query, parse_and_check
-from .errors import QueryError, QueryWarning
+from .diagnostics import QueryError, QueryWarning
 from .parser import parse_query, parse_stream_declarations
 from .printer import to_ceql
 from .schema import EventSchema, Schema

@@ -1,7 +1,7 @@
 """Semantic checks: names, types, variables, well-formedness, safety, options.
 
 ``check_query`` turns a parsed query into a :class:`CheckedQuery` or raises
-the first problem as a located :class:`~sharp_cer.language.errors.QueryError`.
+the first problem as a located :class:`~sharp_cer.language.diagnostics.QueryError`.
 
 Variables follow CORE's semantics: a variable holds a *set* of events, an
 event type name is itself a variable holding its events, and ``x[P]`` means
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast
-from .errors import (
+from .diagnostics import (
     AggregateOverSingleEventError,
     AmbiguousEventTypeError,
     ContradictoryOptionsError,

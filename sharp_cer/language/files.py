@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import SourceFileError
+from .diagnostics import SourceFileError
 from .source import Source, Span
 
 

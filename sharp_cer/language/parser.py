@@ -16,7 +16,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast
-from .errors import (
+from .diagnostics import (
     MAX_NESTING,
     CeqlSyntaxError,
     InvalidLiteralError,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ast
-from .errors import SchemaError, did_you_mean, listing
+from .diagnostics import SchemaError, did_you_mean, listing
 from .parser import parse_stream_declarations
 from .source import Source
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .checker import CheckedQuery, parse_and_check
-from .errors import (
+from .diagnostics import (
     ContradictoryOptionsError,
     LanguageErrors,
     QueryError,

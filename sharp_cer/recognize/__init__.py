@@ -22,7 +22,7 @@ __all__ = ["match_recognize", "parse_clause"]
 
 def __getattr__(name: str) -> Any:
     if name == "parse_clause":
-        from .parser import parse_clause
+        from .clause_parser import parse_clause
 
         return parse_clause
     if name == "match_recognize":

@@ -8,7 +8,7 @@ physical number of rows from the row their argument locates, inside the
 partition but possibly outside the match; ``FIRST``/``LAST`` count rows
 mapped to the variable.
 
->>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.clause_parser import parse_clause
 >>> c = parse_clause("MATCH_RECOGNIZE (PATTERN (A+) DEFINE A AS A.v > PREV(A.v))")
 >>> scope = Scope(["A"], {"A": frozenset({0})}, {"v"}, c.source)
 >>> cond = compile_expr(c.definitions[0].condition, scope, define="A")
@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sharp_cer.language.errors import did_you_mean, listing
+from sharp_cer.language.diagnostics import did_you_mean, listing
 from sharp_cer.language.source import Source
 
-from . import ast
-from .errors import ClauseError, MatchError, NotSupportedError
+from . import nodes
+from .clause_errors import ClauseError, MatchError, NotSupportedError
 
 Fn = Callable[["View", "int | None"], Any]
 
@@ -172,23 +172,28 @@ class _Compiler:
         if variable not in self.scope.sets:
             names = list(self.scope.sets)
             raise self.error(
-                f"{variable!r} is not a pattern variable or subset", node,
-                expected=f"one of {listing(names)}", hint=did_you_mean(variable, names),
+                f"{variable!r} is not a pattern variable or subset",
+                node,
+                expected=f"one of {listing(names)}",
+                hint=did_you_mean(variable, names),
             )
         return self.scope.sets[variable]
 
-    def final(self, node: ast.Call) -> bool:
+    def final(self, node: nodes.Call) -> bool:
         if node.semantics == "FINAL":
             if self.define is not None:
-                raise self.error("FINAL cannot be used in DEFINE", node,
-                                 hint="DEFINE sees only the match so far; drop FINAL")
+                raise self.error(
+                    "FINAL cannot be used in DEFINE", node, hint="DEFINE sees only the match so far; drop FINAL"
+                )
             return True
         return False
 
-    def check_column(self, node: ast.Column) -> None:
+    def check_column(self, node: nodes.Column) -> None:
         if node.name not in self.scope.columns:
             raise self.error(
-                f"no column {node.name!r}", node, expected=f"a column: {listing(self.scope.columns)}",
+                f"no column {node.name!r}",
+                node,
+                expected=f"a column: {listing(self.scope.columns)}",
                 hint=did_you_mean(node.name, self.scope.columns),
             )
 
@@ -202,13 +207,13 @@ class _Compiler:
 
     # --- the tree ---
 
-    def expr(self, node: ast.Expr, row_var: list[str | None] | None = None) -> Fn:
+    def expr(self, node: nodes.Expr, row_var: list[str | None] | None = None) -> Fn:
         """``row_var`` set: inside a navigation or aggregate argument, where
         columns read the row the caller passes, and whose variable is collected."""
-        if isinstance(node, ast.Literal):
+        if isinstance(node, nodes.Literal):
             value = node.value
             return lambda view, row: value
-        if isinstance(node, ast.Column):
+        if isinstance(node, nodes.Column):
             self.check_column(node)
             name = node.name
             members = self.members(node.variable, node)
@@ -222,22 +227,22 @@ class _Compiler:
                 return None if at is None else view.columns[name][at]
 
             return column
-        if isinstance(node, ast.Star):
+        if isinstance(node, nodes.Star):
             raise self.error("'*' is only an argument of COUNT", node, hint="write COUNT(*) or COUNT(A.*)")
-        if isinstance(node, ast.Call):
+        if isinstance(node, nodes.Call):
             return self.call(node, row_var)
-        if isinstance(node, ast.Unary):
+        if isinstance(node, nodes.Unary):
             operand = self.expr(node.operand, row_var)
             if node.op == "NOT":
                 return lambda view, row: None if (v := _truth(operand(view, row))) is None else not v
             return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else -v)
-        if isinstance(node, ast.Binary):
+        if isinstance(node, nodes.Binary):
             return self.binary(node, row_var)
-        if isinstance(node, ast.IsNull):
+        if isinstance(node, nodes.IsNull):
             operand = self.expr(node.operand, row_var)
             negated = node.negated
             return lambda view, row: (operand(view, row) is None) != negated
-        if isinstance(node, ast.Between):
+        if isinstance(node, nodes.Between):
             x, lo, hi = (self.expr(e, row_var) for e in (node.operand, node.low, node.high))
             negated = node.negated
 
@@ -249,7 +254,7 @@ class _Compiler:
                 return None if both is None else both != negated
 
             return self.guard(node, between)
-        if isinstance(node, ast.InList):
+        if isinstance(node, nodes.InList):
             x = self.expr(node.operand, row_var)
             items = [self.expr(e, row_var) for e in node.items]
             negated = node.negated
@@ -264,7 +269,7 @@ class _Compiler:
                 return None if None in values else negated
 
             return in_list
-        assert isinstance(node, ast.Case)
+        assert isinstance(node, nodes.Case)
         whens = [(self.expr(c, row_var), self.expr(v, row_var)) for c, v in node.whens]
         otherwise = self.expr(node.otherwise, row_var) if node.otherwise is not None else (lambda view, row: None)
 
@@ -287,12 +292,16 @@ class _Compiler:
             except ZeroDivisionError:
                 raise MatchError("division by zero", source, span) from None
             except TypeError as err:
-                raise MatchError(f"operands of incompatible types ({err})", source, span,
-                                 hint="compare and combine values of the same type") from None
+                raise MatchError(
+                    f"operands of incompatible types ({err})",
+                    source,
+                    span,
+                    hint="compare and combine values of the same type",
+                ) from None
 
         return guarded
 
-    def binary(self, node: ast.Binary, row_var: list[str | None] | None) -> Fn:
+    def binary(self, node: nodes.Binary, row_var: list[str | None] | None) -> Fn:
         left, right = self.expr(node.left, row_var), self.expr(node.right, row_var)
         op = node.op
         if op == "AND":
@@ -310,43 +319,51 @@ class _Compiler:
 
         return self.guard(node, binary)
 
-    def offset(self, node: ast.Call) -> int:
+    def offset(self, node: nodes.Call) -> int:
         if len(node.args) == 1:
             return 1 if node.name in ("prev", "next") else 0
         arg = node.args[1]
-        if len(node.args) != 2 or not isinstance(arg, ast.Literal) or not isinstance(arg.value, int) or arg.value < 0:
-            raise self.error(f"{node.name.upper()} takes an expression and a non-negative integer offset", node,
-                             found=f"{len(node.args)} arguments")
+        if len(node.args) != 2 or not isinstance(arg, nodes.Literal) or not isinstance(arg.value, int) or arg.value < 0:
+            raise self.error(
+                f"{node.name.upper()} takes an expression and a non-negative integer offset",
+                node,
+                found=f"{len(node.args)} arguments",
+            )
         return int(arg.value)
 
-    def single_var(self, variables: list[str | None], node: ast.Call) -> str | None:
+    def single_var(self, variables: list[str | None], node: nodes.Call) -> str | None:
         named = {v for v in variables}
         if len(named) > 1:
             raise self.error(
                 f"the argument of {node.name.upper()} refers to several pattern variables: "
-                f"{listing(str(v) if v else '(universal)' for v in named)}", node,
+                f"{listing(str(v) if v else '(universal)' for v in named)}",
+                node,
                 hint="all columns inside one navigation or aggregate must name the same variable",
             )
         return next(iter(named)) if named else None
 
-    def call(self, node: ast.Call, row_var: list[str | None] | None) -> Fn:
+    def call(self, node: nodes.Call, row_var: list[str | None] | None) -> Fn:
         name = node.name
         if name in _NAVIGATIONS:
             if row_var is not None:
-                raise self.error(f"{name.upper()} cannot be nested here", node, NotSupportedError,
-                                 hint="only PREV/NEXT around FIRST/LAST may be nested")
+                raise self.error(
+                    f"{name.upper()} cannot be nested here",
+                    node,
+                    NotSupportedError,
+                    hint="only PREV/NEXT around FIRST/LAST may be nested",
+                )
             return self.navigation(node)
         if name in _AGGREGATES:
             if row_var is not None:
                 raise self.error("aggregates cannot be nested in navigations or aggregates", node)
             return self.aggregate(node)
         if name == "classifier":
-            if len(node.args) > 1 or (node.args and not isinstance(node.args[0], ast.Column | ast.Literal)):
+            if len(node.args) > 1 or (node.args and not isinstance(node.args[0], nodes.Column | nodes.Literal)):
                 raise self.error("CLASSIFIER takes at most one pattern variable", node)
             variable = None
             if node.args:
                 arg = node.args[0]
-                variable = arg.name if isinstance(arg, ast.Column) and arg.variable is None else None
+                variable = arg.name if isinstance(arg, nodes.Column) and arg.variable is None else None
                 if variable is None:
                     raise self.error("CLASSIFIER takes a pattern variable", node)
             members = self.members(variable, node)
@@ -384,8 +401,9 @@ class _Compiler:
         if name in ("lower", "upper") and len(args) == 1:
             (a,) = args
             upper = name == "upper"
-            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else
-                              (v.upper() if upper else v.lower()))
+            return self.guard(
+                node, lambda view, row: None if (v := a(view, row)) is None else (v.upper() if upper else v.lower())
+            )
         if name == "coalesce" and args:
 
             def coalesce(view: View, row: int | None) -> Any:
@@ -397,12 +415,14 @@ class _Compiler:
 
             return coalesce
         raise self.error(
-            f"function {name!r} is not supported", node, NotSupportedError,
+            f"function {name!r} is not supported",
+            node,
+            NotSupportedError,
             expected="PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, COUNT, SUM, AVG, MIN, MAX, ARRAY_AGG, "
             "ARBITRARY, ABS, COALESCE, LOWER, UPPER",
         )
 
-    def navigation(self, node: ast.Call) -> Fn:
+    def navigation(self, node: nodes.Call) -> Fn:
         if not node.args:
             raise self.error(f"{node.name.upper()} takes an expression", node)
         physical = 0
@@ -411,7 +431,7 @@ class _Compiler:
         target = node.args[0]
         if node.name in ("prev", "next"):
             physical = self.offset(node) * (-1 if node.name == "prev" else 1)
-            if isinstance(target, ast.Call) and target.name in ("first", "last"):
+            if isinstance(target, nodes.Call) and target.name in ("first", "last"):
                 if node.semantics is not None:
                     raise self.error(f"put {node.semantics} on the inner {target.name.upper()}", node)
                 from_last, logical = target.name == "last", self.offset(target)
@@ -419,16 +439,20 @@ class _Compiler:
                 if not target.args:
                     raise self.error(f"{target.name.upper()} takes an expression", target)
                 target = target.args[0]
-            elif isinstance(target, ast.Call) and target.name in ("prev", "next"):
-                raise self.error("PREV and NEXT cannot be nested in each other", target,
-                                 hint="add the offsets: PREV(x, 2)")
+            elif isinstance(target, nodes.Call) and target.name in ("prev", "next"):
+                raise self.error(
+                    "PREV and NEXT cannot be nested in each other", target, hint="add the offsets: PREV(x, 2)"
+                )
         else:
             from_last, logical = node.name == "last", self.offset(node)
         variables: list[str | None] = []
         inner = self.expr(target, variables)
         if not variables:
-            raise self.error(f"the argument of {node.name.upper()} reads no column", node,
-                             hint="navigate over a column, e.g. PREV(A.price)")
+            raise self.error(
+                f"the argument of {node.name.upper()} reads no column",
+                node,
+                hint="navigate over a column, e.g. PREV(A.price)",
+            )
         members = self.members(self.single_var(variables, node), node)
         self.not_local(members, from_last, logical)
 
@@ -441,17 +465,17 @@ class _Compiler:
 
         return navigate
 
-    def aggregate(self, node: ast.Call) -> Fn:
+    def aggregate(self, node: nodes.Call) -> Fn:
         name = node.name
         final = self.final(node)
         if name == "count" and not node.args:
-            node = ast.Call(name, (ast.Star(None, node.span),), node.semantics, node.span)  # COUNT() is COUNT(*)
+            node = nodes.Call(name, (nodes.Star(None, node.span),), node.semantics, node.span)  # COUNT() is COUNT(*)
         if len(node.args) != 1:
             raise self.error(f"{name.upper()} takes one argument", node, found=f"{len(node.args)} arguments")
         arg = node.args[0]
         if self.define is not None:
             self.row_local = False
-        if isinstance(arg, ast.Star):
+        if isinstance(arg, nodes.Star):
             if name != "count":
                 raise self.error(f"{name.upper()}(*) is not defined", arg, hint="only COUNT takes *")
             members = self.members(arg.variable, arg)
@@ -478,7 +502,11 @@ def _average(values: list[Any]) -> Any:
 
 
 _REDUCERS: dict[str, Callable[[list[Any]], Any]] = {
-    "sum": sum, "min": min, "max": max, "avg": _average, "arbitrary": lambda values: values[0],
+    "sum": sum,
+    "min": min,
+    "max": max,
+    "avg": _average,
+    "arbitrary": lambda values: values[0],
 }
 
 
@@ -494,9 +522,8 @@ def _or(a: bool | None, b: bool | None) -> bool | None:
     return None if a is None or b is None else False
 
 
-def compile_expr(node: ast.Expr, scope: Scope, *, define: str | None = None) -> Compiled:
+def compile_expr(node: nodes.Expr, scope: Scope, *, define: str | None = None) -> Compiled:
     """Compile a measure (``define`` None) or the DEFINE condition of variable ``define``."""
     compiler = _Compiler(scope, define)
     fn = compiler.expr(node)
     return Compiled(fn, compiler.row_local)
-

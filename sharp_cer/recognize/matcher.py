@@ -12,7 +12,7 @@ cannot change the future and are left out of that state: threads merge,
 and work per row is bounded by the program's size. Otherwise labels are part
 of the state and ``max_threads`` caps the live threads with a located error.
 
->>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.clause_parser import parse_clause
 >>> from sharp_cer.recognize.program import compile_pattern
 >>> prog = compile_pattern(parse_clause("MATCH_RECOGNIZE (PATTERN (A B+) DEFINE A AS true)").pattern, ["A", "B"])
 >>> ok = lambda var, labels, pos: var == 0 or pos != 2
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .errors import MatchError
+from .clause_errors import MatchError
 from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
 
 Condition = Callable[[int, tuple[int, ...], int], bool]

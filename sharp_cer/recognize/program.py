@@ -8,7 +8,7 @@ to ``low`` when unbounded: past that, an iteration that consumed no row
 comes back to the same state and the matcher drops it, which is what keeps
 empty iterations from cycling (``(A*)*``).
 
->>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.clause_parser import parse_clause
 >>> p = compile_pattern(parse_clause("MATCH_RECOGNIZE (PATTERN (A B*) DEFINE A AS true)").pattern, ["A", "B"])
 >>> [describe(i) for i in p.code]
 ['LABEL 0', 'SPLIT 2 4', 'LABEL 1', 'JMP 1', 'MATCH']
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ast
+from . import nodes
 
 LABEL, SPLIT, JMP, START, END, EXCL_IN, EXCL_OUT, LOOP, COUNT, MATCH = range(10)
 _NAMES = ["LABEL", "SPLIT", "JMP", "START", "END", "EXCL_IN", "EXCL_OUT", "LOOP", "COUNT", "MATCH"]
@@ -49,26 +49,26 @@ class _Emitter:
         self.code.append(list(parts))
         return len(self.code) - 1
 
-    def node(self, node: ast.Pattern) -> None:
-        if isinstance(node, ast.Variable):
+    def node(self, node: nodes.Pattern) -> None:
+        if isinstance(node, nodes.Variable):
             self.emit(LABEL, self.ids[node.name])
-        elif isinstance(node, ast.Concatenation):
+        elif isinstance(node, nodes.Concatenation):
             for item in node.items:
                 self.node(item)
-        elif isinstance(node, ast.Alternation):
+        elif isinstance(node, nodes.Alternation):
             self.alternation(node.items)
-        elif isinstance(node, ast.Permute):
-            self.node(ast.permutations_in_order(node.items))
-        elif isinstance(node, ast.Anchor):
+        elif isinstance(node, nodes.Permute):
+            self.node(nodes.permutations_in_order(node.items))
+        elif isinstance(node, nodes.Anchor):
             self.emit(START if node.kind == "start" else END)
-        elif isinstance(node, ast.Exclusion):
+        elif isinstance(node, nodes.Exclusion):
             self.emit(EXCL_IN)
             self.node(node.body)
             self.emit(EXCL_OUT)
         else:
             self.quantified(node)
 
-    def alternation(self, items: tuple[ast.Pattern, ...]) -> None:
+    def alternation(self, items: tuple[nodes.Pattern, ...]) -> None:
         jumps = []
         for i, item in enumerate(items):
             if i < len(items) - 1:
@@ -85,7 +85,7 @@ class _Emitter:
     def split(self, at: int, body: int, leave: int, greedy: bool) -> None:
         self.code[at][1:3] = [body, leave] if greedy else [leave, body]
 
-    def quantified(self, node: ast.Quantified) -> None:
+    def quantified(self, node: nodes.Quantified) -> None:
         low, high, greedy = node.low, node.high, node.greedy
         if (low, high) == (0, 1):
             at = self.emit(SPLIT, 0, 0)
@@ -108,7 +108,7 @@ class _Emitter:
             self.code[head][5] = len(self.code)
 
 
-def compile_pattern(pattern: ast.Pattern, variables: list[str]) -> Program:
+def compile_pattern(pattern: nodes.Pattern, variables: list[str]) -> Program:
     """Compile ``pattern``; variable ``variables[i]`` gets label id ``i``."""
     emitter = _Emitter({name: i for i, name in enumerate(variables)})
     emitter.node(pattern)

@@ -29,16 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sharp_cer.errors import RecognizeError
-from sharp_cer.language.errors import did_you_mean, listing
+from sharp_cer.language.diagnostics import did_you_mean, listing
 
-from . import ast
-from .errors import ClauseError, MatchError
+from . import nodes
+from .clause_errors import ClauseError, MatchError
+from .clause_parser import parse_clause
 from .expressions import Compiled, Scope, View, compile_expr
-from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
-from .parser import parse_clause
-from .program import Program, compile_pattern
-from .types import measure_types
-from .vectorized import (
+from .fast_path import (
     Counter,
     FastPattern,
     Locator,
@@ -52,13 +49,16 @@ from .vectorized import (
     row_codes,
     vector_conditions,
 )
+from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
+from .program import Program, compile_pattern
+from .types import measure_types
 
 
 @dataclass(frozen=True)
 class Recognizer:
     """A clause compiled against the input's columns, ready to run partitions."""
 
-    clause: ast.Clause
+    clause: nodes.Clause
     variables: list[str]
     sets: dict[str, frozenset[int]]
     program: Program
@@ -116,8 +116,12 @@ class Recognizer:
                 row = begin
             else:
                 found = first_match(
-                    self.program, row, size, self._condition(columns, row, matches + 1, memo),
-                    labels_matter=self.labels_matter, max_threads=self.max_threads,
+                    self.program,
+                    row,
+                    size,
+                    self._condition(columns, row, matches + 1, memo),
+                    labels_matter=self.labels_matter,
+                    max_threads=self.max_threads,
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -188,8 +192,14 @@ class Recognizer:
         return condition
 
     def _emit(
-        self, columns: dict[str, Sequence[Any]], size: int, start: int, found: Found, number: int,
-        sources: list[int], values: list[list[Any]],
+        self,
+        columns: dict[str, Sequence[Any]],
+        size: int,
+        start: int,
+        found: Found,
+        number: int,
+        sources: list[int],
+        values: list[list[Any]],
     ) -> None:
         labels = found.labels
         if self.clause.rows == "one":
@@ -234,20 +244,24 @@ class Recognizer:
             raise MatchError(
                 f"AFTER MATCH SKIP failed: pattern variable {skip.variable!r} is not present in the match "
                 f"starting at row {start} of its partition",
-                source, skip.span, hint="skip to a variable every match contains, or SKIP PAST LAST ROW",
+                source,
+                skip.span,
+                hint="skip to a variable every match contains, or SKIP PAST LAST ROW",
             )
         target = min(b for b, _ in used) if skip.kind == "to_first" else max(e for _, e in used) - 1
         if target == start:
             raise MatchError(
                 f"AFTER MATCH SKIP failed: cannot skip to first row of match (row {start} of its partition): "
                 "matching would never advance",
-                source, skip.span, hint="skip to a variable that cannot match the match's first row",
+                source,
+                skip.span,
+                hint="skip to a variable that cannot match the match's first row",
             )
         return target
 
 
 def compile_clause(
-    clause: ast.Clause, columns: Sequence[str], *, max_threads: int = DEFAULT_MAX_THREADS, fast: bool = True
+    clause: nodes.Clause, columns: Sequence[str], *, max_threads: int = DEFAULT_MAX_THREADS, fast: bool = True
 ) -> Recognizer:
     """Check ``clause`` against the input's ``columns`` and compile it;
     ``fast=False`` turns the column-wise fast path off (the tests compare both)."""
@@ -255,16 +269,23 @@ def compile_clause(
     names = set(columns)
     for name, span in clause.column_spans:
         if name not in names:
-            raise ClauseError(f"no column {name!r}", source, span, expected=f"a column: {listing(names)}",
-                              hint=did_you_mean(name, names))
+            raise ClauseError(
+                f"no column {name!r}",
+                source,
+                span,
+                expected=f"a column: {listing(names)}",
+                hint=did_you_mean(name, names),
+            )
     if clause.rows == "all":
         for measure in clause.measures:
             if measure.name in names:
                 raise ClauseError(
                     f"measure {measure.name!r} has the name of an input column, which ALL ROWS PER MATCH also outputs",
-                    source, measure.span, hint="rename the measure",
+                    source,
+                    measure.span,
+                    hint="rename the measure",
                 )
-    variables = ast.pattern_variables(clause.pattern)
+    variables = nodes.pattern_variables(clause.pattern)
     sets = {name: frozenset({i}) for i, name in enumerate(variables)}
     for name, members in clause.subsets:
         sets[name] = frozenset(variables.index(m) for m in members)
@@ -283,12 +304,21 @@ def compile_clause(
         found = [measure_plan(m.expr, sets) for m in clause.measures]
         plans = [p for p in found if p is not None] if all(p is not None for p in found) else None
     return Recognizer(
-        clause, variables, sets, program, conditions, measures, labels_matter, max_threads,
-        fast and not labels_matter, regex, plans,
+        clause,
+        variables,
+        sets,
+        program,
+        conditions,
+        measures,
+        labels_matter,
+        max_threads,
+        fast and not labels_matter,
+        regex,
+        plans,
     )
 
 
-def _sort_keys(table: pa.Table, clause: ast.Clause) -> list[np.ndarray]:
+def _sort_keys(table: pa.Table, clause: nodes.Clause) -> list[np.ndarray]:
     """Dense ranks, primary key first: partition columns, then ORDER BY keys
     with their direction and NULL placement."""
     keys = []
@@ -423,12 +453,12 @@ def _vectorized(
         return None
 
 
-def _define_columns(clause: ast.Clause) -> set[str]:
+def _define_columns(clause: nodes.Clause) -> set[str]:
     """The columns DEFINE conditions read."""
     names: set[str] = set()
 
     def walk(node: object) -> None:
-        if isinstance(node, ast.Column):
+        if isinstance(node, nodes.Column):
             names.add(node.name)
         elif isinstance(node, tuple | list):
             for item in node:
@@ -471,14 +501,14 @@ def _pandas_type(dtype: pa.DataType) -> Any:
     return None
 
 
-def match_recognize(frame: Any, clause: str | ast.Clause, *, max_threads: int = DEFAULT_MAX_THREADS) -> Any:
+def match_recognize(frame: Any, clause: str | nodes.Clause, *, max_threads: int = DEFAULT_MAX_THREADS) -> Any:
     """Run a ``MATCH_RECOGNIZE ( ... )`` clause over a pandas DataFrame or an
     Arrow table; the result is of the same kind, NULLs as nulls (pandas'
     nullable types). ONE ROW PER MATCH gives the partition columns and the
     measures; ALL ROWS PER MATCH the input columns and the measures."""
     import pandas as pd
 
-    if not isinstance(clause, str | ast.Clause):
+    if not isinstance(clause, str | nodes.Clause):
         raise RecognizeError(f"match_recognize takes the clause as text, found {type(clause).__name__}")
     parsed = parse_clause(clause) if isinstance(clause, str) else clause
     is_arrow = isinstance(frame, pa.Table)

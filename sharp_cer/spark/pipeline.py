@@ -130,7 +130,7 @@ def run_detection(
     if method not in METHODS:
         raise SurfaceError(f"unknown method {method!r}\n  expected: one of {', '.join(METHODS)}")
     if shedder is not None:
-        from shedding import SHEDDERS
+        from sharp_cer.shedding import SHEDDERS
 
         if shedder not in SHEDDERS:
             raise SurfaceError(f"unknown shedder {shedder!r}\n  expected: one of {', '.join(sorted(SHEDDERS))}")

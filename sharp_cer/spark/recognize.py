@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from sharp_cer.recognize.ast import Clause
-from sharp_cer.recognize.parser import parse_clause
+from sharp_cer.recognize.clause_parser import parse_clause
+from sharp_cer.recognize.nodes import Clause
 from sharp_cer.recognize.run import compile_clause, recognize_table
 from sharp_cer.recognize.types import measure_types
 

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from planner import Plan, compile_plan
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
@@ -51,6 +50,7 @@ from sharp_cer.events.loaders import load_arrow
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 from sharp_cer.latency_summary import query_summaries
+from sharp_cer.planner import Plan, compile_plan
 
 #: the kinds of output rows
 MATCH, LATENCY, LATENCY_MS, BIN, COUNTER = "match", "latency", "latency_ms", "bin", "counter"
@@ -145,7 +145,7 @@ class GroupRun:
     ``finish``: they all arrive then, at once, and run twice under those
     arrivals and the same service, first unshedded, to measure each query's
     mean latency, then shedding to that fraction of it (the in-process
-    definition: ``shedding.bounds.unshedded_latency``)."""
+    definition: ``sharp_cer.shedding.bounds.unshedded_latency``)."""
 
     def __init__(self, job: Job, lane: int) -> None:
         self.job = job
@@ -163,12 +163,12 @@ class GroupRun:
 
     def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
         if self.job.shedder:
-            from shedding import make_shedder
-            from shedding.bounds import workload_config
+            from sharp_cer.shedding import make_shedder
+            from sharp_cer.shedding.bounds import workload_config
 
             config = workload_config(self.workload, seed=self.job.seed, reference_ms=reference_ms)
             self.shedder = make_shedder(self.job.shedder, config)
-        from shedding.bounds import judged_bounds
+        from sharp_cer.shedding.bounds import judged_bounds
 
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
         return Detector(
@@ -197,7 +197,7 @@ class GroupRun:
         the group's statistics: latency histograms, time bins and counters."""
         out = []
         if self.held is not None:
-            from shedding.bounds import unshedded_latency
+            from sharp_cer.shedding.bounds import unshedded_latency
 
             held = [b.take(np.arange(lo, min(lo + REPLAY_SLICE, len(b)))) for b in self.held
                     for lo in range(0, len(b), REPLAY_SLICE)]  # fmt: skip

@@ -1,7 +1,7 @@
 """Evaluating the plan's predicate table on a batch: one bool column per atom.
 
 Every atom of the table is evaluated once per batch, over the whole batch at
-once (``engine.vectorized``): a type atom is a comparison of type codes; a
+once (``engine.column_conditions``): a type atom is a comparison of type codes; a
 condition atom is evaluated with numpy on the rows of its own type only. A
 condition whose math is out of its domain (``asin(2)``, ``sqrt(-1)``,
 division by zero) is false and counted; so is one that reads an attribute the
@@ -10,7 +10,7 @@ evaluated one by one by the scalar evaluator below, with the same meaning.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> from sharp_cer.events.loaders import load_csv
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A FILTER A[x > 1] WITHIN 1 EVENTS", s))])
 >>> batch, _ = load_csv("A,1\\nA,5\\n", s)
@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from planner.predicates import ConditionAtom, PredicateTable, TypeAtom
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import EventSchema, ast
+from sharp_cer.planner.predicates import ConditionAtom, PredicateTable, TypeAtom
 
+from .column_conditions import Rows, VectorEvaluator, compile_vector, holds
 from .symbols import AtomColumns
-from .vectorized import Rows, VectorEvaluator, compile_vector, holds
 
 #: Reads attribute values of the event being evaluated.
 Getter = Callable[[str], Any]
@@ -49,7 +49,7 @@ class OutOfDomain(Exception):
     >>> compile_condition(ast.Call("sqrt", (ast.NumberLiteral(-1),)))(lambda name: 0)
     Traceback (most recent call last):
     ...
-    sharp_cer.engine.predicates.OutOfDomain
+    sharp_cer.engine.predicate_bits.OutOfDomain
     """
 
 

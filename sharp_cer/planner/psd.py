@@ -13,8 +13,8 @@ Nodes with equal bitmaps form a cluster, found from its bitmap with one dict
 lookup. Bitmaps are Python ints, so a group of 10,000 queries needs nothing
 special.
 
->>> from planner.automaton import Automaton, Transition
->>> from planner.predicates import Atom
+>>> from sharp_cer.planner.automaton import Automaton, Transition
+>>> from sharp_cer.planner.predicates import Atom
 >>> def move(s, a, t):
 ...     return Transition(s, Atom(a), a, t)
 >>> # Sharp's Fig. 2: SEQ(A,B,C,D), SEQ(A,B,E,F), SEQ(A,B,E,G) sharing A and AB, and ABE by the last two
@@ -101,8 +101,8 @@ def prefix_graph(automaton: Automaton) -> nx.DiGraph:
     accepts), an edge per pair of distinct states joined by moves (attribute
     ``moves``: their (guard, label) pairs).
 
-    >>> from planner.automaton import Transition
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.automaton import Transition
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> cea = Automaton(2, frozenset({0}), ((Transition(0, TRUE, 0, 1),), (Transition(1, TRUE, None, 1),)),
     ...                 {1: frozenset({3})})
     >>> g = prefix_graph(cea); sorted(g.edges), g.nodes[1]

@@ -51,11 +51,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedding import Candidate, GroupView
+from sharp_cer.engine.shedder_protocol import Candidate, GroupView
 from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.planner.plan import QueryPlan
 
 from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import Bucketer, HistoricalSketch
@@ -70,9 +70,9 @@ class SharpShedder(LoadShedder):
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> from sharp_cer.engine import Engine
-    >>> from shedding.base import ShedConfig
+    >>> from sharp_cer.shedding.base import ShedConfig
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 30 EVENTS", s))])
     >>> events = load_csv("A,1\\n" + "B,1\\n" * 14, s)[0]
@@ -99,7 +99,7 @@ class SharpInstanceShedder(SharpShedder):
 
 class SketchedGroup(GroupState):
     """A group shedder that keeps Sharp's sketch: attribute keys of PMs,
-    PMs created and matches per key (see ``shedding.sketch``)."""
+    PMs created and matches per key (see ``sharp_cer.shedding.sketch``)."""
 
     def __init__(
         self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], attributes: Sequence[str]

@@ -149,7 +149,7 @@ class Group:
     """Queries that run as one automaton: same visible event types, same
     partition attributes (``Query.partition_attributes``), same window
     kind. ``parts`` holds each query's own automaton (in the order of
-    ``queries``) before their prefixes were shared (:mod:`planner.sharing`).
+    ``queries``) before their prefixes were shared (:mod:`sharp_cer.planner.sharing`).
 
     >>> Group((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
     (0, 1)
@@ -164,7 +164,7 @@ class Group:
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
-        """The shared-prefix graph of the automaton (:func:`planner.psd.prefix_graph`),
+        """The shared-prefix graph of the automaton (:func:`sharp_cer.planner.psd.prefix_graph`),
         built on first use.
 
         >>> g = Group((0,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {}))
@@ -189,7 +189,7 @@ class Group:
 class Plan:
     """Every query of a workload, compiled.
 
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> Plan((), (), PredicateTable(), ()).queries
     ()
     """
@@ -203,7 +203,7 @@ class Plan:
         """The query called ``name``.
 
         >>> from sharp_cer.language import Schema, parse_and_check
-        >>> from planner import compile_plan
+        >>> from sharp_cer.planner import compile_plan
         >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
         >>> compile_plan([("q", parse_and_check("SELECT * WHERE A WITHIN 1 EVENTS", s))]).query("q").id
         0

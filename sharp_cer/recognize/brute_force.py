@@ -10,7 +10,7 @@ Empty iterations: an unbounded quantifier ``{low,}`` accepts an iteration
 that matched no row only while it has done fewer than ``low`` iterations;
 a bounded one accepts up to ``high`` iterations of any length.
 
->>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.clause_parser import parse_clause
 >>> pattern = parse_clause("MATCH_RECOGNIZE (PATTERN (A B+?) DEFINE A AS true)").pattern
 >>> reference_match(pattern, ["A", "B"], 0, 5, lambda var, labels, pos: True)
 Found(end=2, labels=(0, 1), excluded=())
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import ast
+from . import nodes
 from .matcher import Condition, Found
 
 # the state of a candidate: (labels, excluded rows, exclusion depth)
@@ -29,42 +29,42 @@ Continuation = Callable[[int, State], "Found | None"]
 
 
 def reference_match(
-    pattern: ast.Pattern, variables: list[str], start: int, size: int, condition: Condition
+    pattern: nodes.Pattern, variables: list[str], start: int, size: int, condition: Condition
 ) -> Found | None:
     """The preferred match of ``pattern`` from row ``start``, by backtracking."""
     ids = {name: i for i, name in enumerate(variables)}
 
-    def walk(node: ast.Pattern, row: int, state: State, k: Continuation) -> Found | None:
+    def walk(node: nodes.Pattern, row: int, state: State, k: Continuation) -> Found | None:
         labels, excluded, depth = state
-        if isinstance(node, ast.Variable):
+        if isinstance(node, nodes.Variable):
             variable = ids[node.name]
             if row >= size or not condition(variable, (*labels, variable), row):
                 return None
             return k(row + 1, ((*labels, variable), (*excluded, row) if depth else excluded, depth))
-        if isinstance(node, ast.Concatenation):
+        if isinstance(node, nodes.Concatenation):
             return sequence(node.items, row, state, k)
-        if isinstance(node, ast.Alternation):
+        if isinstance(node, nodes.Alternation):
             for item in node.items:
                 found = walk(item, row, state, k)
                 if found is not None:
                     return found
             return None
-        if isinstance(node, ast.Permute):
-            return walk(ast.permutations_in_order(node.items), row, state, k)
-        if isinstance(node, ast.Anchor):
+        if isinstance(node, nodes.Permute):
+            return walk(nodes.permutations_in_order(node.items), row, state, k)
+        if isinstance(node, nodes.Anchor):
             at_anchor = row == 0 if node.kind == "start" else row == size
             return k(row, state) if at_anchor else None
-        if isinstance(node, ast.Exclusion):
+        if isinstance(node, nodes.Exclusion):
             inside = (labels, excluded, depth + 1)
             return walk(node.body, row, inside, lambda r, s: k(r, (s[0], s[1], s[2] - 1)))
         return repeat(node, 0, row, state, k)
 
-    def sequence(items: tuple[ast.Pattern, ...], row: int, state: State, k: Continuation) -> Found | None:
+    def sequence(items: tuple[nodes.Pattern, ...], row: int, state: State, k: Continuation) -> Found | None:
         if not items:
             return k(row, state)
         return walk(items[0], row, state, lambda r, s: sequence(items[1:], r, s, k))
 
-    def repeat(node: ast.Quantified, done: int, row: int, state: State, k: Continuation) -> Found | None:
+    def repeat(node: nodes.Quantified, done: int, row: int, state: State, k: Continuation) -> Found | None:
         def again(r: int, s: State) -> Found | None:
             if node.high is None and done >= node.low and r == row:
                 return None  # an empty iteration past the minimum of an unbounded quantifier

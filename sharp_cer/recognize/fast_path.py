@@ -6,7 +6,7 @@ order (greedy and reluctant quantifiers, alternatives left to right) is the
 pattern's.
 
 >>> import numpy as np
->>> from sharp_cer.recognize.parser import parse_clause
+>>> from sharp_cer.recognize.clause_parser import parse_clause
 >>> c = parse_clause("MATCH_RECOGNIZE (PATTERN (A B+) DEFINE B AS v < PREV(v))")
 >>> conds = vector_conditions(c, ["A", "B"], {"v": np.array([3.0, 2.0, 1.0, 4.0])},
 ...                           {"v": np.ones(4, bool)}, np.zeros(4, np.int64))
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ast
+from . import nodes
 
 _BASE = 0x100  # row codes become characters from here on: no newline among them
 _MAX_VARIABLES = 10  # a variable's character class lists 2**(variables-1) codes
@@ -47,9 +47,7 @@ def _scalar(value: Any, size: int) -> Vector:
 
 
 class _Evaluator:
-    def __init__(
-        self, values: dict[str, np.ndarray], valid: dict[str, np.ndarray], partition: np.ndarray
-    ) -> None:
+    def __init__(self, values: dict[str, np.ndarray], valid: dict[str, np.ndarray], partition: np.ndarray) -> None:
         self.values = values
         self.valid = valid
         self.partition = partition
@@ -71,33 +69,33 @@ class _Evaluator:
             return vector
         return out_values, out_valid
 
-    def expr(self, node: ast.Expr) -> Vector:
-        if isinstance(node, ast.Literal):
+    def expr(self, node: nodes.Expr) -> Vector:
+        if isinstance(node, nodes.Literal):
             if isinstance(node.value, bool | int | float | str) or node.value is None:
                 return _scalar(node.value, self.size)
             raise _Unsupported
-        if isinstance(node, ast.Column):
+        if isinstance(node, nodes.Column):
             return self.values[node.name], self.valid[node.name]
-        if isinstance(node, ast.Call):
+        if isinstance(node, nodes.Call):
             return self.call(node)
-        if isinstance(node, ast.Unary):
+        if isinstance(node, nodes.Unary):
             values, valid = self.expr(node.operand)
             if node.op == "NOT":
                 return ~values.astype(bool), valid
             return -values, valid
-        if isinstance(node, ast.Binary):
+        if isinstance(node, nodes.Binary):
             return self.binary(node)
-        if isinstance(node, ast.IsNull):
+        if isinstance(node, nodes.IsNull):
             _, valid = self.expr(node.operand)
             return (valid if node.negated else ~valid), np.ones(self.size, bool)
-        if isinstance(node, ast.Between):
-            low = ast.Binary(">=", node.operand, node.low)
-            high = ast.Binary("<=", node.operand, node.high)
-            both = self.binary(ast.Binary("AND", low, high))
+        if isinstance(node, nodes.Between):
+            low = nodes.Binary(">=", node.operand, node.low)
+            high = nodes.Binary("<=", node.operand, node.high)
+            both = self.binary(nodes.Binary("AND", low, high))
             return (~both[0] if node.negated else both[0]), both[1]
         raise _Unsupported
 
-    def call(self, node: ast.Call) -> Vector:
+    def call(self, node: nodes.Call) -> Vector:
         if node.name == "abs" and len(node.args) == 1:
             values, valid = self.expr(node.args[0])
             return np.abs(values), valid
@@ -106,7 +104,7 @@ class _Evaluator:
         offset = 1 if node.name != "last" else 0
         if len(node.args) == 2:
             arg = node.args[1]
-            if not isinstance(arg, ast.Literal) or not isinstance(arg.value, int):
+            if not isinstance(arg, nodes.Literal) or not isinstance(arg.value, int):
                 raise _Unsupported
             offset = arg.value
         target = node.args[0]
@@ -114,13 +112,13 @@ class _Evaluator:
             if offset != 0:
                 raise _Unsupported
             return self.expr(target)
-        if isinstance(target, ast.Call):
+        if isinstance(target, nodes.Call):
             if target.name != "last" or len(target.args) != 1:
                 raise _Unsupported
             target = target.args[0]
         return self.shift(self.expr(target), -offset if node.name == "prev" else offset)
 
-    def binary(self, node: ast.Binary) -> Vector:
+    def binary(self, node: nodes.Binary) -> Vector:
         (a, a_ok), (b, b_ok) = self.expr(node.left), self.expr(node.right)
         op = node.op
         if op in ("AND", "OR"):
@@ -139,13 +137,20 @@ class _Evaluator:
 
 
 _NUMPY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": np.add, "-": np.subtract, "*": np.multiply,
-    "=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "=": np.equal,
+    "<>": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
 }
 
 
 def vector_conditions(
-    clause: ast.Clause,
+    clause: nodes.Clause,
     variables: list[str],
     values: dict[str, np.ndarray],
     valid: dict[str, np.ndarray],
@@ -199,21 +204,21 @@ def labels_of(fast: FastPattern, match: re.Match[str]) -> list[int]:
     return labels
 
 
-def _min_length(node: ast.Pattern) -> int:
-    if isinstance(node, ast.Variable):
+def _min_length(node: nodes.Pattern) -> int:
+    if isinstance(node, nodes.Variable):
         return 1
-    if isinstance(node, ast.Concatenation | ast.Permute):
+    if isinstance(node, nodes.Concatenation | nodes.Permute):
         return sum(_min_length(i) for i in node.items)
-    if isinstance(node, ast.Alternation):
+    if isinstance(node, nodes.Alternation):
         return min(_min_length(i) for i in node.items)
-    if isinstance(node, ast.Quantified):
+    if isinstance(node, nodes.Quantified):
         return node.low * _min_length(node.body)
-    if isinstance(node, ast.Exclusion):
+    if isinstance(node, nodes.Exclusion):
         return _min_length(node.body)
     return 0
 
 
-def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | None:
+def compile_regex(pattern: nodes.Pattern, variables: list[str]) -> FastPattern | None:
     """The pattern as a regular expression, or None where labels could not be
     read back from groups (a quantified group, an exclusion) or an iteration
     could be empty (whose handling in ``re`` we do not rely on)."""
@@ -227,33 +232,33 @@ def compile_regex(pattern: ast.Pattern, variables: list[str]) -> FastPattern | N
         chars = "".join(chr(_BASE + c) for c in codes if c >> variable & 1)
         return f"[{re.escape(chars)}]" if chars else "(?!)"
 
-    def quantifier(node: ast.Quantified) -> str:
+    def quantifier(node: nodes.Quantified) -> str:
         high = "" if node.high is None else str(node.high)
         text = f"{{{node.low},{high}}}"
         return text + ("" if node.greedy else "?")
 
-    def walk(node: ast.Pattern) -> str | None:
-        if isinstance(node, ast.Variable):
+    def walk(node: nodes.Pattern) -> str | None:
+        if isinstance(node, nodes.Variable):
             groups.append(ids[node.name])
             return f"({cls(ids[node.name])})"
-        if isinstance(node, ast.Quantified):
+        if isinstance(node, nodes.Quantified):
             if _min_length(node.body) == 0:
                 return None
-            if isinstance(node.body, ast.Variable):
+            if isinstance(node.body, nodes.Variable):
                 groups.append(ids[node.body.name])
                 return f"({cls(ids[node.body.name])}{quantifier(node)})"
             return None
-        if isinstance(node, ast.Concatenation | ast.Alternation | ast.Permute):
+        if isinstance(node, nodes.Concatenation | nodes.Alternation | nodes.Permute):
             items = node.items
-            if isinstance(node, ast.Permute):
-                items = ast.permutations_in_order(node.items).items
-                node = ast.Alternation(items)
+            if isinstance(node, nodes.Permute):
+                items = nodes.permutations_in_order(node.items).items
+                node = nodes.Alternation(items)
             parts = [walk(i) for i in items]
             if any(p is None for p in parts):
                 return None
-            joined = ("|" if isinstance(node, ast.Alternation) else "").join(p or "" for p in parts)
+            joined = ("|" if isinstance(node, nodes.Alternation) else "").join(p or "" for p in parts)
             return f"(?:{joined})"
-        if isinstance(node, ast.Anchor):
+        if isinstance(node, nodes.Anchor):
             return r"\A" if node.kind == "start" else r"\Z"
         return None
 
@@ -294,14 +299,14 @@ class MatchNumber:
 Plan = Locator | Counter | MatchNumber
 
 
-def measure_plan(node: ast.Expr, sets: dict[str, frozenset[int]]) -> Plan | None:
+def measure_plan(node: nodes.Expr, sets: dict[str, frozenset[int]]) -> Plan | None:
     """The column-wise plan of a ONE ROW PER MATCH measure, or None if it
     needs the general evaluator."""
     shift = 0
-    if isinstance(node, ast.Call) and node.name in ("prev", "next") and node.args:
+    if isinstance(node, nodes.Call) and node.name in ("prev", "next") and node.args:
         if len(node.args) == 2:
             arg = node.args[1]
-            if not isinstance(arg, ast.Literal) or not isinstance(arg.value, int):
+            if not isinstance(arg, nodes.Literal) or not isinstance(arg.value, int):
                 return None
             shift = arg.value
         elif len(node.args) != 1:
@@ -311,18 +316,18 @@ def measure_plan(node: ast.Expr, sets: dict[str, frozenset[int]]) -> Plan | None
         shift = -shift if node.name == "prev" else shift
         node = node.args[0]
     from_last = True
-    if isinstance(node, ast.Call) and node.name in ("first", "last") and len(node.args) == 1:
+    if isinstance(node, nodes.Call) and node.name in ("first", "last") and len(node.args) == 1:
         from_last = node.name == "last"
         node = node.args[0]
-    if isinstance(node, ast.Column):
+    if isinstance(node, nodes.Column):
         return Locator(node.name, None if node.variable is None else sets[node.variable], from_last, shift)
     if shift or not from_last:
         return None
-    if isinstance(node, ast.Call) and node.name == "match_number" and not node.args:
+    if isinstance(node, nodes.Call) and node.name == "match_number" and not node.args:
         return MatchNumber()
-    if isinstance(node, ast.Call) and node.name == "count" and len(node.args) <= 1:
-        star = node.args[0] if node.args else ast.Star(None)
-        if isinstance(star, ast.Star):
+    if isinstance(node, nodes.Call) and node.name == "count" and len(node.args) <= 1:
+        star = node.args[0] if node.args else nodes.Star(None)
+        if isinstance(star, nodes.Star):
             return Counter(None if star.variable is None else sets[star.variable])
     return None
 

@@ -3,7 +3,7 @@
 ``compile_vector`` turns a condition into a function of :class:`Rows` (the
 events of one type in a batch) that returns ``(values, errors)``: the value
 of every row, and a mask of the rows where the scalar evaluator
-(``engine.predicates.compile_condition``) would have raised ``OutOfDomain``
+(``engine.predicate_bits.compile_condition``) would have raised ``OutOfDomain``
 (math outside its domain, a missing attribute). The semantics are the
 scalar evaluator's, row for row: AND and OR only report an error from their
 right side where Python's short circuit would have evaluated it; integer

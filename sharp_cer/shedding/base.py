@@ -5,7 +5,7 @@ when the queue alone passes a bound, and the report.
 The plain :class:`LoadShedder` is the *truncation* baseline: nothing is
 shed but the end of an enumeration that would pass the bound (the walk stops
 when the event's budget is spent, in tECS order). Every other shedder adds a
-policy on top (``shedding.sharp``, ``shedding.baselines``), so each keeps
+policy on top (``sharp_cer.shedding.sharp``, ``sharp_cer.shedding.baselines``), so each keeps
 the same guarantee: a query's latency for an event stays within its bound
 unless the event's wait and update alone pass it.
 
@@ -52,13 +52,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import EnumerationOrder, Walk
-from sharp_cer.engine.shedding import Candidate, GroupView, Progress, WalkControl
+from sharp_cer.engine.shedder_protocol import Candidate, GroupView, Progress, WalkControl
 from sharp_cer.engine.tecs import UNION, Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import ast
+from sharp_cer.planner.plan import QueryPlan
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ class LoadShedder:
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> from sharp_cer.engine import Engine
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 20 EVENTS", s))])
@@ -371,9 +371,7 @@ class GroupState:
         limit = max(0, int(budget)) if budget != math.inf else None
         return WalkControl(limit, order, bit, self.visitor(k))
 
-    def enumerated(
-        self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]
-    ) -> None:
+    def enumerated(self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """The detector: this enumeration's demand against the bound."""
         k = self.index.get(query.id)
         if k is None:

@@ -17,7 +17,7 @@ count of prefix states) come from the surface that ran it: this layer does
 not run the engine.
 
 >>> from sharp_cer.language import Schema, parse_and_check
->>> from planner import compile_plan
+>>> from sharp_cer.planner import compile_plan
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
 >>> plan = compile_plan([(n, parse_and_check(t, s)) for n, t in [
 ...     ("q1", "SELECT * WHERE A ; B ; C WITHIN 5 EVENTS"), ("q2", "SELECT * WHERE A ; B ; A WITHIN 9 EVENTS")]])
@@ -227,7 +227,7 @@ def to_dot(plan: Plan) -> str:
     points, edges labelled with their guards.
 
     >>> from sharp_cer.language import Schema, parse_and_check
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> dot = to_dot(compile_plan([("q", parse_and_check("SELECT * WHERE A", s))]))
     >>> dot.startswith("digraph plan {"), "g0s1 [" in dot
@@ -271,7 +271,7 @@ def draw(plan: Plan, path: str | Path, max_states: int = 400) -> None:
 
     >>> import tempfile, os
     >>> from sharp_cer.language import Schema, parse_and_check
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B", s))])
     >>> with tempfile.TemporaryDirectory() as d:

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.plan import Plan
 from sharp_cer.engine import Engine
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language.workload import LatencyBound, Workload
+from sharp_cer.planner.plan import Plan
 
 from .base import ShedConfig
 
@@ -38,7 +38,7 @@ def unshedded_latency(
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))])
     >>> batch = load_csv("A,1\\nB,1\\n", s)[0]
@@ -115,9 +115,7 @@ def judged_bounds(
     return ms, units
 
 
-def workload_config(
-    workload: Workload, seed: int = 0, reference_ms: Mapping[str, float] | None = None
-) -> ShedConfig:
+def workload_config(workload: Workload, seed: int = 0, reference_ms: Mapping[str, float] | None = None) -> ShedConfig:
     """A workload's shedding configuration: the bounds of its queries that
     may be shed (``shed``), their weights and sketch attributes (fractions:
     see ``resolve_bounds``).
@@ -166,7 +164,7 @@ def floor_warnings(
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
-    >>> from planner import compile_plan
+    >>> from sharp_cer.planner import compile_plan
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
     >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))])
     >>> sample = load_csv("A,1\\nB,1\\n" * 50, s)[0]

@@ -24,8 +24,8 @@ into a shared state is reached by exactly the same runs (sequences of guards
 and labels) as the shared state, so adding all their outgoing moves and final
 queries to it changes no query's matches.
 
->>> from planner.predicates import TRUE, Atom
->>> from planner.automaton import AutomatonBuilder
+>>> from sharp_cer.planner.predicates import TRUE, Atom
+>>> from sharp_cer.planner.automaton import AutomatonBuilder
 >>> def chain(atoms, query):
 ...     b = AutomatonBuilder(); states = [b.state() for _ in range(len(atoms) + 1)]
 ...     for i, atom in enumerate(atoms):
@@ -48,8 +48,8 @@ def share(automata: Sequence[Automaton]) -> Automaton:
     automaton accepts, with equally entered states merged (see the module
     docstring). Each input must come from ``AutomatonBuilder.epsilon_free``.
 
-    >>> from planner.predicates import TRUE
-    >>> from planner.automaton import AutomatonBuilder
+    >>> from sharp_cer.planner.predicates import TRUE
+    >>> from sharp_cer.planner.automaton import AutomatonBuilder
     >>> b = AutomatonBuilder(); s, e = b.state(), b.state(); b.read(s, TRUE, 0, e); b.read(e, TRUE, 0, e)
     >>> one = b.epsilon_free({s}, {e: 0})
     >>> two = Automaton(one.n_states, one.initial, one.transitions, {1: frozenset({1})})
@@ -92,8 +92,8 @@ def share(automata: Sequence[Automaton]) -> Automaton:
 def _components(automaton: Automaton) -> list[list[int]]:
     """The strongly connected parts, sources first, each in state order.
 
-    >>> from planner.predicates import TRUE
-    >>> from planner.automaton import AutomatonBuilder
+    >>> from sharp_cer.planner.predicates import TRUE
+    >>> from sharp_cer.planner.automaton import AutomatonBuilder
     >>> b = AutomatonBuilder(); s = [b.state() for _ in range(5)]
     >>> for i in range(4): b.read(s[i], TRUE, 0, s[i + 1])
     >>> b.read(s[2], TRUE, 0, s[1]); b.read(s[3], TRUE, 0, s[3])
@@ -186,7 +186,7 @@ def prefix_states(automaton: Automaton) -> int:
     pattern, as Sharp counts the states of a plan (its Fig. 2). Skip states
     and the initial state are ways of waiting, not prefixes.
 
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> marks = Transition(0, TRUE, 0, 1)
     >>> prefix_states(Automaton(3, frozenset({0}), ((marks,), (Transition(1, TRUE, None, 2),), ()), {}))
     1

@@ -11,7 +11,7 @@ Automata are built with ε-moves (:class:`AutomatonBuilder`, Thompson style)
 and then made ε-free (:meth:`AutomatonBuilder.build`), which is what the
 engine runs.
 
->>> from planner.predicates import TRUE
+>>> from sharp_cer.planner.predicates import TRUE
 >>> b = AutomatonBuilder()
 >>> s, e = b.state(), b.state()
 >>> b.read(s, TRUE, 0, e)
@@ -33,7 +33,7 @@ class Transition:
     """Read one event satisfying ``guard``; ``label`` is the index of the
     variable set the event is marked with, or None for a non-marking move.
 
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> Transition(0, TRUE, None, 0).label is None
     True
     """
@@ -103,7 +103,7 @@ class AutomatonBuilder:
     def read(self, source: int, guard: Guard, label: int | None, target: int) -> None:
         """A move reading one event.
 
-        >>> from planner.predicates import TRUE
+        >>> from sharp_cer.planner.predicates import TRUE
         >>> b = AutomatonBuilder(); b.read(0, TRUE, None, 0); len(b.moves)
         1
         """
@@ -133,7 +133,7 @@ class AutomatonBuilder:
         """Copy every state and move of ``other`` into this builder; return
         where ``start`` and ``end`` went.
 
-        >>> from planner.predicates import TRUE
+        >>> from sharp_cer.planner.predicates import TRUE
         >>> a, b = AutomatonBuilder(), AutomatonBuilder()
         >>> a.read(a.state(), TRUE, 0, a.state()); _ = b.state()
         >>> b.include(a, 0, 1), b.n_states
@@ -158,7 +158,7 @@ class AutomatonBuilder:
         the first event of every pass through the fragment is told apart
         from the others (its runs' later moves are the original ones).
 
-        >>> from planner.predicates import TRUE
+        >>> from sharp_cer.planner.predicates import TRUE
         >>> b = AutomatonBuilder()
         >>> s, e = b.state(), b.state()
         >>> b.read(s, TRUE, 0, e); b.link(e, s)  # (one event)+ without skips
@@ -197,7 +197,7 @@ class AutomatonBuilder:
         ``accepting`` maps each query's end state to the query's id. A state
         is final for a query when its ε-closure reaches that end state.
 
-        >>> from planner.predicates import TRUE
+        >>> from sharp_cer.planner.predicates import TRUE
         >>> b = AutomatonBuilder()
         >>> s, mid, e = b.state(), b.state(), b.state()
         >>> b.read(s, TRUE, 0, mid); b.link(mid, e)
@@ -209,9 +209,9 @@ class AutomatonBuilder:
     def epsilon_free(self, initial: set[int], accepting: dict[int, int]) -> Automaton:
         """:meth:`build` without the merge: states are numbered in breadth-first
         order from the initial states, so a move to a smaller number closes a
-        cycle (what :func:`planner.sharing.share` relies on).
+        cycle (what :func:`sharp_cer.planner.sharing.share` relies on).
 
-        >>> from planner.predicates import TRUE
+        >>> from sharp_cer.planner.predicates import TRUE
         >>> b = AutomatonBuilder()
         >>> s, e = b.state(), b.state()
         >>> b.read(s, TRUE, 0, e); b.link(e, s)  # (one event):+
@@ -266,7 +266,7 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
     ``p ; q`` into the state after p, and without this merge both would be
     tracked, doubling the work per event.
 
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> b = AutomatonBuilder()
     >>> s, skip, e = b.state(), b.state(), b.state()
     >>> b.read(s, TRUE, 0, skip); b.link(skip, e); b.read(e, TRUE, None, e)
@@ -311,7 +311,7 @@ def drop_unmarked(automaton: Automaton) -> Automaton:
     """The automaton without its non-marking moves: a run then marks every
     event from its start to its end, which is the STRICT strategy (CEL §5).
 
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> b = AutomatonBuilder()
     >>> s, skip, e = b.state(), b.state(), b.state()
     >>> b.read(s, TRUE, 0, skip); b.read(skip, TRUE, None, skip); b.read(skip, TRUE, 0, e)
@@ -326,7 +326,7 @@ def relabel(automaton: Automaton, labels: Callable[[int], int | None]) -> Automa
     """The automaton with every marking move's label replaced by
     ``labels(label)`` (None makes the move non-marking).
 
-    >>> from planner.predicates import TRUE
+    >>> from sharp_cer.planner.predicates import TRUE
     >>> b = AutomatonBuilder()
     >>> s, e = b.state(), b.state()
     >>> b.read(s, TRUE, 4, e)

@@ -1,5 +1,5 @@
 """The baselines of Sharp's experiments (§6.1), behind the same interface and
-with the same budget and detector as Sharp (``shedding.base``):
+with the same budget and detector as Sharp (``sharp_cer.shedding.base``):
 
 * random input (RI): drop events at random, at a rate the detector steers;
 * random state (RS): on overload, keep each PM of an overloaded query with
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from planner.plan import QueryPlan
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedding import Candidate, GroupView, Progress
+from sharp_cer.engine.shedder_protocol import Candidate, GroupView, Progress
 from sharp_cer.engine.tecs import Node
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.planner.plan import QueryPlan
 
 from .base import GroupState, LoadShedder, first_mark, remember
 from .sketch import HistoricalSketch

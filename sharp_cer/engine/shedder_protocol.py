@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from planner.plan import QueryPlan
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.planner.plan import QueryPlan
 
 from .enumeration import EnumerationOrder, Walk
 from .tecs import Node

@@ -13,7 +13,7 @@ saying what was expected, what was found and how to fix it.
 from __future__ import annotations
 
 from sharp_cer.errors import RecognizeError
-from sharp_cer.language.errors import QueryError
+from sharp_cer.language.diagnostics import QueryError
 
 
 class ClauseError(QueryError, RecognizeError):
