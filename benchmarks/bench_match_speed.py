@@ -16,13 +16,15 @@ run, and each tree's ratio to it.
         [--code main=/path/to/main --code branch=.] [--shapes names,or]
         [--pycer-python P --pycer-worker W --pycer-schema SCHEMA.core]
 
-Prints a markdown table; writes benchmarks/results/match_speed.json.
+Prints a markdown table of wall seconds and one of CPU seconds (user + system,
+steadier on a shared machine); writes benchmarks/results/match_speed.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +38,8 @@ from bench_match_stream import SHAPES, STOCK_SCHEMA, csv_tape
 from core_tape import RESULTS, installed_env
 
 HERE = Path(__file__).resolve().parent
+#: CPU seconds (user + system) of each tree's runs per shape: steadier than wall time on a shared machine
+CPU: dict[Path, dict[str, list[float]]] = {}
 
 
 def sharp_cer(code: Path, shape: str, events: Path, work: Path) -> tuple[float, int]:
@@ -43,13 +47,20 @@ def sharp_cer(code: Path, shape: str, events: Path, work: Path) -> tuple[float, 
     schema, query, out = work / "schema.ceql", work / f"{shape}.ceql", work / f"{shape}.jsonl"
     schema.write_text(STOCK_SCHEMA)
     query.write_text(QUERIES[shape] + "\n")
-    command = [sys.executable, "-m", "sharp_cer.cli", "match", "--schema", str(schema), "--query", str(query)]
+    # ``-m sharp_cer.cli`` needs the CLI to be a module or a package with ``__main__``: calling main fits both
+    main = "import sys; from sharp_cer.cli import main; sys.exit(main())"
+    command = [sys.executable, "-c", main, "match", "--schema", str(schema), "--query", str(query)]
     env = installed_env(work / "bytecode", PYTHONPATH=str(code))
     began = time.perf_counter()
     # run from the work folder: a source tree in the current folder would come before ``code``
     run = [*command, "--events", str(events), "--out", str(out)]
-    subprocess.run(run, env=env, check=True, capture_output=True, cwd=work)
+    child = subprocess.Popen(run, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - began
+    if os.waitstatus_to_exitcode(status) != 0:
+        assert child.stderr is not None
+        raise SystemExit(f"{code} failed on {shape}:\n{child.stderr.read().decode()}")
+    CPU.setdefault(code, {}).setdefault(shape, []).append(usage.ru_utime + usage.ru_stime)
     with out.open() as f:
         return seconds, sum(1 for _ in f)
 
@@ -118,6 +129,16 @@ def main() -> None:
         cells = " | ".join(f"{medians[n]:.2f}" for n in columns)
         count = str(counts[0]) if len(counts) == 1 else f"DIFFER {matches[shape]}"
         print(f"| {shape} | {cells} | {count} |" + "".join(f" {r:.2f} |" for r in ratios.values()))
+        row["cpu"] = {n: CPU[code][shape] for n, code in codes.items()}
+    first = next(iter(codes))
+    print(f"\nCPU seconds of the whole process (median); load average {os.getloadavg()[0]:.2f}\n")
+    print("| shape | " + " | ".join(codes) + " | " + " | ".join(f"{n}/{first}" for n in codes if n != first) + " |")
+    print("|---" * (2 * len(codes)) + "|")
+    for row in rows:
+        cpu = {n: statistics.median(row["cpu"][n]) for n in codes}
+        cells = " | ".join(f"{cpu[n]:.2f}" for n in codes)
+        ratios = " | ".join(f"{cpu[n] / cpu[first]:.3f}" for n in codes if n != first)
+        print(f"| {row['shape']} | {cells} | {ratios} |")
     RESULTS.mkdir(exist_ok=True)
     result = {"events": args.events, "runs": args.runs, "code": trees, "shapes": rows}
     (RESULTS / "match_speed.json").write_text(json.dumps(result, indent=2) + "\n")
