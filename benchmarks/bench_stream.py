@@ -248,7 +248,7 @@ def files_read_of(runs: list[dict[str, Any]]) -> int:
 def arrival_to_match(files: list[Path]) -> dict[str, float]:
     """p50/p99/max of the arrival-to-match latency (ms, in 10 ms bins) of
     the matches these output files hold, all queries together."""
-    from sharp_cer.spark.stream_group import E2E
+    from sharp_cer.spark.columns import E2E
 
     tables = [pq.read_table(f, columns=["kind", "bin", "value"]) for f in files]
     rows = pd.concat([t.to_pandas() for t in tables], ignore_index=True) if tables else pd.DataFrame()

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from sharp_cer.api import Detector
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.language import parse_workload
+from sharp_cer.spark.columns import COUNTER, KEY_GROUP, LANE, LATENCY_MS, MATCH, SEQ
 from sharp_cer.spark.prepare import offsets
-from sharp_cer.spark.worker import COUNTER, LATENCY_MS, MATCH, Job, run_sorted
+from sharp_cer.spark.worker import Job, run_sorted
 from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
@@ -38,11 +39,11 @@ def _stream(n: int, seed: int, groups: int, key: tuple[str, ...] = ("k",)) -> pa
     """A partitioned lane's events, as the driver routes them: key groups
     by a hash of the ``key`` attributes' values, sorted by group and position."""
     frame = hand_made_events(n, seed)
-    frame["__seq"] = np.arange(n)
+    frame[SEQ] = np.arange(n)
     frame = frame[frame["type"] != "C"].copy()
-    frame["__lane"] = 0
-    frame["__group"] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
-    frame = frame.sort_values(["__group", "__seq"], kind="stable")
+    frame[LANE] = 0
+    frame[KEY_GROUP] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
+    frame = frame.sort_values([KEY_GROUP, SEQ], kind="stable")
     return pa.RecordBatch.from_pandas(frame, preserve_index=False)
 
 
@@ -106,8 +107,8 @@ def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process
     counters = {(r["query"], r["name"]): r["value"] for r in rows if r["kind"] == COUNTER}
     lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
     frame = stream.to_pandas()
-    loaded, _ = load_pandas(frame.drop(columns=["__lane", "__group", "__seq"]), workload.schema)
-    batch = EventBatch(loaded.event_types, frame["__seq"].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
+    loaded, _ = load_pandas(frame.drop(columns=[LANE, KEY_GROUP, SEQ]), workload.schema)
+    batch = EventBatch(loaded.event_types, frame[SEQ].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
     at = np.zeros(len(batch))
     plan = Detector.from_workload(lane).plan
     reference = unshedded_latency(plan, [batch], [at], workload.capacity)
@@ -185,11 +186,11 @@ def _released(
     from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
 
     frame = hand_made_events(n, seed)
-    frame["__seq"] = np.arange(n)
+    frame[SEQ] = np.arange(n)
     frame = frame[frame["type"] != "C"]
-    texts = [json.dumps({k: (None if v is pd.NA else v) for k, v in r.items() if k != "__seq"}, default=int)
+    texts = [json.dumps({k: (None if v is pd.NA else v) for k, v in r.items() if k != SEQ}, default=int)
              for r in frame.to_dict("records")]  # fmt: skip
-    seqs = frame["__seq"].tolist()
+    seqs = frame[SEQ].tolist()
     group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50, shedder=shedder), lane=0)
     out, bounds = [], sorted({0, len(texts), *(c % (len(texts) + 1) for c in cuts)})
     for a, b in itertools.pairwise(bounds):

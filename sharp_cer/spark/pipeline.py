@@ -28,18 +28,17 @@ from typing import TYPE_CHECKING, Any
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
+from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_KIND, POSITIONS, ROUTE, SEQ, TYPE
 from .lanes import Lane, lanes
 from .prepare import Prepared, attribute_kinds, prepare, read_input
 from .summary import Summary, summarize
-from .worker import GROUP, LANE, MATCH, OUTPUT_DDL, SEQ, GroupRun, Job, run_sorted
+from .worker import GroupRun, Job, run_sorted
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
 METHODS = ("udtf", "map")
-#: the columns of the matches, in order
-MATCH_COLUMNS = ("query", "tenant", "start", "end", "events", "vars")
 
 
 @dataclass
@@ -59,11 +58,11 @@ class Detection:
         (positions after projection) and vars (positions per variable)."""
         from pyspark.sql import functions as F
 
-        return self.output.where(F.col("kind") == MATCH).select(*[F.col(f"`{c}`") for c in MATCH_COLUMNS])
+        return self.output.where(F.col(OUTPUT_KIND) == MATCH).select(*[F.col(f"`{c}`") for c in MATCH_COLUMNS])
 
     @property
     def dead_letters(self) -> DataFrame:
-        """The rows that were not events, with their reasons (``prepare.DEAD_LETTER_DDL``)."""
+        """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``)."""
         return self.prepared.dead_letters
 
     @property
@@ -150,9 +149,9 @@ def run_detection(
     job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count)
     routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
     if method == "udtf":
-        output = _detect_group_udtf(job)(routed.asTable().partitionBy(LANE, GROUP).orderBy(SEQ))
+        output = _detect_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
     else:
-        ordered = routed.repartition(parts, LANE, GROUP).sortWithinPartitions(LANE, GROUP, SEQ)
+        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
     return Detection(job, found, prepared, output)
 
@@ -164,8 +163,8 @@ def join_events(matches: DataFrame, events: DataFrame) -> DataFrame:
     them). A join on the position, done by Spark."""
     from pyspark.sql import functions as F
 
-    per_variable = matches.select("*", F.explode("vars").alias("variable", "__positions"))
-    per_event = per_variable.select("*", F.explode("__positions").alias("position")).drop("__positions")
+    per_variable = matches.select("*", F.explode("vars").alias("variable", POSITIONS))
+    per_event = per_variable.select("*", F.explode(POSITIONS).alias("position")).drop(POSITIONS)
     return per_event.join(events, per_event["position"] == events[SEQ]).drop(SEQ)
 
 
@@ -175,8 +174,8 @@ def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], gro
     lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
     from pyspark.sql import functions as F
 
-    lane_of = F.explode(routes(found, attributes, groups)).alias("__route")
-    columns = [F.col(f"__route.{LANE}"), F.col(f"__route.{GROUP}"), F.col(SEQ), F.col("type")]
+    lane_of = F.explode(routes(found, attributes, groups)).alias(ROUTE)
+    columns = [F.col(f"{ROUTE}.{LANE}"), F.col(f"{ROUTE}.{KEY_GROUP}"), F.col(SEQ), F.col(TYPE)]
     return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
 
 
@@ -188,9 +187,9 @@ def routes(found: tuple[Lane, ...], attributes: list[str], groups: int) -> Colum
     choices = []
     for number, lane in enumerate(found):
         key = _key(lane, set(attributes))
-        chosen = F.col("type").isin(sorted(lane.event_types)) & key.isNotNull()
+        chosen = F.col(TYPE).isin(sorted(lane.event_types)) & key.isNotNull()
         group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_attributes else F.lit(0).cast("bigint")
-        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(GROUP))))
+        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(KEY_GROUP))))
     return F.filter(F.array(*choices), lambda c: c.isNotNull())
 
 

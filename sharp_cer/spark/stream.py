@@ -49,32 +49,46 @@ from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
-from .lanes import lanes
-from .pipeline import routes
-from .prepare import (
-    KIND,
+from .columns import (
+    ARRIVED,
+    CLOCK,
+    CODE,
+    CONTROL,
+    COUNTER,
+    DEAD_LETTER,
+    E2E,
+    EVENT,
+    FILE,
+    FLUSH,
+    KEY_GROUP,
+    LANE,
     LETTER_COLUMNS,
     LINE,
     LOCAL,
+    MATCH,
+    ORDER_PREFIX,
+    OUTPUT_KIND,
     PART,
     PREV,
-    TEXT_FORMATS,
+    ROUTE,
+    ROW_KIND,
+    STREAM_DDL,
+    STREAM_KEY,
+    TEXT,
+    TEXT_VALUE,
+    TIME,
     TS,
-    LoadSpec,
+    TYPE,
     arrow_ddl,
-    attribute_kinds,
-    format_of,
 )
+from .lanes import lanes
+from .pipeline import routes
+from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
 from .stream_input import (
-    ARRIVED,
-    CLOCK,
-    FILE,
-    FLUSH,
     GROUPS_PART,
     NONE,
+    NUMBERED,
     NUMBERED_DDL,
-    ROUTE,
-    TEXT,
     check_signature,
     parse_files,
     parse_rows,
@@ -82,7 +96,7 @@ from .stream_input import (
 )
 from .summary import Summary
 from .watch import EVENTS_IN, MATCHES_OUT, watch
-from .worker import _NO_LATENESS, GROUP, LANE, Job
+from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -215,10 +229,10 @@ def start_stream(
             reader = reader.option("maxFilesPerTrigger", max_files)
         raw = reader.load(path)
         return raw.select(
-            "value",
+            TEXT_VALUE,
             F.col("_metadata.file_path").alias(FILE),
             F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
-            F.lit(control).alias("__control"),
+            F.lit(control).alias(CONTROL),
         )
 
     spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
@@ -230,7 +244,7 @@ def start_stream(
     )
     output = _engines(parsed, workload, settings, spark, None)
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
-    output = output.observe(MATCHES_OUT, F.count(F.when(F.col("kind") == "match", 1)).alias("n"))
+    output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
         output.writeStream.format("parquet")
         .option("path", out)
@@ -283,17 +297,17 @@ def detect_stream(
     _check_session(spark)
     settings = settings or StreamSettings()
     attributes = list(attribute_kinds(workload.schema))
-    missing = [c for c in ["type", *attributes, *(order_by or ()), *([arrived] if arrived else [])]
+    missing = [c for c in [TYPE, *attributes, *(order_by or ()), *([arrived] if arrived else [])]
                if c not in events.columns]  # fmt: skip
     if missing:
         raise SurfaceError(
             f"the events lack columns {', '.join(missing)}\n  expected: a type column, the schema's attributes "
             f"({', '.join(attributes)}) and the order_by and arrived columns named"
         )
-    order = [f"__order{i}" for i in range(len(order_by or ()))]
+    order = [f"{ORDER_PREFIX}{i}" for i in range(len(order_by or ()))]
     stamp = F.col(arrived) if arrived else F.current_timestamp()
     rows = events.select(
-        "type",
+        TYPE,
         *attributes,
         F.unix_millis(stamp).alias(ARRIVED),
         *[F.col(c).alias(o) for c, o in zip(order_by or (), order, strict=True)],
@@ -310,7 +324,7 @@ def detect_stream(
             spark.readStream.format("text")
             .load(control)
             .select(
-                F.lit(FLUSH).alias(KIND),
+                F.lit(FLUSH).alias(ROW_KIND),
                 F.col("_metadata.file_path").alias(FILE),
                 F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
             )
@@ -334,7 +348,7 @@ def _engines(
     from pyspark.sql import functions as F
 
     from .stream_group import check_live_bounds
-    from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
+    from .stream_processors import KeyGroups, Sequencer
 
     check_live_bounds(workload, settings.shedder)
     found = lanes(workload)
@@ -346,32 +360,32 @@ def _engines(
         n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
-    coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[GROUP])
+    coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[KEY_GROUP])
     staged = parsed.select(
-        KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
+        ROW_KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
         F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
         F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
-        F.when(F.col(KIND) == "event", coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
+        F.when(F.col(ROW_KIND) == EVENT, coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
         *LETTER_COLUMNS,
         *([PART, *order] if order is not None else []),
-        F.lit(0).alias("__stream"),
+        F.lit(0).alias(STREAM_KEY),
     )  # fmt: skip
     sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload), groups)
-    numbered = staged.groupBy("__stream").transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
-    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
-    code = F.col("__code")
+    numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
+    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(ROW_KIND) == EVENT, 1)).alias("n"))
+    code = F.col(CODE)
     keyed = (
-        numbered.select("*", F.explode_outer(ROUTE).alias("__code"))
-        .where(~((F.col(KIND) == "event") & code.isNull()))  # events no lane reads
+        numbered.select("*", F.explode_outer(ROUTE).alias(CODE))
+        .where(~((F.col(ROW_KIND) == EVENT) & code.isNull()))  # events no lane reads
         .select(
             F.coalesce(F.floor(code / groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
-            F.coalesce(F.pmod(code, F.lit(groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(GROUP),
-            F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias("__time"),
-            *[c.split(" ")[0] for c in NUMBERED_DDL.split(", ") if not c.startswith(ROUTE)],
+            F.coalesce(F.pmod(code, F.lit(groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
+            F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias(TIME),
+            *[c for c in NUMBERED.names if c != ROUTE],
         )
-        .withWatermark("__time", f"{settings.delay_ms(workload)} milliseconds")
+        .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
     )
-    return keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
+    return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
     )
 
@@ -448,17 +462,17 @@ def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: 
     """Summarize what the stream has committed to ``out`` so far."""
     from pyspark.sql import functions as F
 
-    from .stream_group import E2E
-    from .stream_processors import DEAD_LETTER
     from .summary import summarize_rows
 
     output = read_output(spark, out)
-    dead = {r["name"]: r["count"] for r in output.where(F.col("kind") == DEAD_LETTER).groupBy("name").count().collect()}
-    read = output.where((F.col("kind") == "counter") & (F.col("name") == "rows") & (F.col("query") == ""))
+    dead = {
+        r["name"]: r["count"] for r in output.where(F.col(OUTPUT_KIND) == DEAD_LETTER).groupBy("name").count().collect()
+    }
+    read = output.where((F.col(OUTPUT_KIND) == COUNTER) & (F.col("name") == "rows") & (F.col("query") == ""))
     rows_read = int(read.agg(F.sum("value")).collect()[0][0] or 0)
     summary = summarize_rows(output, workload, settings.shedder, settings.bin_width, rows_read, dead)
     histograms: dict[str, list[tuple[int, float]]] = {}
-    for r in output.where(F.col("kind") == E2E).groupBy("query", "bin").agg(F.sum("value").alias("n")).collect():
+    for r in output.where(F.col(OUTPUT_KIND) == E2E).groupBy("query", "bin").agg(F.sum("value").alias("n")).collect():
         histograms.setdefault(r["query"], []).append((r["bin"], r["n"]))
     end_to_end = {}
     for q in workload.queries:

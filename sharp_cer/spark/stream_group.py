@@ -48,11 +48,11 @@ from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
-from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job, rows_of
+from .columns import ALERT, COUNTER, E2E, OUTPUT_KIND, rows_of
+from .worker import _NO_LATENESS, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job
 
-#: output rows of a match's end-to-end latency: bin = milliseconds from the
+#: ``E2E`` rows of a match's end-to-end latency: bin = milliseconds from the
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
-E2E = "e2e"
 E2E_MS = 10
 #: the format of a stream's state and of its checkpoint's workload file.
 #: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine
@@ -167,7 +167,7 @@ class StreamGroup(GroupRun):
 
     def _increments(self, stats: pa.Table) -> pa.Table:
         """Running-total counters turned into what changed since the last release."""
-        kind, query, name, value = (stats.column(c).to_pylist() for c in ("kind", "query", "name", "value"))
+        kind, query, name, value = (stats.column(c).to_pylist() for c in (OUTPUT_KIND, "query", "name", "value"))
         keep = []
         for i in range(stats.num_rows):
             if kind[i] == COUNTER and name[i] not in _PER_RELEASE:
@@ -178,11 +178,6 @@ class StreamGroup(GroupRun):
             keep.append(i)
         stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
         return stats.take(keep)
-
-
-#: what an alert adds to ``worker.OUTPUT``: its events as JSON (type and
-#: attributes, in ``events`` order) and the event time of its last event (ns)
-ALERT = pa.schema([("attributes", pa.list_(pa.string())), ("end_time", pa.int64())])
 
 
 def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
@@ -236,7 +231,7 @@ def check_format(found: int, where: str) -> None:
 def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
     """Per query, a histogram of its matches' end-to-end latency."""
     if not found:
-        return rows_of(kind=[])
+        return rows_of([])
     order = np.asarray(positions, dtype=np.int64)
     at = np.asarray(arrived, dtype=np.int64)[np.searchsorted(order, [m.end for m in found])]
     buckets = (np.maximum(now_ms - at, 0) // E2E_MS) * E2E_MS
@@ -245,7 +240,7 @@ def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], n
         counts[(m.query, b)] = counts.get((m.query, b), 0) + 1
     keys = sorted(counts)
     return rows_of(
-        kind=[E2E] * len(keys),
+        [E2E] * len(keys),
         query=[q for q, _ in keys],
         bin=[b for _, b in keys],
         value=[float(counts[k]) for k in keys],

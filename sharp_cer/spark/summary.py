@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.engine.queueing import QueueLog
 
-from .worker import BIN, COUNTER, CUTS, LATENCY, LATENCY_MS, MAX_COUNTERS, MIN_COUNTERS
+from .columns import BIN, COUNTER, LATENCY, LATENCY_MS, OUTPUT_KIND
+from .worker import CUTS, MAX_COUNTERS, MIN_COUNTERS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -178,8 +179,8 @@ def summarize_rows(
     from pyspark.sql import functions as F
 
     rows = (
-        output.where(F.col("kind").isin(LATENCY, LATENCY_MS, BIN, COUNTER))
-        .groupBy("kind", "query", "bin", "name")
+        output.where(F.col(OUTPUT_KIND).isin(LATENCY, LATENCY_MS, BIN, COUNTER))
+        .groupBy(OUTPUT_KIND, "query", "bin", "name")
         .agg(F.sum("value").alias("total"), F.max("value").alias("top"), F.min("value").alias("least"))
         .collect()
     )
@@ -188,13 +189,13 @@ def summarize_rows(
     in_ms: dict[str, dict[int, float]] = {}
     bins: dict[str, dict[int, dict[str, float]]] = {}
     for r in rows:
-        if r["kind"] == COUNTER:
+        if r[OUTPUT_KIND] == COUNTER:
             name = r["name"]
             value = r["top"] if name in MAX_COUNTERS else r["least"] if name in MIN_COUNTERS else r["total"]
             counters.setdefault(r["query"], {})[name] = value
-        elif r["kind"] == LATENCY:
+        elif r[OUTPUT_KIND] == LATENCY:
             histograms.setdefault(r["query"], {})[r["bin"]] = r["total"]
-        elif r["kind"] == LATENCY_MS:
+        elif r[OUTPUT_KIND] == LATENCY_MS:
             in_ms.setdefault(r["query"], {})[r["bin"]] = r["total"]
         else:
             value = r["top"] if r["name"] == "units_max" else r["total"]

@@ -23,7 +23,7 @@ per worker process and reused for every group the worker runs.
 ... ''')
 >>> job = Job(w, lanes=(("ab",),), bin_width=100)
 >>> run = GroupRun(job, lane=0)
->>> rows = pa.table({"__lane": [0, 0], "__group": [5, 5], "__seq": [3, 7], "type": ["A", "B"], "k": [1, 1]})
+>>> rows = pa.table({LANE: [0, 0], KEY_GROUP: [5, 5], SEQ: [3, 7], "type": ["A", "B"], "k": [1, 1]})
 >>> run.feed(rows).select(["kind", "query", "tenant", "start", "end", "events"]).to_pylist()
 [{'kind': 'match', 'query': 'ab', 'tenant': 't', 'start': 3, 'end': 7, 'events': [3, 7]}]
 >>> counters = [r for r in run.finish().to_pylist() if r["kind"] == COUNTER and r["query"] == "ab"]
@@ -52,34 +52,8 @@ from sharp_cer.language import Workload
 from sharp_cer.latency_summary import query_summaries
 from sharp_cer.planner import Plan, compile_plan
 
-#: the kinds of output rows
-MATCH, LATENCY, LATENCY_MS, BIN, COUNTER = "match", "latency", "latency_ms", "bin", "counter"
-#: columns the driver adds to the events before they reach a worker
-LANE, GROUP, SEQ = "__lane", "__group", "__seq"  # prefixed: attribute names are the user's
-#: every output row: a match (query .. vars), a latency histogram entry
-#: (bin = cost units, value = events), an engine-side latency histogram
-#: entry in ms (bin = the index of an ``engine.histogram.LogHistogram`` bin,
-#: value = events; merged by adding), a time bin (bin = position // width,
-#: name = what, value) or a counter (name, value; query '' for the engine)
-OUTPUT = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("query", pa.string()),
-        ("tenant", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("events", pa.list_(pa.int64())),
-        ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
-        ("bin", pa.int64()),
-        ("name", pa.string()),
-        ("value", pa.float64()),
-    ]
-)
-#: the same in Spark's DDL
-OUTPUT_DDL = (
-    "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
-    "vars map<string, array<bigint>>, bin bigint, name string, value double"
-)
+from .columns import BIN, COUNTER, KEY_GROUP, LANE, LATENCY, LATENCY_MS, MATCH, OUTPUT, SEQ, rows_of
+
 #: counters whose partitions combine by max, not by sum
 MAX_COUNTERS = frozenset({"bound_units", "bound_ms", "ms_max"})
 #: counters whose partitions combine by min
@@ -215,7 +189,7 @@ class GroupRun:
     def _batch(self, rows: pa.RecordBatch | pa.Table) -> EventBatch:
         table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
         seq = np.asarray(table.column(SEQ).to_numpy(), dtype=np.int64)
-        events = table.drop_columns([c for c in (LANE, GROUP, SEQ) if c in table.column_names])
+        events = table.drop_columns([c for c in (LANE, KEY_GROUP, SEQ) if c in table.column_names])
         batch, report = load_arrow(events, self.workload.schema, allowed_lateness=_NO_LATENESS)
         if report.dead_letters:  # the driver validated every row already
             raise SurfaceError(f"internal error: a worker rejected validated events: {report.dead_letters[0].reason}")
@@ -226,7 +200,7 @@ class GroupRun:
         self.match_bins.update((m.query, m.end // width) for m in matches)
         found = matches_to_arrow(matches)
         columns = {name: found.column(name) for name in found.column_names}
-        return rows_of(kind=[MATCH] * len(matches), **columns)
+        return rows_of([MATCH] * len(matches), **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
@@ -269,31 +243,13 @@ class GroupRun:
         stats = engine.stats()
         out += [(COUNTER, "", None, "events_shed", float(stats["events_shed"])), (COUNTER, "", None, "engines", 1.0)]
         kinds, queries, bins_, names, values_ = zip(*out, strict=True) if out else ((),) * 5
-        return rows_of(kind=list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
+        return rows_of(list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
 
 
 def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
     out = np.zeros(n, dtype=np.float64)
     np.maximum.at(out, groups, values)
     return out
-
-
-def rows_of(**columns: list[Any] | pa.ChunkedArray) -> pa.Table:
-    """An ``OUTPUT`` table from some of its columns, as lists or Arrow
-    columns of the right type (the rest null).
-
-    >>> rows_of(kind=["counter"], name=["engines"], value=[1.0]).column("query").to_pylist()
-    [None]
-    """
-    n = len(next(iter(columns.values())))
-
-    def column(f: pa.Field) -> Any:
-        given = columns.get(f.name)
-        if given is None:
-            return pa.nulls(n, f.type)
-        return given if isinstance(given, pa.ChunkedArray) else pa.array(given, f.type)
-
-    return pa.table({f.name: column(f) for f in OUTPUT}, schema=OUTPUT)
 
 
 def _empty() -> pa.Table:
@@ -313,7 +269,7 @@ def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
     ... name = "aa"
     ... text = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 9 EVENTS"
     ... ''')
-    >>> rows = pa.record_batch({"__lane": [0] * 4, "__group": [0] * 4, "__seq": [0, 1, 2, 3],
+    >>> rows = pa.record_batch({LANE: [0] * 4, KEY_GROUP: [0] * 4, SEQ: [0, 1, 2, 3],
     ...                         "type": ["A"] * 4, "k": [1, 2, 1, 2]})
     >>> out = pa.Table.from_batches(run_sorted(Job(w, (("aa",),), 10), [rows]))
     >>> out.filter(pa.compute.equal(out["kind"], "match")).select(["start", "end"]).to_pylist()
@@ -322,7 +278,7 @@ def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
     run: GroupRun | None = None
     current: tuple[int, str] | None = None
     for batch in tables:
-        lanes, groups = batch.column(LANE).to_pylist(), batch.column(GROUP).to_pylist()
+        lanes, groups = batch.column(LANE).to_pylist(), batch.column(KEY_GROUP).to_pylist()
         begin = 0
         for i in range(1, len(groups) + 1):
             if i < len(groups) and (lanes[i], groups[i]) == (lanes[begin], groups[begin]):
