@@ -31,7 +31,7 @@ from sharp_cer.language import Workload
 from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_KIND, POSITIONS, ROUTE, SEQ, TYPE
 from .lanes import Lane, lanes
 from .prepare import Prepared, attribute_kinds, prepare, read_input
-from .summary import Summary, summarize
+from .summary import Summary, summarize_rows
 from .worker import GroupRun, Job, run_sorted
 
 if TYPE_CHECKING:
@@ -85,8 +85,12 @@ class Detection:
 
     def summary(self) -> Summary:
         """Matches per query and tenant, shedding, and latency against the
-        bounds, aggregated on the cluster (see ``summary``)."""
-        return summarize(self)
+        bounds, aggregated on the cluster from the workers' telemetry rows
+        (see ``summary``; one Spark job, a small collect) and the dead
+        letters per kind."""
+        dead = {r["kind"]: r["count"] for r in self.dead_letters.groupBy("kind").count().collect()}
+        job = self.job
+        return summarize_rows(self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead)
 
     def close(self) -> None:
         """Release what this job persisted."""

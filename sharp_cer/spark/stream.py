@@ -463,17 +463,19 @@ def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: 
     from pyspark.sql import functions as F
 
     from .summary import summarize_rows
+    from .telemetry import ENGINE, aggregate
 
     output = read_output(spark, out)
     dead = {
         r["name"]: r["count"] for r in output.where(F.col(OUTPUT_KIND) == DEAD_LETTER).groupBy("name").count().collect()
     }
-    read = output.where((F.col(OUTPUT_KIND) == COUNTER) & (F.col("name") == "rows") & (F.col("query") == ""))
+    read = output.where((F.col(OUTPUT_KIND) == COUNTER) & (F.col("name") == "rows") & (F.col("query") == ENGINE))
     rows_read = int(read.agg(F.sum("value")).collect()[0][0] or 0)
     summary = summarize_rows(output, workload, settings.shedder, settings.bin_width, rows_read, dead)
     histograms: dict[str, list[tuple[int, float]]] = {}
-    for r in output.where(F.col(OUTPUT_KIND) == E2E).groupBy("query", "bin").agg(F.sum("value").alias("n")).collect():
-        histograms.setdefault(r["query"], []).append((r["bin"], r["n"]))
+    for r in aggregate(output, (E2E,)):
+        assert r.bin is not None
+        histograms.setdefault(r.query, []).append((r.bin, r.total))
     end_to_end = {}
     for q in workload.queries:
         histogram = sorted(histograms.get(q.name, []))

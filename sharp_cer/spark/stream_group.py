@@ -48,8 +48,9 @@ from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
-from .columns import ALERT, COUNTER, E2E, OUTPUT_KIND, rows_of
-from .worker import _NO_LATENESS, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job
+from .columns import ALERT, COUNTER, E2E
+from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
+from .worker import _NO_LATENESS, GroupRun, Job
 
 #: ``E2E`` rows of a match's end-to-end latency: bin = milliseconds from the
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
@@ -167,17 +168,15 @@ class StreamGroup(GroupRun):
 
     def _increments(self, stats: pa.Table) -> pa.Table:
         """Running-total counters turned into what changed since the last release."""
-        kind, query, name, value = (stats.column(c).to_pylist() for c in (OUTPUT_KIND, "query", "name", "value"))
-        keep = []
-        for i in range(stats.num_rows):
-            if kind[i] == COUNTER and name[i] not in _PER_RELEASE:
-                key = (query[i], name[i])
-                value[i], self.sent[key] = value[i] - self.sent.get(key, 0.0), value[i]
-                if not value[i]:
+        keep: list[Telemetry] = []
+        for row in read_telemetry(stats):
+            if row.kind == COUNTER and row.name is not None and row.name not in _PER_RELEASE:
+                key = (row.query, row.name)
+                row, self.sent[key] = row._replace(value=row.value - self.sent.get(key, 0.0)), row.value
+                if not row.value:
                     continue
-            keep.append(i)
-        stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
-        return stats.take(keep)
+            keep.append(row)
+        return telemetry_table(keep)
 
 
 def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
@@ -231,20 +230,14 @@ def check_format(found: int, where: str) -> None:
 def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
     """Per query, a histogram of its matches' end-to-end latency."""
     if not found:
-        return rows_of([])
+        return telemetry_table([])
     order = np.asarray(positions, dtype=np.int64)
     at = np.asarray(arrived, dtype=np.int64)[np.searchsorted(order, [m.end for m in found])]
     buckets = (np.maximum(now_ms - at, 0) // E2E_MS) * E2E_MS
     counts: dict[tuple[str, int], int] = {}
     for m, b in zip(found, buckets.tolist(), strict=True):
         counts[(m.query, b)] = counts.get((m.query, b), 0) + 1
-    keys = sorted(counts)
-    return rows_of(
-        [E2E] * len(keys),
-        query=[q for q, _ in keys],
-        bin=[b for _, b in keys],
-        value=[float(counts[k]) for k in keys],
-    )
+    return telemetry_table(Telemetry(E2E, q, b, None, float(n)) for (q, b), n in sorted(counts.items()))
 
 
 def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> EventBatch:

@@ -59,7 +59,6 @@ from .columns import (
     ARRIVED,
     CLOCK,
     COUNT,
-    COUNTER,
     DEAD,
     DEAD_LETTER,
     EVENT,
@@ -79,6 +78,7 @@ from .columns import (
 )
 from .stream_group import FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
 from .stream_input import GROUPS_PART, NONE, Cursor, check_signature, number_rows
+from .telemetry import ENGINE, counter, telemetry_table
 from .worker import Job
 
 #: the counter of engines restored from the state's snapshot (not the worker's own copy)
@@ -202,7 +202,7 @@ class KeyGroups(StatefulProcessor):
         self.snapshot.update((snapshot(state),))
         _ENGINES[cache] = (token, state)
         if restored:  # counted: how often the worker's own copy could not be used
-            counted = with_alert_columns(rows_of([COUNTER], query=[""], name=[RESTORED], value=[1.0]))
+            counted = with_alert_columns(telemetry_table([counter(ENGINE, RESTORED, 1.0)]))
             out = pa.concat_tables([out, counted])
         yield _frame(out)
 
@@ -259,12 +259,5 @@ def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
     out["file"], out["line"] = dead[FILE].tolist(), dead[LINE].astype(np.int64).tolist()
     for field, column in zip(LETTER[1:], LETTER_COLUMNS[1:], strict=True):
         out[field] = dead[column].tolist()
-    counted = _frame(
-        rows_of(
-            [COUNTER] * len(counts),
-            query=[""] * len(counts),
-            name=counts[TEXT].tolist(),
-            value=counts[VALUE].astype(float).tolist(),
-        )
-    )
+    counted = _frame(telemetry_table(counter(ENGINE, n, v) for n, v in zip(counts[TEXT], counts[VALUE], strict=True)))
     return pd.concat([out, counted], ignore_index=True)[COLUMNS]

@@ -1,7 +1,7 @@
 """What runs on Spark's workers: one engine per lane and key group, fed
-the group's events in stream order, writing matches and statistics as
-Arrow rows of one fixed schema (``OUTPUT``). Nothing here imports PySpark,
-so it runs (and is tested) in-process as well.
+the group's events in stream order, writing match rows and telemetry rows
+(``telemetry``) as Arrow rows of one fixed schema (``columns.OUTPUT``).
+Nothing here imports PySpark, so it runs (and is tested) in-process as well.
 
 A *lane* is the set of queries that share one way of partitioning the
 stream (``sharp_cer.spark.lanes``); a *key group* is the set of partition
@@ -53,13 +53,8 @@ from sharp_cer.latency_summary import query_summaries
 from sharp_cer.planner import Plan, compile_plan
 
 from .columns import BIN, COUNTER, KEY_GROUP, LANE, LATENCY, LATENCY_MS, MATCH, OUTPUT, SEQ, rows_of
+from .telemetry import telemetry_table
 
-#: counters whose partitions combine by max, not by sum
-MAX_COUNTERS = frozenset({"bound_units", "bound_ms", "ms_max"})
-#: counters whose partitions combine by min
-MIN_COUNTERS = frozenset({"ms_min"})
-#: the levers that cut work, as the run summary names them (``latency_summary``)
-CUTS = ("events", "partial_matches", "enumerations_cut_short")
 #: a key group's held events are replayed in slices of this many: in wall mode
 #: a slice's events share its timing, and the speed measured over the slices
 #: served so far turns bounds in ms into cost units (the first slice has none yet)
@@ -242,8 +237,7 @@ class GroupRun:
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
         stats = engine.stats()
         out += [(COUNTER, "", None, "events_shed", float(stats["events_shed"])), (COUNTER, "", None, "engines", 1.0)]
-        kinds, queries, bins_, names, values_ = zip(*out, strict=True) if out else ((),) * 5
-        return rows_of(list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
+        return telemetry_table(out)
 
 
 def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
