@@ -195,17 +195,17 @@ class Cursor:
 
 #: the part of stage 1's signature that is not the workload's: how many key
 #: groups a partitioned lane's events are spread over (stage 0 routes by it,
-#: so a restart must keep it: the state of a group lives under its number)
-GROUPS_PART = "key groups per lane"
+#: so a restart must keep it: the state of a key group lives under its number)
+KEY_GROUPS_PART = "key groups per lane"
 
 
 def check_signature(stored: str, current: dict[str, str], where: str) -> None:
     """Raise a clear error if the state was made by another workload, or
     spreads events over another number of key groups."""
     before = json.loads(stored)
-    groups = before.pop(GROUPS_PART, None)
+    kept = before.pop(KEY_GROUPS_PART, None)
     current = dict(current)
-    now = current.pop(GROUPS_PART, None)
+    now = current.pop(KEY_GROUPS_PART, None)
     changes = signature_changes(before, current)
     if changes:
         listed = "\n".join(f"    {c}" for c in changes)
@@ -214,12 +214,12 @@ def check_signature(stored: str, current: dict[str, str], where: str) -> None:
             f"  expected: the workload the stream started with\n  found these differences:\n{listed}\n"
             "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
         )
-    if groups is not None and now is not None and groups != now:
+    if kept is not None and now is not None and kept != now:
         raise SurfaceError(
-            f"{where}: error: this checkpoint spreads each lane over {groups} key groups, this run over {now}\n"
-            f"  expected: {groups} key groups per lane, as the stream started (each group's state lives under "
+            f"{where}: error: this checkpoint spreads each lane over {kept} key groups, this run over {now}\n"
+            f"  expected: {kept} key groups per lane, as the stream started (each key group's state lives under "
             "its number)\n"
-            f"  hint: pass StreamSettings(groups={groups}) (by default one per shuffle partition, so one per core "
+            f"  hint: pass StreamSettings(key_groups={kept}) (by default one per shuffle partition, so one per core "
             "where the stream started), or give a new checkpoint to start over"
         )
 

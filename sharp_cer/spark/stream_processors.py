@@ -15,9 +15,9 @@ sequence is the same (stream order), only sooner. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
   watermark judges them by (ns), arrival (ms), the event as JSON;
-- ``engine`` (value): the state's format (``stream_group.FORMAT``), the
+- ``engine`` (value): the state's format (``stream_key_group.FORMAT``), the
   workload's fingerprint and a token naming the snapshot;
-- ``snapshot`` (value): the engine (``stream_group.StreamGroup``: the tECS,
+- ``snapshot`` (value): the engine (``stream_key_group.KeyGroupStream``: the tECS,
   partitions, counters, shedder and the events live runs still reach,
   exactly as the last committed micro-batch left them);
 - one timer, at the time of the oldest event still held.
@@ -76,8 +76,8 @@ from .columns import (
     VALUE,
     rows_of,
 )
-from .stream_group import FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
-from .stream_input import GROUPS_PART, NONE, Cursor, check_signature, number_rows
+from .stream_input import KEY_GROUPS_PART, NONE, Cursor, check_signature, number_rows
+from .stream_key_group import FORMAT, KeyGroupStream, check_format, restore, snapshot, with_alert_columns
 from .telemetry import ENGINE, counter, telemetry_table
 from .worker import Job
 
@@ -87,8 +87,8 @@ RESTORED = "engines_restored"
 COLUMNS = STREAM_OUTPUT.names
 
 #: each key group's engine, kept in the worker's memory across micro-batches
-#: with the token of the state it matches: (fingerprint, lane, group) -> (token, engine)
-_ENGINES: dict[tuple[str, int, int], tuple[str, StreamGroup]] = {}
+#: with the token of the state it matches: (fingerprint, lane, key group) -> (token, engine)
+_ENGINES: dict[tuple[str, int, int], tuple[str, KeyGroupStream]] = {}
 
 
 class Sequencer(StatefulProcessor):
@@ -101,14 +101,14 @@ class Sequencer(StatefulProcessor):
         columns: list[str],
         order: list[str] | None,
         delay_ms: int,
-        groups: int,
+        key_groups: int,
     ) -> None:
         self.columns = columns
         self.order = order
         self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
-        self.signature = {**workload.signature(), GROUPS_PART: str(groups)}
+        self.signature = {**workload.signature(), KEY_GROUPS_PART: str(key_groups)}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
@@ -206,7 +206,7 @@ class KeyGroups(StatefulProcessor):
             out = pa.concat_tables([out, counted])
         yield _frame(out)
 
-    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
+    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[KeyGroupStream, bool]:
         """The group's engine as the last committed micro-batch left it: the
         worker's own copy when the state's token says it is that one, else
         restored from the state's snapshot (a restart, a retried micro-batch,
@@ -214,7 +214,7 @@ class KeyGroups(StatefulProcessor):
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
         stored = self.engine.get()
         if stored is None:
-            return StreamGroup(self.job, lane), False
+            return KeyGroupStream(self.job, lane), False
         written, fingerprint, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
@@ -225,7 +225,7 @@ class KeyGroups(StatefulProcessor):
             )
         if mine is not None and mine[0] == token:
             return mine[1], False
-        group: StreamGroup = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
+        group: KeyGroupStream = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
         return group, True
 
     def close(self) -> None:

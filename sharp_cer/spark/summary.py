@@ -17,7 +17,7 @@ as the engine's latency log reads its own (numpy's linear interpolation:
 is of the query's mean engine-side latency in an unshedded run, as
 in-process: without shedding, of this run's (shown, not counted); with
 shedding, each key group resolved it in ms against its own unshedded run
-(``worker.GroupRun``), counted the events over it, and the largest
+(``worker.KeyGroupRun``), counted the events over it, and the largest
 resolved bound is shown.
 """
 

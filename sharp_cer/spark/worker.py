@@ -9,7 +9,7 @@ keys that hash to one bucket. The engine partitions its events by key
 itself, exactly as in-process, so a group of keys costs one engine rather
 than one per key (engines are cheap to run, not to build), and every key
 still sees all of its events, in order. Each lane's plan is compiled once
-per worker process and reused for every group the worker runs.
+per worker process and reused for every key group the worker runs.
 
 >>> from sharp_cer.language import parse_workload
 >>> w = parse_workload('''
@@ -22,7 +22,7 @@ per worker process and reused for every group the worker runs.
 ... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
 ... ''')
 >>> job = Job(w, lanes=(("ab",),), bin_width=100)
->>> run = GroupRun(job, lane=0)
+>>> run = KeyGroupRun(job, lane=0)
 >>> rows = pa.table({LANE: [0, 0], KEY_GROUP: [5, 5], SEQ: [3, 7], "type": ["A", "B"], "k": [1, 1]})
 >>> run.feed(rows).select(["kind", "query", "tenant", "start", "end", "events"]).to_pylist()
 [{'kind': 'match', 'query': 'ab', 'tenant': 't', 'start': 3, 'end': 7, 'events': [3, 7]}]
@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -68,14 +69,14 @@ class Job:
     """What every worker needs: the workload, the queries of each lane,
     the width of the time bins (in positions), the shedder (None: no
     shedding) with its seed, and how many key groups a partitioned lane
-    has. Picklable; shipped inside the task."""
+    has (``key_groups``). Picklable; shipped inside the task."""
 
     workload: Workload
     lanes: tuple[tuple[str, ...], ...]
     bin_width: int
     shedder: str | None = None
     seed: int = 0
-    groups: int = 1
+    key_groups: int = 1
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -92,7 +93,7 @@ _PLANS: dict[tuple[str, tuple[str, ...]], Plan] = {}
 
 
 def lane_plan(job: Job, lane: int) -> Plan:
-    """The lane's plan, compiled on the first group a worker process runs and
+    """The lane's plan, compiled on the first key group a worker process runs and
     reused for every later one (plans are immutable; engines are not). Keyed
     by the lane's queries, not its number: two jobs over one workload may
     number their lanes differently."""
@@ -103,8 +104,8 @@ def lane_plan(job: Job, lane: int) -> Plan:
     return plan
 
 
-class GroupRun:
-    """The engine of one lane and key group: ``feed`` it the group's events
+class KeyGroupRun:
+    """The engine of one lane and key group: ``feed`` it the key group's events
     in stream order (Arrow batches with ``__seq`` and the schema's
     attributes), then ``finish``. An event arrives when its batch reaches
     the engine (wall clock), and is served at the workload's ``capacity``
@@ -153,7 +154,7 @@ class GroupRun:
         )
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
-        """Process the group's next events; return their matches."""
+        """Process the key group's next events; return their matches."""
         batch = self._batch(rows)
         if self.held is not None:
             self.held.append(batch)
@@ -163,7 +164,7 @@ class GroupRun:
 
     def finish(self) -> pa.Table:
         """The matches still held back (shedding with fraction bounds) and
-        the group's statistics: latency histograms, time bins and counters."""
+        the key group's telemetry: latency histograms, time bins and counters."""
         out = []
         if self.held is not None:
             from sharp_cer.shedding.bounds import unshedded_latency
@@ -252,7 +253,7 @@ def _empty() -> pa.Table:
 
 def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The fallback's worker (``mapInArrow``): batches sorted by lane, key
-    group and seq, holding several groups; one ``GroupRun`` at a time.
+    group and seq, holding several key groups; one ``KeyGroupRun`` at a time.
 
     >>> from sharp_cer.language import parse_workload
     >>> w = parse_workload('''
@@ -269,21 +270,34 @@ def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
     >>> out.filter(pa.compute.equal(out["kind"], "match")).select(["start", "end"]).to_pylist()
     [{'start': 0, 'end': 2}, {'start': 1, 'end': 3}]
     """
-    run: GroupRun | None = None
+    run: KeyGroupRun | None = None
     current: tuple[int, str] | None = None
     for batch in tables:
-        lanes, groups = batch.column(LANE).to_pylist(), batch.column(KEY_GROUP).to_pylist()
+        lanes, key_groups = batch.column(LANE).to_pylist(), batch.column(KEY_GROUP).to_pylist()
         begin = 0
-        for i in range(1, len(groups) + 1):
-            if i < len(groups) and (lanes[i], groups[i]) == (lanes[begin], groups[begin]):
+        for i in range(1, len(key_groups) + 1):
+            if i < len(key_groups) and (lanes[i], key_groups[i]) == (lanes[begin], key_groups[begin]):
                 continue
-            if (lanes[begin], groups[begin]) != current:
+            if (lanes[begin], key_groups[begin]) != current:
                 if run is not None:
                     yield from run.finish().to_batches()
-                current = (lanes[begin], groups[begin])
-                run = GroupRun(job, lanes[begin])
+                current = (lanes[begin], key_groups[begin])
+                run = KeyGroupRun(job, lanes[begin])
             assert run is not None
             yield from run.feed(batch.slice(begin, i - begin)).to_batches()
             begin = i
     if run is not None:
         yield from run.finish().to_batches()
+
+
+if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
+
+    def __getattr__(name: str) -> Any:
+        if name == "GroupRun":
+            warnings.warn(
+                "sharp_cer.spark.worker.GroupRun is KeyGroupRun since sharp-cer 0.2.0, and the old name goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return KeyGroupRun
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ left it. Nothing here imports PySpark at import time.
 ... name = "ab"
 ... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
 ... ''')
->>> group = StreamGroup(Job(w, lanes=(("ab",),), bin_width=100), lane=0)
+>>> group = KeyGroupStream(Job(w, lanes=(("ab",),), bin_width=100), lane=0)
 >>> out = group.release(['{"type": "A", "k": 1}'], [3], [0], now_ms=0)
 >>> group = restore(snapshot(group))  # as a restart would
 >>> out = group.release(['{"type": "B", "k": 1}'], [7], [0], now_ms=40)
@@ -34,8 +34,9 @@ import pickle
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -50,7 +51,7 @@ from sharp_cer.language import Workload
 
 from .columns import ALERT, COUNTER, E2E
 from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
-from .worker import _NO_LATENESS, GroupRun, Job
+from .worker import _NO_LATENESS, Job, KeyGroupRun
 
 #: ``E2E`` rows of a match's end-to-end latency: bin = milliseconds from the
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
@@ -60,7 +61,7 @@ E2E_MS = 10
 #: re-pickled whole into the state each micro-batch, beside the fingerprint);
 #: 2: the engine's state split from a token naming it (kept in worker memory);
 #: 3: one key group per shuffle partition by default, not four (a format-2
-#: checkpoint's events would reach other groups than the ones holding their state)
+#: checkpoint's events would reach other key groups than the ones holding their state)
 FORMAT = 3
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
@@ -98,8 +99,8 @@ def check_live_bounds(workload: Workload, shedder: str | None) -> None:
             )
 
 
-class StreamGroup(GroupRun):
-    """A ``GroupRun`` that never finishes: ``release`` feeds events and
+class KeyGroupStream(KeyGroupRun):
+    """A ``KeyGroupRun`` that never finishes: ``release`` feeds events and
     returns their matches and the statistics since the last release. It
     sheds to bounds in milliseconds or cost units, never to fractions
     (``check_live_bounds``)."""
@@ -252,7 +253,7 @@ def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> 
 
 
 def snapshot(state: Any) -> bytes:
-    """The bytes of a group's state. The plan's compiled conditions are
+    """The bytes of a key group's state. The plan's compiled conditions are
     closures, hence cloudpickle; the tECS is deep, hence a thread with room."""
     from pyspark import cloudpickle
 
@@ -260,7 +261,7 @@ def snapshot(state: Any) -> bytes:
 
 
 def restore(data: bytes) -> Any:
-    """A group's state from ``snapshot``'s bytes."""
+    """A key group's state from ``snapshot``'s bytes."""
     return _deep(pickle.loads, data)
 
 
@@ -289,3 +290,17 @@ def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
+
+    def __getattr__(name: str) -> Any:
+        if name == "StreamGroup":
+            warnings.warn(
+                "sharp_cer.spark.stream_group.StreamGroup is sharp_cer.spark.stream_key_group.KeyGroupStream since "
+                "sharp-cer 0.2.0, and the old names go in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return KeyGroupStream
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
