@@ -119,14 +119,7 @@ class StreamSettings:
     (None: one per core: each is a state store committed every micro-batch;
     a checkpoint keeps the number it started with), bins of ``bin_width``
     positions. ``groups``, the name of ``key_groups`` before 0.2.0, is
-    deprecated.
-
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     old = StreamSettings(groups=3)
-    >>> old == StreamSettings(key_groups=3), caught[0].category.__name__
-    (True, 'DeprecationWarning')
+    deprecated (it warns).
     """
 
     trigger: float | None = None
