@@ -56,7 +56,7 @@ from sharp_cer.spark.stream_output import committed_files
 from sharp_cer.spark.stream_processors import RESTORED
 
 ROOT = Path(__file__).resolve().parent
-GROUPS: int | None = None  # key groups per lane (None: the stream's default)
+KEY_GROUPS: int | None = None  # key groups per lane (None: the stream's default)
 
 
 def write_file(folder: Path, name: str, part: pd.DataFrame) -> None:
@@ -121,7 +121,7 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", groups=GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
@@ -181,7 +181,7 @@ def sustained(
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", groups=GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         written: list[float] = []
 
@@ -209,7 +209,9 @@ def sustained(
         measured = arrival_to_match(sorted(committed - warm))
         got: Counter[tuple[str, tuple[int, ...]]] = Counter()
         if read_all:  # the rest, flushed, against the in-process detector
-            run_stream(workload, str(source), checkpoint, out, StreamSettings(format="jsonl", groups=GROUPS), spark)
+            run_stream(
+                workload, str(source), checkpoint, out, StreamSettings(format="jsonl", key_groups=KEY_GROUPS), spark
+            )
             got = streamed(spark, out)
     expected = truth(workload, frame) if read_all else Counter()
     durations = _ran([p for p in runs if p["batchId"] > boundary])
@@ -248,7 +250,7 @@ def files_read_of(runs: list[dict[str, Any]]) -> int:
 def arrival_to_match(files: list[Path]) -> dict[str, float]:
     """p50/p99/max of the arrival-to-match latency (ms, in 10 ms bins) of
     the matches these output files hold, all queries together."""
-    from sharp_cer.spark.stream_group import E2E
+    from sharp_cer.spark.columns import E2E
 
     tables = [pq.read_table(f, columns=["kind", "bin", "value"]) for f in files]
     rows = pd.concat([t.to_pandas() for t in tables], ignore_index=True) if tables else pd.DataFrame()
@@ -304,13 +306,13 @@ def main() -> None:
     parser.add_argument("--catch-up", type=float, default=600, help="seconds the stream may take to read every file")
     parser.add_argument("--batch-events", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--groups", type=int, help="key groups per lane (default: the stream's)")
+    parser.add_argument("--key-groups", type=int, help="key groups per lane (default: the stream's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--out", default=str(ROOT / "results" / "stream.json"))
     args = parser.parse_args()
     workload = load_workload(ROOT.parent / "configs" / "stock_trading.toml")
-    global GROUPS
-    GROUPS = args.groups
+    global KEY_GROUPS
+    KEY_GROUPS = args.key_groups
     # every micro-batch's progress is kept (Spark keeps 100 by default)
     conf = {"spark.sql.streaming.numRecentProgressUpdates": "100000", **dict(c.split("=", 1) for c in args.conf)}
     spark = spark_session("local[2]", **{**stream_conf(), **conf})

@@ -540,7 +540,7 @@ def test_the_streaming_example_workload_can_be_streamed_with_a_shedder() -> None
     has a bound a live stream can judge (ms or cost units), so ``sharp-cer
     stream --shedder`` starts on it (the refusal is checked before Spark)."""
     from sharp_cer.language import load_workload
-    from sharp_cer.spark.stream_group import check_live_bounds
+    from sharp_cer.spark.stream_key_group import check_live_bounds
 
     workload = load_workload(str(Path(__file__).resolve().parents[1] / "configs" / "stock_trading.toml"))
     check_live_bounds(workload, "sharp")

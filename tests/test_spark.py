@@ -159,7 +159,7 @@ def test_hand_made_workload_positions_absence_and_consumption(spark: Any, seed: 
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
     for groups in (1, 3):  # every key in one group, or spread over several
-        detection = run_detection(str(path), workload, spark=spark, groups=groups)
+        detection = run_detection(str(path), workload, spark=spark, key_groups=groups)
         try:
             assert collected(detection) == truth
         finally:

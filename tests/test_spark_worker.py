@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from sharp_cer.api import Detector
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.language import parse_workload
+from sharp_cer.spark.columns import COUNTER, KEY_GROUP, LANE, LATENCY_MS, MATCH, SEQ
 from sharp_cer.spark.prepare import offsets
-from sharp_cer.spark.worker import COUNTER, LATENCY_MS, MATCH, Job, run_sorted
+from sharp_cer.spark.worker import Job, run_sorted
 from tests.test_spark import HAND_MADE, hand_made_events
 
 WORKLOAD = parse_workload(HAND_MADE)
@@ -38,11 +39,11 @@ def _stream(n: int, seed: int, groups: int, key: tuple[str, ...] = ("k",)) -> pa
     """A partitioned lane's events, as the driver routes them: key groups
     by a hash of the ``key`` attributes' values, sorted by group and position."""
     frame = hand_made_events(n, seed)
-    frame["__seq"] = np.arange(n)
+    frame[SEQ] = np.arange(n)
     frame = frame[frame["type"] != "C"].copy()
-    frame["__lane"] = 0
-    frame["__group"] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
-    frame = frame.sort_values(["__group", "__seq"], kind="stable")
+    frame[LANE] = 0
+    frame[KEY_GROUP] = sum(frame[a].astype(int) * 7**i for i, a in enumerate(key, 1)) % groups
+    frame = frame.sort_values([KEY_GROUP, SEQ], kind="stable")
     return pa.RecordBatch.from_pandas(frame, preserve_index=False)
 
 
@@ -60,21 +61,21 @@ def _in_process(n: int, seed: int, queries: tuple[str, ...]) -> Counter[tuple[ob
 @settings(max_examples=10, deadline=None)
 @given(st.integers(1, 5), st.integers(0, 10_000))
 def test_key_groups_in_one_sorted_stream_give_the_in_process_matches(groups: int, seed: int) -> None:
-    job = Job(WORKLOAD, (PARTITIONED,), bin_width=50, groups=groups)
+    job = Job(WORKLOAD, (PARTITIONED,), bin_width=50, key_groups=groups)
     assert _matches(list(run_sorted(job, [_stream(400, seed, groups)]))) == _in_process(400, seed, PARTITIONED)
 
 
 @settings(max_examples=5, deadline=None)
 @given(st.integers(2, 5), st.integers(0, 10_000))
 def test_key_groups_of_a_two_attribute_key_give_the_in_process_matches(groups: int, seed: int) -> None:
-    job = Job(WORKLOAD, (BY_K_AND_J,), bin_width=50, groups=groups)
+    job = Job(WORKLOAD, (BY_K_AND_J,), bin_width=50, key_groups=groups)
     found = _matches(list(run_sorted(job, [_stream(400, seed, groups, key=("k", "j"))])))
     assert found == _in_process(400, seed, BY_K_AND_J) and sum(found.values()) > 0
 
 
 def test_shedding_per_group_keeps_true_matches_and_reports_its_bounds() -> None:
     workload = parse_workload(BOUNDED)
-    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=2)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", key_groups=2)
     tables = list(run_sorted(job, [_stream(1500, 4, 2)]))
     shed = _matches(tables)
     truth = _in_process(1500, 4, PARTITIONED)
@@ -100,14 +101,14 @@ def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process
 
     text = BOUNDED.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 20000', 1)
     workload = parse_workload(text)
-    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=1)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", key_groups=1)
     stream = _stream(1500, 4, 1)
     rows = pa.Table.from_batches(list(run_sorted(job, [stream]))).to_pylist()
     counters = {(r["query"], r["name"]): r["value"] for r in rows if r["kind"] == COUNTER}
     lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
     frame = stream.to_pandas()
-    loaded, _ = load_pandas(frame.drop(columns=["__lane", "__group", "__seq"]), workload.schema)
-    batch = EventBatch(loaded.event_types, frame["__seq"].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
+    loaded, _ = load_pandas(frame.drop(columns=[LANE, KEY_GROUP, SEQ]), workload.schema)
+    batch = EventBatch(loaded.event_types, frame[SEQ].to_numpy()[loaded.positions], loaded.codes, loaded.columns)
     at = np.zeros(len(batch))
     plan = Detector.from_workload(lane).plan
     reference = unshedded_latency(plan, [batch], [at], workload.capacity)
@@ -126,7 +127,7 @@ def test_a_key_group_sheds_to_a_fraction_of_its_unshedded_mean_as_the_in_process
 def test_a_key_group_reports_the_in_process_cuts_and_its_ms_histogram() -> None:
     # one key group sees the lane's whole stream, so its cuts are the in-process detector's
     workload = parse_workload(BOUNDED.replace('latency_bound = "20%"', "latency_bound = 3"))
-    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", groups=1)
+    job = Job(workload, (PARTITIONED,), bin_width=50, shedder="truncate", key_groups=1)
     rows = pa.Table.from_batches(list(run_sorted(job, [_stream(1500, 4, 1)]))).to_pylist()
     lane = dataclasses.replace(workload, queries=tuple(q for q in workload.queries if q.name in PARTITIONED))
     detector = Detector.from_workload(lane, shedder="truncate", history=False, record_latency=True)
@@ -177,20 +178,20 @@ def test_percentile_of_a_histogram_is_numpys(histogram: dict[int, int], q: float
 def _released(
     n: int, seed: int, cuts: list[int], shedder: str | None = None, text: str = HAND_MADE
 ) -> tuple[list[pa.Table], int]:
-    """The partitioned lane's events through one ``StreamGroup`` in releases
+    """The partitioned lane's events through one ``KeyGroupStream`` in releases
     cut at ``cuts``, snapshotted and restored between releases as a
     restart would; also how many engines were built."""
     import json
 
-    from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
+    from sharp_cer.spark.stream_key_group import KeyGroupStream, restore, snapshot
 
     frame = hand_made_events(n, seed)
-    frame["__seq"] = np.arange(n)
+    frame[SEQ] = np.arange(n)
     frame = frame[frame["type"] != "C"]
-    texts = [json.dumps({k: (None if v is pd.NA else v) for k, v in r.items() if k != "__seq"}, default=int)
+    texts = [json.dumps({k: (None if v is pd.NA else v) for k, v in r.items() if k != SEQ}, default=int)
              for r in frame.to_dict("records")]  # fmt: skip
-    seqs = frame["__seq"].tolist()
-    group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50, shedder=shedder), lane=0)
+    seqs = frame[SEQ].tolist()
+    group = KeyGroupStream(Job(parse_workload(text), (PARTITIONED,), bin_width=50, shedder=shedder), lane=0)
     out, bounds = [], sorted({0, len(texts), *(c % (len(texts) + 1) for c in cuts)})
     for a, b in itertools.pairwise(bounds):
         out.append(group.release(texts[a:b], seqs[a:b], [0] * (b - a), now_ms=5))
@@ -223,12 +224,12 @@ def test_a_stream_group_sheds_to_a_bound_in_units_and_refuses_a_fraction() -> No
 def test_a_stream_groups_alerts_carry_their_events_whole_and_its_memory_stays_within_the_windows() -> None:
     import json
 
-    from sharp_cer.spark.stream_group import StreamGroup
+    from sharp_cer.spark.stream_key_group import KeyGroupStream
 
     frame = hand_made_events(6000, 3)
     rows = {p: r for p, r in enumerate(frame.to_dict("records")) if r["type"] != "C"}
     texts = {p: json.dumps({k: v for k, v in r.items()}, default=int) for p, r in rows.items()}
-    group = StreamGroup(Job(WORKLOAD, (PARTITIONED,), bin_width=50), lane=0)
+    group = KeyGroupStream(Job(WORKLOAD, (PARTITIONED,), bin_width=50), lane=0)
     positions, alerts, sizes = sorted(texts), [], []
     for a in range(0, len(positions), 100):
         some = positions[a : a + 100]
@@ -253,7 +254,7 @@ def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_o
     import json
     import time
 
-    from sharp_cer.spark.stream_group import StreamGroup, restore, snapshot
+    from sharp_cer.spark.stream_key_group import KeyGroupStream, restore, snapshot
 
     text = HAND_MADE.replace('name = "hand-made"', 'name = "hand-made"\ncapacity = 1e9', 1)
     frame = hand_made_events(400, 5)
@@ -264,7 +265,7 @@ def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_o
     real = time.perf_counter
 
     def second_release(jump: float) -> dict[str, object]:
-        group = StreamGroup(Job(parse_workload(text), (PARTITIONED,), bin_width=50), lane=0)
+        group = KeyGroupStream(Job(parse_workload(text), (PARTITIONED,), bin_width=50), lane=0)
         group.release(texts[:half], seqs[:half], [0] * half, now_ms=0)
         data = snapshot(group)
         monkeypatch.setattr(time, "perf_counter", lambda: real() - jump)

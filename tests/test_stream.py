@@ -167,7 +167,7 @@ def test_cut_counters_of_a_shedding_stream_survive_a_restart(spark: Any, tmp_pat
     beside += 'text = "SELECT * WHERE B ; A PARTITION BY [k] WITHIN 6 EVENTS"\n'
     bounded = LATE.replace('tenant = "t1"\n', 'tenant = "t1"\nlatency_bound = 1\n', 1) + beside
     workload = parse_workload(bounded)
-    run = stopped_and_restarted(spark, tmp_path, workload, shedder="truncate", groups=1)
+    run = stopped_and_restarted(spark, tmp_path, workload, shedder="truncate", key_groups=1)
     assert run["first_cuts"] > 0  # the first run shed before it stopped: increments on both sides of the restart
     events = load_csv(str(tmp_path / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)[0]
     in_process: dict[str, dict[str, int]] = {}
@@ -263,7 +263,7 @@ def test_a_restart_keeps_the_key_groups_its_checkpoint_started_with(tmp_path: Pa
     with pytest.raises(SurfaceError) as caught:
         check_checkpoint(str(tmp_path), workload, 4, 8)
     message = str(caught.value)
-    assert "over 2 key groups, this run over 4" in message and "StreamSettings(groups=2)" in message
+    assert "over 2 key groups, this run over 4" in message and "StreamSettings(key_groups=2)" in message
 
 
 def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(spark: Any, tmp_path: Path) -> None:

@@ -1,15 +1,15 @@
 """Batch detection on Spark: events in, matches out, one engine per key group.
 
 ``run_detection`` numbers and validates the events (``prepare``), sends
-each event to every lane that reads it, with the group of its partition
-key there (a hash of the key into ``groups`` buckets; ``lanes``), and runs
+each event to every lane that reads it, with the key group of its partition
+key there (a hash of the key into ``key_groups`` buckets; ``lanes``), and runs
 one engine per lane and key group on the workers (``worker``):
 
 - ``method="udtf"`` (default): the Arrow Python UDTF over
-  ``TABLE(events) PARTITION BY (lane, group) ORDER BY seq``; Spark
-  guarantees each call one group's rows, in order;
-- ``method="map"``: the fallback, ``repartition(lane, group)``,
-  ``sortWithinPartitions(lane, group, seq)`` and ``mapInArrow``, one engine
+  ``TABLE(events) PARTITION BY (lane, key group) ORDER BY seq``; Spark
+  guarantees each call one key group's rows, in order;
+- ``method="map"``: the fallback, ``repartition(lane, key group)``,
+  ``sortWithinPartitions(lane, key group, seq)`` and ``mapInArrow``, one engine
   at a time per task.
 
 Rows are ordered by ``seq``, the input order: it is the order the
@@ -22,24 +22,24 @@ the driver.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
+from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_KIND, POSITIONS, ROUTE, SEQ, TYPE
 from .lanes import Lane, lanes
 from .prepare import Prepared, attribute_kinds, prepare, read_input
-from .summary import Summary, summarize
-from .worker import GROUP, LANE, MATCH, OUTPUT_DDL, SEQ, GroupRun, Job, run_sorted
+from .summary import Summary, summarize_rows
+from .worker import Job, KeyGroupRun, run_sorted
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
 
 METHODS = ("udtf", "map")
-#: the columns of the matches, in order
-MATCH_COLUMNS = ("query", "tenant", "start", "end", "events", "vars")
 
 
 @dataclass
@@ -59,11 +59,11 @@ class Detection:
         (positions after projection) and vars (positions per variable)."""
         from pyspark.sql import functions as F
 
-        return self.output.where(F.col("kind") == MATCH).select(*[F.col(f"`{c}`") for c in MATCH_COLUMNS])
+        return self.output.where(F.col(OUTPUT_KIND) == MATCH).select(*[F.col(f"`{c}`") for c in MATCH_COLUMNS])
 
     @property
     def dead_letters(self) -> DataFrame:
-        """The rows that were not events, with their reasons (``prepare.DEAD_LETTER_DDL``)."""
+        """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``)."""
         return self.prepared.dead_letters
 
     @property
@@ -86,8 +86,12 @@ class Detection:
 
     def summary(self) -> Summary:
         """Matches per query and tenant, shedding, and latency against the
-        bounds, aggregated on the cluster (see ``summary``)."""
-        return summarize(self)
+        bounds, aggregated on the cluster from the workers' telemetry rows
+        (see ``summary``; one Spark job, a small collect) and the dead
+        letters per kind."""
+        dead = {r["kind"]: r["count"] for r in self.dead_letters.groupBy("kind").count().collect()}
+        job = self.job
+        return summarize_rows(self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead)
 
     def close(self) -> None:
         """Release what this job persisted."""
@@ -112,21 +116,30 @@ def run_detection(
     seed: int = 0,
     method: str = "udtf",
     bins: int = 60,
-    groups: int | None = None,
+    key_groups: int | None = None,
     format: str | None = None,
+    groups: int | None = None,
 ) -> Detection:
     """Plan the detection of ``workload`` over ``events`` (a DataFrame, or a
     path to .csv, .jsonl or .parquet events read with ``spark``).
 
     ``shedder`` (a name of ``shedding.SHEDDERS``) sheds load per key group
     to the workload's latency bounds; a fraction bound is taken of the
-    group's own unshedded latency. ``bins`` is the number of time bins the
-    statistics are kept in (for the plot); ``groups`` the number of key
+    key group's own unshedded latency. ``bins`` is the number of time bins the
+    statistics are kept in (for the plot); ``key_groups`` the number of key
     groups of a partitioned lane (default: four per shuffle partition, so
-    that skewed keys still spread). Validating the input runs one Spark
+    that skewed keys still spread; ``groups``, its name before 0.2.0, is
+    deprecated). Validating the input runs one Spark
     job; the detection runs when its output is used. ``close()`` the
     result to release the validated input it keeps.
     """
+    if groups is not None:
+        warnings.warn(
+            "run_detection(groups=N) is run_detection(key_groups=N) since sharp-cer 0.2.0, and groups= goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        key_groups = groups if key_groups is None else key_groups
     if method not in METHODS:
         raise SurfaceError(f"unknown method {method!r}\n  expected: one of {', '.join(METHODS)}")
     if shedder is not None:
@@ -145,14 +158,14 @@ def run_detection(
     prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
     found = lanes(workload)
     parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
-    count = groups or 4 * parts
+    count = key_groups or 4 * parts
     width = max(1, -(-prepared.rows // bins))
     job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count)
     routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
     if method == "udtf":
-        output = _detect_group_udtf(job)(routed.asTable().partitionBy(LANE, GROUP).orderBy(SEQ))
+        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
     else:
-        ordered = routed.repartition(parts, LANE, GROUP).sortWithinPartitions(LANE, GROUP, SEQ)
+        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
     return Detection(job, found, prepared, output)
 
@@ -164,23 +177,23 @@ def join_events(matches: DataFrame, events: DataFrame) -> DataFrame:
     them). A join on the position, done by Spark."""
     from pyspark.sql import functions as F
 
-    per_variable = matches.select("*", F.explode("vars").alias("variable", "__positions"))
-    per_event = per_variable.select("*", F.explode("__positions").alias("position")).drop("__positions")
+    per_variable = matches.select("*", F.explode("vars").alias("variable", POSITIONS))
+    per_event = per_variable.select("*", F.explode(POSITIONS).alias("position")).drop(POSITIONS)
     return per_event.join(events, per_event["position"] == events[SEQ]).drop(SEQ)
 
 
-def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], groups: int) -> DataFrame:
+def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> DataFrame:
     """Each event once per lane whose streams hold its type and in which
-    it has a partition key: ``__lane``, ``__group`` (its key's group; 0 in a
+    it has a partition key: ``__lane``, ``__group`` (its key's key group; 0 in a
     lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
     from pyspark.sql import functions as F
 
-    lane_of = F.explode(routes(found, attributes, groups)).alias("__route")
-    columns = [F.col(f"__route.{LANE}"), F.col(f"__route.{GROUP}"), F.col(SEQ), F.col("type")]
+    lane_of = F.explode(routes(found, attributes, key_groups)).alias(ROUTE)
+    columns = [F.col(f"{ROUTE}.{LANE}"), F.col(f"{ROUTE}.{KEY_GROUP}"), F.col(SEQ), F.col(TYPE)]
     return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
 
 
-def routes(found: tuple[Lane, ...], attributes: list[str], groups: int) -> Column:
+def routes(found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> Column:
     """An event's lanes: the array of (``__lane``, ``__group``) of every lane
     whose streams hold its type and in which it has a partition key."""
     from pyspark.sql import functions as F
@@ -188,9 +201,9 @@ def routes(found: tuple[Lane, ...], attributes: list[str], groups: int) -> Colum
     choices = []
     for number, lane in enumerate(found):
         key = _key(lane, set(attributes))
-        chosen = F.col("type").isin(sorted(lane.event_types)) & key.isNotNull()
-        group = F.pmod(F.xxhash64(key), F.lit(groups)) if lane.partition_attributes else F.lit(0).cast("bigint")
-        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), group.alias(GROUP))))
+        chosen = F.col(TYPE).isin(sorted(lane.event_types)) & key.isNotNull()
+        bucket = F.pmod(F.xxhash64(key), F.lit(key_groups)) if lane.partition_attributes else F.lit(0).cast("bigint")
+        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), bucket.alias(KEY_GROUP))))
     return F.filter(F.array(*choices), lambda c: c.isNotNull())
 
 
@@ -209,22 +222,22 @@ def _key(lane: Lane, attributes: set[str]) -> Column:
     return F.when(present, F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names])))
 
 
-def _detect_group_udtf(job: Job) -> Any:
-    """The Arrow UDTF that runs one lane and key group: a new instance per group."""
+def _detect_key_group_udtf(job: Job) -> Any:
+    """The Arrow UDTF that runs one lane and key group: a new instance per key group."""
     from pyspark.sql.functions import arrow_udtf
 
     @arrow_udtf(returnType=OUTPUT_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
-    class DetectGroup:
+    class DetectKeyGroup:
         def __init__(self) -> None:
-            self.run: GroupRun | None = None
+            self.run: KeyGroupRun | None = None
 
         def eval(self, batch: pa.RecordBatch) -> Any:
             if self.run is None:
-                self.run = GroupRun(job, batch.column(LANE)[0].as_py())
+                self.run = KeyGroupRun(job, batch.column(LANE)[0].as_py())
             yield self.run.feed(batch)
 
         def terminate(self) -> Any:
             if self.run is not None:
                 yield self.run.finish()
 
-    return DetectGroup
+    return DetectKeyGroup

@@ -38,28 +38,33 @@ from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import late_letter, load_arrow, load_csv, load_jsonl
 from sharp_cer.language import Schema
 
-from .worker import SEQ
+from .columns import (
+    DEAD,
+    EVENT,
+    LETTER,
+    LETTER_COLUMNS,
+    LINE,
+    LOCAL,
+    PART,
+    PREV,
+    ROW_KIND,
+    SEQ,
+    SUMMARY,
+    TEXT_VALUE,
+    TS,
+    TYPE,
+    arrow_ddl,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: pass 1's own columns (prefixed: attribute names are the user's)
-PART, KIND, LOCAL, LINE, TS, PREV = "__part", "__kind", "__local", "__line", "__ts", "__prev"
-EVENT, DEAD, SUMMARY = "event", "dead", "summary"
-#: a dead letter's fields, as pass 1 and 2 carry them
-LETTER = ("kind", "reason", "column", "expected", "found", "hint", "raw")
-LETTER_COLUMNS = tuple(f"__letter_{f}" for f in LETTER)
 _NONE = np.iinfo(np.int64).min
 _SPARK_TYPES = {"int": "bigint", "primary_time": "bigint", "double": "double", "bool": "boolean", "string": "string"}
 _ARROW_TYPES = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
 _ARROW_TYPES["string"] = pa.string()
 #: the input formats read as lines of text
 TEXT_FORMATS = ("csv", "jsonl")
-#: the dead letters' schema (``Prepared.dead_letters``)
-DEAD_LETTER_DDL = (
-    "position bigint, line bigint, kind string, reason string, `column` string, expected string, "
-    "found string, hint string, raw string"
-)
 
 
 def attribute_kinds(schema: Schema) -> dict[str, str]:
@@ -77,26 +82,13 @@ def _ddl(columns: list[tuple[str, str]]) -> str:
 
 
 def _pass_one_columns(kinds: dict[str, str]) -> list[tuple[str, pa.DataType]]:
-    head = [(PART, pa.int32()), (KIND, pa.string()), (LOCAL, pa.int64()), (LINE, pa.int64())]
-    head += [(TS, pa.int64()), (PREV, pa.int64()), ("type", pa.string())]
+    head = [(PART, pa.int32()), (ROW_KIND, pa.string()), (LOCAL, pa.int64()), (LINE, pa.int64())]
+    head += [(TS, pa.int64()), (PREV, pa.int64()), (TYPE, pa.string())]
     attributes = [(name, _ARROW_TYPES[kind]) for name, kind in kinds.items()]
     return head + attributes + [(c, pa.string()) for c in LETTER_COLUMNS]
 
 
-def _spark_type(t: pa.DataType) -> str:
-    return {pa.int32(): "int", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean"}.get(t, "string")
-
-
 _Ints = np.ndarray[Any, np.dtype[np.int64]]
-
-
-def arrow_ddl(schema: pa.Schema) -> str:
-    """An Arrow schema of flat columns in Spark's DDL.
-
-    >>> arrow_ddl(pa.schema([("a", pa.int64()), ("b", pa.string())]))
-    '`a` bigint, `b` string'
-    """
-    return _ddl([(f.name, _spark_type(f.type)) for f in schema])
 
 
 def late_mask(
@@ -148,11 +140,11 @@ def load_partition(
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
     >>> lines = pa.record_batch({"value": ["A,1,10", "A,oops,11", "", "A,3,5"]})
     >>> out = pa.Table.from_batches(load_partition(LoadSpec(s, "csv", 10), iter([lines]), part=0)).to_pylist()
-    >>> [(r["__kind"], r["__local"], r["__line"], r["x"], r["__ts"], r["__prev"]) for r in out]
+    >>> [(r[ROW_KIND], r[LOCAL], r[LINE], r["x"], r[TS], r[PREV]) for r in out]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('event', 0, 0, 1, 10, None), ('event', 2, 0, 3, 5, 10), ('dead', 1, 2, None, None, None),
      ('summary', 3, 4, None, 10, None)]
-    >>> [r["__letter_reason"] for r in out if r["__kind"] == "dead"]
+    >>> [r[LETTER_COLUMNS[1]] for r in out if r[ROW_KIND] == DEAD]
     ["mistyped attribute 'x' of A: expected an int, found 'oops'"]
     """
     part = _partition_id() if part is None else part
@@ -162,7 +154,7 @@ def load_partition(
         if not batch.num_rows:
             continue
         if spec.format in TEXT_FORMATS:
-            texts = ["" if t is None else t for t in batch.column("value").to_pylist()]
+            texts = ["" if t is None else t for t in batch.column(TEXT_VALUE).to_pylist()]
             text = "\n".join(texts) + "\n"
             if spec.format == "csv":
                 first = part == 0 and lines == 0
@@ -183,7 +175,13 @@ def load_partition(
             latest = max(latest, int(times.values[times.valid].max()))
         rows += report.read
         lines += span
-    summary = {PART: [part], KIND: [SUMMARY], LOCAL: [rows], LINE: [lines], TS: [None if latest == _NONE else latest]}
+    summary = {
+        PART: [part],
+        ROW_KIND: [SUMMARY],
+        LOCAL: [rows],
+        LINE: [lines],
+        TS: [None if latest == _NONE else latest],
+    }
     yield _record(spec.arrow, summary, 1)
 
 
@@ -201,7 +199,7 @@ def _pass_one_rows(
     letters = report.dead_letters
     columns: dict[str, Any] = {
         PART: [part] * (n + len(letters)),
-        KIND: [EVENT] * n + [DEAD] * len(letters),
+        ROW_KIND: [EVENT] * n + [DEAD] * len(letters),
         LOCAL: (events.positions + rows).tolist() + [d.position + rows for d in letters],
         LINE: [0] * n + [d.line + lines for d in letters],
         TS: pa.array(
@@ -212,7 +210,7 @@ def _pass_one_rows(
             np.concatenate([before, np.zeros(len(letters), np.int64)]),
             mask=np.concatenate([before == _NONE, np.ones(len(letters), bool)]),
         ),
-        "type": list(events.types) + [None] * len(letters),
+        TYPE: list(events.types) + [None] * len(letters),
     }
     for name, kind in spec.kinds.items():
         column = events.columns[name].to_arrow()
@@ -270,14 +268,14 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
     kinds = spec.kinds
     by_name = {e.name: e for e in spec.schema.event_types()}
     out_schema = pa.schema(
-        [(KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), ("type", pa.string())]
+        [(ROW_KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), (TYPE, pa.string())]
         + [(n, _ARROW_TYPES[k]) for n, k in kinds.items()]
         + [(c, pa.string()) for c in LETTER_COLUMNS]
     )
     lateness = spec.allowed_lateness
     for batch in batches:
         table = pa.Table.from_batches([batch])
-        rows = table.filter(pa.compute.not_equal(table[KIND], SUMMARY))
+        rows = table.filter(pa.compute.not_equal(table[ROW_KIND], SUMMARY))
         if not rows.num_rows:
             continue
         parts = rows[PART].to_numpy()
@@ -291,21 +289,21 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
         prev = np.asarray(rows[PREV].fill_null(_NONE).to_numpy(), dtype=np.int64)
         latest = np.maximum(prev, carried)
         late = late_mask(ts, latest, timed, lateness)
-        columns: dict[str, Any] = {KIND: rows[KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
-        for name in ("type", *kinds, *LETTER_COLUMNS):
+        columns: dict[str, Any] = {ROW_KIND: rows[ROW_KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
+        for name in (TYPE, *kinds, *LETTER_COLUMNS):
             columns[name] = rows[name].combine_chunks()
         if late.any():  # rare: only then are rows touched one by one
-            kind = rows[KIND].to_pylist()
+            kind = rows[ROW_KIND].to_pylist()
             letters = {c: rows[c].to_pylist() for c in LETTER_COLUMNS}
-            types = rows["type"].to_pylist()
+            types = rows[TYPE].to_pylist()
             for i in np.flatnonzero(late).tolist():
                 event = by_name[types[i]]
-                raw = {"type": types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
+                raw = {TYPE: types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
                 letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
                 kind[i] = DEAD
                 for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
                     letters[column][i] = letter_text(getattr(letter, field))
-            columns[KIND] = pa.array(kind, pa.string())
+            columns[ROW_KIND] = pa.array(kind, pa.string())
             for column in LETTER_COLUMNS:
                 columns[column] = pa.array(letters[column], pa.string())
         yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
@@ -314,7 +312,7 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
 @dataclass
 class Prepared:
     """The numbered events (``__seq``, ``type``, every attribute), the dead
-    letters (``DEAD_LETTER_DDL``), and how many rows were read."""
+    letters (``columns.DEAD_LETTERS``), and how many rows were read."""
 
     events: DataFrame
     dead_letters: DataFrame
@@ -361,18 +359,18 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
     first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
     summaries = [
         (r[PART], r[LOCAL], r[LINE], r[TS])
-        for r in first.where(F.col(KIND) == SUMMARY).select(PART, LOCAL, LINE, TS).collect()
+        for r in first.where(F.col(ROW_KIND) == SUMMARY).select(PART, LOCAL, LINE, TS).collect()
     ]
     at = offsets(summaries)
     kinds = spec.kinds
     second_ddl = _ddl(
-        [(KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), ("type", "string")]
+        [(ROW_KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), (TYPE, "string")]
         + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
         + [(c, "string") for c in LETTER_COLUMNS]
     )
     second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
-    events = second.where(F.col(KIND) == EVENT).select(SEQ, "type", *[F.col(f"`{n}`") for n in kinds])
-    letters = second.where(F.col(KIND) == DEAD).select(
+    events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *[F.col(f"`{n}`") for n in kinds])
+    letters = second.where(F.col(ROW_KIND) == DEAD).select(
         F.col(SEQ).alias("position"),
         F.col(LINE).alias("line"),
         *[F.col(c).alias(f) for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)],

@@ -16,10 +16,10 @@ from sharp_cer.recognize.nodes import Clause
 from sharp_cer.recognize.run import compile_clause, recognize_table
 from sharp_cer.recognize.types import measure_types
 
+from .columns import WHOLE
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-_WHOLE = "__mr_whole"  # the one partition key of a clause without PARTITION BY
 
 
 def output_schema(clause: Clause, schema: pa.Schema) -> pa.Schema:
@@ -67,7 +67,7 @@ def match_recognize(df: DataFrame, clause: str | Clause) -> DataFrame:
             out = recognize_table(table, compile_clause(parsed, names))
             yield from out.cast(arrow_out).to_batches()
 
-    keys = [F.col(f"`{c}`") for c in parsed.partition] or [F.lit(0).alias(_WHOLE)]
+    keys = [F.col(f"`{c}`") for c in parsed.partition] or [F.lit(0).alias(WHOLE)]
     order = []
     for key in parsed.order:
         column = F.col(f"`{key.column}`")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import io
 import json
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,32 +50,46 @@ from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
-from .lanes import lanes
-from .pipeline import routes
-from .prepare import (
-    KIND,
+from .columns import (
+    ARRIVED,
+    CLOCK,
+    CODE,
+    CONTROL,
+    COUNTER,
+    DEAD_LETTER,
+    E2E,
+    EVENT,
+    FILE,
+    FLUSH,
+    KEY_GROUP,
+    LANE,
     LETTER_COLUMNS,
     LINE,
     LOCAL,
+    MATCH,
+    ORDER_PREFIX,
+    OUTPUT_KIND,
     PART,
     PREV,
-    TEXT_FORMATS,
-    TS,
-    LoadSpec,
-    arrow_ddl,
-    attribute_kinds,
-    format_of,
-)
-from .stream_input import (
-    ARRIVED,
-    CLOCK,
-    FILE,
-    FLUSH,
-    GROUPS_PART,
-    NONE,
-    NUMBERED_DDL,
     ROUTE,
+    ROW_KIND,
+    STREAM_DDL,
+    STREAM_KEY,
     TEXT,
+    TEXT_VALUE,
+    TIME,
+    TS,
+    TYPE,
+    arrow_ddl,
+)
+from .lanes import lanes
+from .pipeline import routes
+from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
+from .stream_input import (
+    KEY_GROUPS_PART,
+    NONE,
+    NUMBERED,
+    NUMBERED_DDL,
     check_signature,
     parse_files,
     parse_rows,
@@ -82,7 +97,7 @@ from .stream_input import (
 )
 from .summary import Summary
 from .watch import EVENTS_IN, MATCHES_OUT, watch
-from .worker import _NO_LATENESS, GROUP, LANE, Job
+from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,7 +107,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 SIGNATURE_FILE = "sharp-cer-workload.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class StreamSettings:
     """How a stream runs: micro-batches every ``trigger`` seconds (None: all
     that is there, then stop), at most ``max_files`` new files per
@@ -103,25 +118,55 @@ class StreamSettings:
     and a snapshot every micro-batch, whatever its events), the stream's shuffle partitions
     (None: one per core: each is a state store committed every micro-batch;
     a checkpoint keeps the number it started with), bins of ``bin_width``
-    positions."""
+    positions. ``groups``, the name of ``key_groups`` before 0.2.0, is
+    deprecated (it warns).
+    """
 
     trigger: float | None = None
     max_files: int | None = None
     watermark_ms: int | None = None
     shedder: str | None = None
     seed: int = 0
-    groups: int | None = None
+    key_groups: int | None = None
     partitions: int | None = None
     bin_width: int = 1000
     format: str | None = None
+
+    def __init__(
+        self,
+        trigger: float | None = None,
+        max_files: int | None = None,
+        watermark_ms: int | None = None,
+        shedder: str | None = None,
+        seed: int = 0,
+        key_groups: int | None = None,
+        partitions: int | None = None,
+        bin_width: int = 1000,
+        format: str | None = None,
+        *,
+        groups: int | None = None,
+    ) -> None:
+        if groups is not None:
+            _renamed_groups()
+            key_groups = groups if key_groups is None else key_groups
+        given = dict(trigger=trigger, max_files=max_files, watermark_ms=watermark_ms, shedder=shedder, seed=seed)
+        given.update(key_groups=key_groups, partitions=partitions, bin_width=bin_width, format=format)
+        for name, value in given.items():
+            object.__setattr__(self, name, value)  # frozen
+
+    @property
+    def groups(self) -> int | None:
+        """Deprecated: ``key_groups``."""
+        _renamed_groups()
+        return self.key_groups
 
     def shuffle_partitions(self, spark: SparkSession) -> int:
         """The stream's shuffle partitions: as set, else one per core."""
         return self.partitions or spark.sparkContext.defaultParallelism
 
-    def key_groups(self, spark: SparkSession) -> int:
+    def key_groups_for(self, spark: SparkSession) -> int:
         """Key groups per partitioned lane: as set, else one per shuffle partition."""
-        return self.groups or self.shuffle_partitions(spark)
+        return self.key_groups or self.shuffle_partitions(spark)
 
     def delay_ms(self, workload: Workload) -> int:
         """The watermark delay: above the allowed lateness, in ms."""
@@ -137,6 +182,14 @@ class StreamSettings:
         return self.watermark_ms
 
 
+def _renamed_groups() -> None:
+    warnings.warn(
+        "StreamSettings.groups is StreamSettings.key_groups since sharp-cer 0.2.0, and groups goes in 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def stream_conf() -> dict[str, str]:
     """The Spark settings a stream needs: the RocksDB state store, whose
     commits write a changelog rather than a snapshot of every partition (the
@@ -147,13 +200,13 @@ def stream_conf() -> dict[str, str]:
     }
 
 
-def check_checkpoint(checkpoint: str, workload: Workload, groups: int | None = None, default: int = 1) -> int:
+def check_checkpoint(checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1) -> int:
     """Refuse a checkpoint written in another format or by another workload
     (naming the difference); remember this workload's signature and the
     stream's key groups per lane in a new one. Returns the key groups per
-    lane to run with: ``groups`` if set, else the checkpoint's, else
+    lane to run with: ``key_groups`` if set, else the checkpoint's, else
     ``default`` (so a restart on a machine with another number of cores
-    still routes each event to the group holding its state).
+    still routes each event to the key group holding its state).
 
     >>> import tempfile
     >>> from sharp_cer.language import parse_workload
@@ -163,21 +216,21 @@ def check_checkpoint(checkpoint: str, workload: Workload, groups: int | None = N
     >>> check_checkpoint(folder, w, default=2), check_checkpoint(folder, w, default=8)
     (2, 2)
     """
-    from .stream_group import FORMAT, check_format
+    from .stream_key_group import FORMAT, check_format
 
     path = Path(checkpoint) / SIGNATURE_FILE
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        chosen = groups or default
+        chosen = key_groups or default
         path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature(), "groups": chosen}, indent=1))
         return chosen
     stored = json.loads(path.read_text())
     check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
-    kept = int(stored.get("groups") or groups or default)
-    chosen = groups or kept
+    kept = int(stored.get("groups") or key_groups or default)  # the file's key, from 0.1
+    chosen = key_groups or kept
     check_signature(
-        json.dumps({**stored["signature"], GROUPS_PART: str(kept)}),
-        {**workload.signature(), GROUPS_PART: str(chosen)},
+        json.dumps({**stored["signature"], KEY_GROUPS_PART: str(kept)}),
+        {**workload.signature(), KEY_GROUPS_PART: str(chosen)},
         str(path),
     )
     return chosen
@@ -205,8 +258,8 @@ def start_stream(
     fmt = settings.format or format_of(source)
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
-    groups = check_checkpoint(checkpoint, workload, settings.groups, settings.key_groups(spark))
-    settings = replace(settings, groups=groups)
+    key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
+    settings = replace(settings, key_groups=key_groups)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
@@ -215,10 +268,10 @@ def start_stream(
             reader = reader.option("maxFilesPerTrigger", max_files)
         raw = reader.load(path)
         return raw.select(
-            "value",
+            TEXT_VALUE,
             F.col("_metadata.file_path").alias(FILE),
             F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
-            F.lit(control).alias("__control"),
+            F.lit(control).alias(CONTROL),
         )
 
     spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
@@ -230,7 +283,7 @@ def start_stream(
     )
     output = _engines(parsed, workload, settings, spark, None)
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
-    output = output.observe(MATCHES_OUT, F.count(F.when(F.col("kind") == "match", 1)).alias("n"))
+    output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
         output.writeStream.format("parquet")
         .option("path", out)
@@ -283,17 +336,17 @@ def detect_stream(
     _check_session(spark)
     settings = settings or StreamSettings()
     attributes = list(attribute_kinds(workload.schema))
-    missing = [c for c in ["type", *attributes, *(order_by or ()), *([arrived] if arrived else [])]
+    missing = [c for c in [TYPE, *attributes, *(order_by or ()), *([arrived] if arrived else [])]
                if c not in events.columns]  # fmt: skip
     if missing:
         raise SurfaceError(
             f"the events lack columns {', '.join(missing)}\n  expected: a type column, the schema's attributes "
             f"({', '.join(attributes)}) and the order_by and arrived columns named"
         )
-    order = [f"__order{i}" for i in range(len(order_by or ()))]
+    order = [f"{ORDER_PREFIX}{i}" for i in range(len(order_by or ()))]
     stamp = F.col(arrived) if arrived else F.current_timestamp()
     rows = events.select(
-        "type",
+        TYPE,
         *attributes,
         F.unix_millis(stamp).alias(ARRIVED),
         *[F.col(c).alias(o) for c, o in zip(order_by or (), order, strict=True)],
@@ -310,7 +363,7 @@ def detect_stream(
             spark.readStream.format("text")
             .load(control)
             .select(
-                F.lit(FLUSH).alias(KIND),
+                F.lit(FLUSH).alias(ROW_KIND),
                 F.col("_metadata.file_path").alias(FILE),
                 F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
             )
@@ -333,45 +386,47 @@ def _engines(
     them and fed to their key groups' engines (stage 2)."""
     from pyspark.sql import functions as F
 
-    from .stream_group import check_live_bounds
-    from .stream_processors import STREAM_DDL, KeyGroups, Sequencer
+    from .stream_key_group import check_live_bounds
+    from .stream_processors import KeyGroups, Sequencer
 
     check_live_bounds(workload, settings.shedder)
     found = lanes(workload)
-    groups = settings.key_groups(spark)
+    key_groups = settings.key_groups_for(spark)
     job = Job(
-        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, groups
+        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, key_groups
     )
     every_route = [
-        n * groups + g for n, lane in enumerate(found) for g in range(groups if lane.partition_attributes else 1)
+        n * key_groups + g
+        for n, lane in enumerate(found)
+        for g in range(key_groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
-    coded = F.transform(routes(found, attributes, groups), lambda r: r[LANE] * groups + r[GROUP])
+    coded = F.transform(routes(found, attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
     staged = parsed.select(
-        KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
+        ROW_KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
         F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
         F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
-        F.when(F.col(KIND) == "event", coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
+        F.when(F.col(ROW_KIND) == EVENT, coded).otherwise(F.array().cast("array<bigint>")).alias(ROUTE),
         *LETTER_COLUMNS,
         *([PART, *order] if order is not None else []),
-        F.lit(0).alias("__stream"),
+        F.lit(0).alias(STREAM_KEY),
     )  # fmt: skip
-    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload), groups)
-    numbered = staged.groupBy("__stream").transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
-    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(KIND) == "event", 1)).alias("n"))
-    code = F.col("__code")
+    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload), key_groups)
+    numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
+    numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(ROW_KIND) == EVENT, 1)).alias("n"))
+    code = F.col(CODE)
     keyed = (
-        numbered.select("*", F.explode_outer(ROUTE).alias("__code"))
-        .where(~((F.col(KIND) == "event") & code.isNull()))  # events no lane reads
+        numbered.select("*", F.explode_outer(ROUTE).alias(CODE))
+        .where(~((F.col(ROW_KIND) == EVENT) & code.isNull()))  # events no lane reads
         .select(
-            F.coalesce(F.floor(code / groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
-            F.coalesce(F.pmod(code, F.lit(groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(GROUP),
-            F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias("__time"),
-            *[c.split(" ")[0] for c in NUMBERED_DDL.split(", ") if not c.startswith(ROUTE)],
+            F.coalesce(F.floor(code / key_groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
+            F.coalesce(F.pmod(code, F.lit(key_groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
+            F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias(TIME),
+            *[c for c in NUMBERED.names if c != ROUTE],
         )
-        .withWatermark("__time", f"{settings.delay_ms(workload)} milliseconds")
+        .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
     )
-    return keyed.groupBy(LANE, GROUP).transformWithStateInPandas(
+    return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
     )
 
@@ -448,18 +503,20 @@ def stream_summary(spark: SparkSession, out: str, workload: Workload, settings: 
     """Summarize what the stream has committed to ``out`` so far."""
     from pyspark.sql import functions as F
 
-    from .stream_group import E2E
-    from .stream_processors import DEAD_LETTER
     from .summary import summarize_rows
+    from .telemetry import ENGINE, aggregate
 
     output = read_output(spark, out)
-    dead = {r["name"]: r["count"] for r in output.where(F.col("kind") == DEAD_LETTER).groupBy("name").count().collect()}
-    read = output.where((F.col("kind") == "counter") & (F.col("name") == "rows") & (F.col("query") == ""))
+    dead = {
+        r["name"]: r["count"] for r in output.where(F.col(OUTPUT_KIND) == DEAD_LETTER).groupBy("name").count().collect()
+    }
+    read = output.where((F.col(OUTPUT_KIND) == COUNTER) & (F.col("name") == "rows") & (F.col("query") == ENGINE))
     rows_read = int(read.agg(F.sum("value")).collect()[0][0] or 0)
     summary = summarize_rows(output, workload, settings.shedder, settings.bin_width, rows_read, dead)
     histograms: dict[str, list[tuple[int, float]]] = {}
-    for r in output.where(F.col("kind") == E2E).groupBy("query", "bin").agg(F.sum("value").alias("n")).collect():
-        histograms.setdefault(r["query"], []).append((r["bin"], r["n"]))
+    for r in aggregate(output, (E2E,)):
+        assert r.bin is not None
+        histograms.setdefault(r.query, []).append((r.bin, r.total))
     end_to_end = {}
     for q in workload.queries:
         histogram = sorted(histograms.get(q.name, []))

@@ -36,40 +36,56 @@ from sharp_cer.events.loaders import late_letter
 from sharp_cer.language import Schema
 from sharp_cer.language.workload import signature_changes
 
-from .prepare import (
+from .columns import (
+    ARRIVED,
+    CLOCK,
+    CONTROL,
+    COUNT,
     DEAD,
     EVENT,
-    KIND,
+    FILE,
+    FLUSH,
+    HORIZON,
     LETTER,
     LETTER_COLUMNS,
     LINE,
     LOCAL,
     PART,
     PREV,
+    ROUTE,
+    ROW_KIND,
+    SEQ,
     SUMMARY,
+    TEXT,
+    TEXT_VALUE,
     TS,
-    LoadSpec,
-    late_mask,
-    letter_text,
-    load_partition,
+    TYPE,
+    VALUE,
+    arrow_ddl,
 )
-from .worker import SEQ
+from .prepare import LoadSpec, late_mask, letter_text, load_partition
 
-#: stage 0's and 1's own columns
-FILE, TEXT, ROUTE, CLOCK, ARRIVED, VALUE = "__file", "__text", "__route", "__clock", "__arrived", "__value"
-#: the watermark (ms) the micro-batch after this one will run with (``horizon_ms``)
-HORIZON = "__horizon"
-#: row kinds beyond prepare's: a flush request, and a counter (name in __text, value in __value)
-FLUSH, COUNT = "flush", "count"
 _MS = 1_000_000
 #: "no time" in an int64 column (pandas keeps int64 only without nulls)
 NONE = int(np.iinfo(np.int64).min)
-#: stage 1's output, in Spark's DDL
-NUMBERED_DDL = (
-    f"{KIND} string, {SEQ} bigint, {FILE} string, {LINE} bigint, {TS} bigint, {CLOCK} bigint, "
-    f"{ARRIVED} bigint, {ROUTE} array<bigint>, {TEXT} string, {VALUE} double, {HORIZON} bigint, "
-    + ", ".join(f"{c} string" for c in LETTER_COLUMNS)
+#: stage 1's output
+NUMBERED = pa.schema(
+    [
+        (ROW_KIND, pa.string()),
+        (SEQ, pa.int64()),
+        (FILE, pa.string()),
+        (LINE, pa.int64()),
+        (TS, pa.int64()),
+        (CLOCK, pa.int64()),
+        (ARRIVED, pa.int64()),
+        (ROUTE, pa.list_(pa.int64())),
+        (TEXT, pa.string()),
+        (VALUE, pa.float64()),
+        (HORIZON, pa.int64()),
+        *((c, pa.string()) for c in LETTER_COLUMNS),
+    ]
 )
+NUMBERED_DDL = arrow_ddl(NUMBERED)
 
 
 def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -79,9 +95,9 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     becomes one ``flush`` row.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
-    >>> files = pa.record_batch({"value": ["A,1,10\\nA,x,11\\n"], FILE: ["f.csv"], ARRIVED: [5], "__control": [False]})
+    >>> files = pa.record_batch({"value": ["A,1,10\\nA,x,11\\n"], FILE: ["f.csv"], ARRIVED: [5], CONTROL: [False]})
     >>> out = pa.Table.from_batches(parse_files(LoadSpec(s, "csv", 0), iter([files]))).to_pylist()
-    >>> [(r[KIND], r[LOCAL], r[TEXT]) for r in out]
+    >>> [(r[ROW_KIND], r[LOCAL], r[TEXT]) for r in out]
     [('event', 0, '{"type": "A", "x": 1, "t": 10}'), ('dead', 1, None), ('summary', 2, None)]
     """
     by_name = {e.name: e for e in spec.schema.event_types()}
@@ -89,15 +105,15 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     for batch in batches:
         columns = batch.to_pydict()
         for text, path, arrived, control in zip(
-            columns["value"], columns[FILE], columns[ARRIVED], columns["__control"], strict=True
+            columns[TEXT_VALUE], columns[FILE], columns[ARRIVED], columns[CONTROL], strict=True
         ):
             if control:
-                yield pa.RecordBatch.from_pylist([{KIND: FLUSH, FILE: path, ARRIVED: arrived}], schema=schema)
+                yield pa.RecordBatch.from_pylist([{ROW_KIND: FLUSH, FILE: path, ARRIVED: arrived}], schema=schema)
                 continue
             lines = (text or "").split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
-            for rows in load_partition(spec, iter([pa.record_batch({"value": pa.array(lines, pa.string())})]), 0):
+            for rows in load_partition(spec, iter([pa.record_batch({TEXT_VALUE: pa.array(lines, pa.string())})]), 0):
                 records = rows.to_pylist()
                 for r in records:
                     r[FILE], r[ARRIVED] = path, arrived
@@ -108,9 +124,9 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
 def _texts(records: list[dict[str, Any]], by_name: dict[str, Any]) -> None:
     """Each event's record gets its JSON line (type and attributes)."""
     for r in records:
-        if r[KIND] == EVENT:
-            event = by_name[r["type"]]
-            r[TEXT] = json.dumps({"type": r["type"], **{a: r[a] for a in event.attributes}})
+        if r[ROW_KIND] == EVENT:
+            event = by_name[r[TYPE]]
+            r[TEXT] = json.dumps({TYPE: r[TYPE], **{a: r[a] for a in event.attributes}})
 
 
 def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -125,7 +141,7 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
     >>> rows = pa.record_batch({"type": ["A", "A", "A"], "x": [1, None, 3], "t": [10, 11, 12], ARRIVED: [5] * 3,
     ...                         "__order0": [2, 1, 0]})
     >>> out = pa.Table.from_batches(parse_rows(LoadSpec(s, "table", 0), ["__order0"], iter([rows]))).to_pylist()
-    >>> [(r[KIND], r[LOCAL], r["__order0"], r[TEXT]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
+    >>> [(r[ROW_KIND], r[LOCAL], r["__order0"], r[TEXT]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
     [('event', 0, 2, '{"type": "A", "x": 1, "t": 10}'), ('event', 2, 0, '{"type": "A", "x": 3, "t": 12}'),
      ('dead', 1, 1, None)]
     """
@@ -140,7 +156,7 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
         for name in order:
             schema = schema.append(batch.schema.field(name))
         for rows in load_partition(spec, iter([events]), None):
-            records = [r for r in rows.to_pylist() if r[KIND] != SUMMARY]
+            records = [r for r in rows.to_pylist() if r[ROW_KIND] != SUMMARY]
             if not records:
                 continue
             at = pa.array([r[LOCAL] for r in records], pa.int64())
@@ -149,7 +165,7 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
             for i, r in enumerate(records):
                 r[ARRIVED] = arrived[i]
                 r[LOCAL] += offset
-                if r[KIND] == DEAD:
+                if r[ROW_KIND] == DEAD:
                     r[LINE] += offset
                 for name in order:
                     r[name] = values[name][i]
@@ -179,17 +195,17 @@ class Cursor:
 
 #: the part of stage 1's signature that is not the workload's: how many key
 #: groups a partitioned lane's events are spread over (stage 0 routes by it,
-#: so a restart must keep it: the state of a group lives under its number)
-GROUPS_PART = "key groups per lane"
+#: so a restart must keep it: the state of a key group lives under its number)
+KEY_GROUPS_PART = "key groups per lane"
 
 
 def check_signature(stored: str, current: dict[str, str], where: str) -> None:
     """Raise a clear error if the state was made by another workload, or
     spreads events over another number of key groups."""
     before = json.loads(stored)
-    groups = before.pop(GROUPS_PART, None)
+    kept = before.pop(KEY_GROUPS_PART, None)
     current = dict(current)
-    now = current.pop(GROUPS_PART, None)
+    now = current.pop(KEY_GROUPS_PART, None)
     changes = signature_changes(before, current)
     if changes:
         listed = "\n".join(f"    {c}" for c in changes)
@@ -198,12 +214,12 @@ def check_signature(stored: str, current: dict[str, str], where: str) -> None:
             f"  expected: the workload the stream started with\n  found these differences:\n{listed}\n"
             "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
         )
-    if groups is not None and now is not None and groups != now:
+    if kept is not None and now is not None and kept != now:
         raise SurfaceError(
-            f"{where}: error: this checkpoint spreads each lane over {groups} key groups, this run over {now}\n"
-            f"  expected: {groups} key groups per lane, as the stream started (each group's state lives under "
+            f"{where}: error: this checkpoint spreads each lane over {kept} key groups, this run over {now}\n"
+            f"  expected: {kept} key groups per lane, as the stream started (each key group's state lives under "
             "its number)\n"
-            f"  hint: pass StreamSettings(groups={groups}) (by default one per shuffle partition, so one per core "
+            f"  hint: pass StreamSettings(key_groups={kept}) (by default one per shuffle partition, so one per core "
             "where the stream started), or give a new checkpoint to start over"
         )
 
@@ -228,53 +244,53 @@ def number_rows(
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
     >>> def row(kind, file, local, ts, text=None):
-    ...     return {KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: NONE, ARRIVED: 0,
+    ...     return {ROW_KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: NONE, ARRIVED: 0,
     ...             TEXT: text, ROUTE: [0]} | {c: None for c in LETTER_COLUMNS}
     >>> frame = pd.DataFrame([row("event", "b", 0, 50, '{"type": "A", "t": 50}'), row("summary", "b", 1, 50),
     ...                       row("event", "a", 0, 100, '{"type": "A", "t": 100}'), row("summary", "a", 1, 100)])
     >>> out, cursor = number_rows(frame, Cursor(10, 90, "{}"), s, 20, [0])
-    >>> out[[KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
+    >>> out[[ROW_KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
     ([['event', 10, 100], ['dead', 11, 50], ['count', -1, -9223372036854775808]], 12, 100)
     >>> out[LETTER_COLUMNS[1]][1][:40]
     'late event A: expected t >= 80 (the late'
     """
-    is_flush = frame[KIND] == FLUSH
+    is_flush = frame[ROW_KIND] == FLUSH
     data = frame[~is_flush]
     rows, seq, prev, done, latest = _by_file(data, cursor) if order is None else _by_order(data, cursor, order)
     ts = rows[TS].to_numpy(np.int64)
-    late = late_mask(ts, prev, (rows[KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
+    late = late_mask(ts, prev, (rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
     rows[SEQ] = seq
     if late.any():
         by_name = {e.name: e for e in schema.event_types()}
-        kind = rows[KIND].to_numpy(object).copy()
+        kind = rows[ROW_KIND].to_numpy(object).copy()
         letters = {c: rows[c].to_numpy(object).copy() for c in LETTER_COLUMNS}
         texts, lines = rows[TEXT].tolist(), rows[LINE].tolist()
         for i in np.flatnonzero(late).tolist():
             raw = json.loads(texts[i])
             letter = late_letter(
-                by_name[raw["type"]], int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw
+                by_name[raw[TYPE]], int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw
             )
             kind[i] = DEAD
             for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
                 letters[column][i] = letter_text(getattr(letter, field))
-        rows[KIND] = kind
+        rows[ROW_KIND] = kind
         for column, values in letters.items():
             rows[column] = values
     # the time the watermark sees: an event's own, else the stream's so far (never behind it);
     # 1 ms past the epoch at least, as Spark's first watermark (0) drops rows at or before it
     now = 0 if latest == NONE else latest
-    clock = np.where((rows[KIND].to_numpy() == EVENT) & (ts != NONE), ts, now)
+    clock = np.where((rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), ts, now)
     rows[CLOCK] = np.maximum(clock, 0) + _MS
     now = max(now, 0) + _MS
     rows[VALUE] = np.nan
     # a row that is no (longer an) event goes to no lane
-    rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[KIND], strict=True)]
+    rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[ROW_KIND], strict=True)]
     extra = [_count_row("rows", float(done - cursor.position), now)]
     for _, flush in frame[is_flush].iterrows():
         extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
     out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
     out[HORIZON] = horizon_ms(latest, delay_ms)
-    return out[[c.split(" ")[0] for c in NUMBERED_DDL.split(", ")]], Cursor(done, latest, cursor.signature)
+    return out[NUMBERED.names], Cursor(done, latest, cursor.signature)
 
 
 def horizon_ms(latest: int, delay_ms: int) -> int:
@@ -301,8 +317,8 @@ def _by_file(data: pd.DataFrame, cursor: Cursor) -> tuple[pd.DataFrame, Any, Any
     """Files in name order, each after every file of earlier micro-batches;
     rows in their file's order (the rows, positions, the largest time
     before each, the next position and the largest time)."""
-    summaries = data[data[KIND] == SUMMARY]
-    rows = data[data[KIND] != SUMMARY].copy()
+    summaries = data[data[ROW_KIND] == SUMMARY]
+    rows = data[data[ROW_KIND] != SUMMARY].copy()
     files = sorted(summaries[FILE].unique().tolist())
     counts = dict(zip(summaries[FILE], summaries[LOCAL].astype(np.int64), strict=True))
     tops = dict(zip(summaries[FILE], summaries[TS].astype(np.int64), strict=True))
@@ -324,7 +340,7 @@ def _by_order(data: pd.DataFrame, cursor: Cursor, order: list[str]) -> tuple[pd.
     rows = data.sort_values([*order, PART, LOCAL], kind="stable").copy()
     n = len(rows)
     ts = rows[TS].to_numpy(np.int64)
-    marked = np.where((rows[KIND].to_numpy() == EVENT) & (ts != NONE), ts, NONE)
+    marked = np.where((rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), ts, NONE)
     running = np.maximum.accumulate(np.concatenate([np.array([cursor.latest], np.int64), marked]))
     seq = cursor.position + np.arange(n, dtype=np.int64)
     return rows, seq, running[:-1], cursor.position + n, int(running[-1])
@@ -332,7 +348,7 @@ def _by_order(data: pd.DataFrame, cursor: Cursor, order: list[str]) -> tuple[pd.
 
 def _count_row(name: str, value: float, now: int) -> dict[str, Any]:
     return {
-        KIND: COUNT,
+        ROW_KIND: COUNT,
         SEQ: -1,
         FILE: None,
         LINE: -1,

@@ -15,9 +15,9 @@ sequence is the same (stream order), only sooner. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
   watermark judges them by (ns), arrival (ms), the event as JSON;
-- ``engine`` (value): the state's format (``stream_group.FORMAT``), the
+- ``engine`` (value): the state's format (``stream_key_group.FORMAT``), the
   workload's fingerprint and a token naming the snapshot;
-- ``snapshot`` (value): the engine (``stream_group.StreamGroup``: the tECS,
+- ``snapshot`` (value): the engine (``stream_key_group.KeyGroupStream``: the tECS,
   partitions, counters, shedder and the events live runs still reach,
   exactly as the last committed micro-batch left them);
 - one timer, at the time of the oldest event still held.
@@ -54,43 +54,41 @@ from pyspark.sql.streaming.stateful_processor import (
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
-from .prepare import DEAD, EVENT, KIND, LETTER, LETTER_COLUMNS, LINE
-from .stream_group import ALERT, FORMAT, StreamGroup, check_format, restore, snapshot, with_alert_columns
-from .stream_input import (
+from .columns import (
+    ALERT,
     ARRIVED,
     CLOCK,
     COUNT,
+    DEAD,
+    DEAD_LETTER,
+    EVENT,
     FILE,
     FLUSH,
-    GROUPS_PART,
     HORIZON,
-    NONE,
+    LETTER,
+    LETTER_COLUMNS,
+    LETTER_FIELDS,
+    LINE,
+    ROW_KIND,
+    SEQ,
+    STREAM_OUTPUT,
     TEXT,
     VALUE,
-    Cursor,
-    check_signature,
-    number_rows,
+    rows_of,
 )
-from .worker import COUNTER, OUTPUT, SEQ, Job, rows_of
+from .stream_input import KEY_GROUPS_PART, NONE, Cursor, check_signature, number_rows
+from .stream_key_group import FORMAT, KeyGroupStream, check_format, restore, snapshot, with_alert_columns
+from .telemetry import ENGINE, counter, telemetry_table
+from .worker import Job
 
-#: the stream's output: ``worker.OUTPUT`` plus dead letters' fields
-#: (kind ``dead_letter``: position in ``start``, its kind in ``name``)
-DEAD_LETTER = "dead_letter"
 #: the counter of engines restored from the state's snapshot (not the worker's own copy)
 RESTORED = "engines_restored"
-LETTER_FIELDS = ("file", "line", "reason", "column", "expected", "found", "hint", "raw")
-STREAM_DDL = (
-    "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
-    "vars map<string, array<bigint>>, bin bigint, name string, value double, attributes array<string>, "
-    "end_time bigint, file string, line bigint, "
-    "reason string, `column` string, expected string, found string, hint string, raw string"
-)
+#: the stream's columns, in order
+COLUMNS = STREAM_OUTPUT.names
 
 #: each key group's engine, kept in the worker's memory across micro-batches
-#: with the token of the state it matches: (fingerprint, lane, group) -> (token, engine)
-_ENGINES: dict[tuple[str, int, int], tuple[str, StreamGroup]] = {}
-#: the stream's columns, in order
-COLUMNS = [*OUTPUT.names, *ALERT.names, *LETTER_FIELDS]
+#: with the token of the state it matches: (fingerprint, lane, key group) -> (token, engine)
+_ENGINES: dict[tuple[str, int, int], tuple[str, KeyGroupStream]] = {}
 
 
 class Sequencer(StatefulProcessor):
@@ -103,14 +101,14 @@ class Sequencer(StatefulProcessor):
         columns: list[str],
         order: list[str] | None,
         delay_ms: int,
-        groups: int,
+        key_groups: int,
     ) -> None:
         self.columns = columns
         self.order = order
         self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
-        self.signature = {**workload.signature(), GROUPS_PART: str(groups)}
+        self.signature = {**workload.signature(), KEY_GROUPS_PART: str(key_groups)}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
@@ -155,9 +153,9 @@ class KeyGroups(StatefulProcessor):
         if lane < 0:
             yield _passed_on(frame)
             return
-        events = frame[frame[KIND] == EVENT]
+        events = frame[frame[ROW_KIND] == EVENT]
         columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
-        flush = bool((frame[KIND] == FLUSH).any())
+        flush = bool((frame[ROW_KIND] == FLUSH).any())
         # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
         yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), list(zip(*columns, strict=True)))
 
@@ -204,11 +202,11 @@ class KeyGroups(StatefulProcessor):
         self.snapshot.update((snapshot(state),))
         _ENGINES[cache] = (token, state)
         if restored:  # counted: how often the worker's own copy could not be used
-            counted = with_alert_columns(rows_of(kind=[COUNTER], query=[""], name=[RESTORED], value=[1.0]))
+            counted = with_alert_columns(telemetry_table([counter(ENGINE, RESTORED, 1.0)]))
             out = pa.concat_tables([out, counted])
         yield _frame(out)
 
-    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[StreamGroup, bool]:
+    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[KeyGroupStream, bool]:
         """The group's engine as the last committed micro-batch left it: the
         worker's own copy when the state's token says it is that one, else
         restored from the state's snapshot (a restart, a retried micro-batch,
@@ -216,7 +214,7 @@ class KeyGroups(StatefulProcessor):
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
         stored = self.engine.get()
         if stored is None:
-            return StreamGroup(self.job, lane), False
+            return KeyGroupStream(self.job, lane), False
         written, fingerprint, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         if fingerprint != self.job.fingerprint:
@@ -227,7 +225,7 @@ class KeyGroups(StatefulProcessor):
             )
         if mine is not None and mine[0] == token:
             return mine[1], False
-        group: StreamGroup = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
+        group: KeyGroupStream = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
         return group, True
 
     def close(self) -> None:
@@ -243,30 +241,23 @@ def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 
 def _frame(table: Any) -> pd.DataFrame:
-    """An ``OUTPUT`` table (with or without the alerts' columns) as the stream's rows (``STREAM_DDL``)."""
+    """An ``OUTPUT`` table (with or without the alerts' columns) as the stream's rows (``STREAM_OUTPUT``)."""
     frame = table.to_pandas()
     frame["vars"] = [None if v is None else dict(v) for v in frame["vars"]]
-    for name in [*(ALERT.names if "end_time" not in frame else ()), *LETTER_FIELDS]:
+    for name in [*(ALERT.names if ALERT.names[-1] not in frame else ()), *LETTER_FIELDS]:
         frame[name] = None
     return frame[COLUMNS]
 
 
 def _passed_on(frame: pd.DataFrame) -> pd.DataFrame:
     """Dead letters and counters, as the stream's rows."""
-    dead = frame[frame[KIND] == DEAD]
-    counts = frame[frame[KIND] == COUNT]
-    letters = rows_of(kind=[DEAD_LETTER] * len(dead), start=dead[SEQ].tolist())
+    dead = frame[frame[ROW_KIND] == DEAD]
+    counts = frame[frame[ROW_KIND] == COUNT]
+    letters = rows_of([DEAD_LETTER] * len(dead), start=dead[SEQ].tolist())
     out = _frame(letters)
     out["name"] = dead[LETTER_COLUMNS[0]].tolist()
     out["file"], out["line"] = dead[FILE].tolist(), dead[LINE].astype(np.int64).tolist()
     for field, column in zip(LETTER[1:], LETTER_COLUMNS[1:], strict=True):
         out[field] = dead[column].tolist()
-    counted = _frame(
-        rows_of(
-            kind=[COUNTER] * len(counts),
-            query=[""] * len(counts),
-            name=counts[TEXT].tolist(),
-            value=counts[VALUE].astype(float).tolist(),
-        )
-    )
+    counted = _frame(telemetry_table(counter(ENGINE, n, v) for n, v in zip(counts[TEXT], counts[VALUE], strict=True)))
     return pd.concat([out, counted], ignore_index=True)[COLUMNS]

@@ -17,7 +17,7 @@ as the engine's latency log reads its own (numpy's linear interpolation:
 is of the query's mean engine-side latency in an unshedded run, as
 in-process: without shedding, of this run's (shown, not counted); with
 shedding, each key group resolved it in ms against its own unshedded run
-(``worker.GroupRun``), counted the events over it, and the largest
+(``worker.KeyGroupRun``), counted the events over it, and the largest
 resolved bound is shown.
 """
 
@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.engine.queueing import QueueLog
 
-from .worker import BIN, COUNTER, CUTS, LATENCY, LATENCY_MS, MAX_COUNTERS, MIN_COUNTERS
+from .columns import BIN, COUNTER, LATENCY, LATENCY_MS
+from .telemetry import CUTS, ENGINE, aggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sharp_cer.language import Workload
-
-    from .pipeline import Detection
 
 
 @dataclass(frozen=True)
@@ -162,43 +161,30 @@ class Summary:
         plt.close(fig)
 
 
-def summarize(detection: Detection) -> Summary:
-    """Aggregate the workers' statistics rows (one Spark job, a small
-    collect) and the dead letters per kind."""
-    dead = {r["kind"]: r["count"] for r in detection.dead_letters.groupBy("kind").count().collect()}
-    job = detection.job
-    return summarize_rows(detection.output, job.workload, job.shedder, job.bin_width, detection.prepared.rows, dead)
-
-
 def summarize_rows(
     output: DataFrame, workload: Workload, shedder: str | None, bin_width: int, rows_read: int, dead: dict[str, int]
 ) -> Summary:
-    """The summary of workers' output rows (``worker.OUTPUT``'s kinds;
-    counters summed, or maxed for ``MAX_COUNTERS``)."""
-    from pyspark.sql import functions as F
-
-    rows = (
-        output.where(F.col("kind").isin(LATENCY, LATENCY_MS, BIN, COUNTER))
-        .groupBy("kind", "query", "bin", "name")
-        .agg(F.sum("value").alias("total"), F.max("value").alias("top"), F.min("value").alias("least"))
-        .collect()
-    )
+    """The summary of the workers' telemetry rows (``telemetry.aggregate``;
+    counters summed, or maxed and minned as ``Aggregated.combined`` says)."""
+    rows = aggregate(output, (LATENCY, LATENCY_MS, BIN, COUNTER))
     counters: dict[str, dict[str, float]] = {}
     histograms: dict[str, dict[int, float]] = {}
     in_ms: dict[str, dict[int, float]] = {}
     bins: dict[str, dict[int, dict[str, float]]] = {}
     for r in rows:
-        if r["kind"] == COUNTER:
-            name = r["name"]
-            value = r["top"] if name in MAX_COUNTERS else r["least"] if name in MIN_COUNTERS else r["total"]
-            counters.setdefault(r["query"], {})[name] = value
-        elif r["kind"] == LATENCY:
-            histograms.setdefault(r["query"], {})[r["bin"]] = r["total"]
-        elif r["kind"] == LATENCY_MS:
-            in_ms.setdefault(r["query"], {})[r["bin"]] = r["total"]
+        if r.kind == COUNTER:
+            assert r.name is not None
+            counters.setdefault(r.query, {})[r.name] = r.combined
+        elif r.kind == LATENCY:
+            assert r.bin is not None
+            histograms.setdefault(r.query, {})[r.bin] = r.total
+        elif r.kind == LATENCY_MS:
+            assert r.bin is not None
+            in_ms.setdefault(r.query, {})[r.bin] = r.total
         else:
-            value = r["top"] if r["name"] == "units_max" else r["total"]
-            bins.setdefault(r["query"], {}).setdefault(r["bin"], {})[r["name"]] = value
+            assert r.bin is not None and r.name is not None
+            value = r.top if r.name == "units_max" else r.total
+            bins.setdefault(r.query, {}).setdefault(r.bin, {})[r.name] = value
     queries = []
     shed_keys = ("bound_units", "over_bound", "weight", "matches", "events", "ms_sum", "ms_min", "ms_max")
     for q in workload.queries:
@@ -227,7 +213,7 @@ def summarize_rows(
                 None if over is None else over / max(1, judged),
             )
         )
-    engine = counters.get("", {})
+    engine = counters.get(ENGINE, {})
     per_bin: dict[str, dict[str, list[float]]] = {}
     for name, found in bins.items():
         order = sorted(found)

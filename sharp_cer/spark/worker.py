@@ -1,7 +1,7 @@
 """What runs on Spark's workers: one engine per lane and key group, fed
-the group's events in stream order, writing matches and statistics as
-Arrow rows of one fixed schema (``OUTPUT``). Nothing here imports PySpark,
-so it runs (and is tested) in-process as well.
+the group's events in stream order, writing match rows and telemetry rows
+(``telemetry``) as Arrow rows of one fixed schema (``columns.OUTPUT``).
+Nothing here imports PySpark, so it runs (and is tested) in-process as well.
 
 A *lane* is the set of queries that share one way of partitioning the
 stream (``sharp_cer.spark.lanes``); a *key group* is the set of partition
@@ -9,7 +9,7 @@ keys that hash to one bucket. The engine partitions its events by key
 itself, exactly as in-process, so a group of keys costs one engine rather
 than one per key (engines are cheap to run, not to build), and every key
 still sees all of its events, in order. Each lane's plan is compiled once
-per worker process and reused for every group the worker runs.
+per worker process and reused for every key group the worker runs.
 
 >>> from sharp_cer.language import parse_workload
 >>> w = parse_workload('''
@@ -22,8 +22,8 @@ per worker process and reused for every group the worker runs.
 ... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
 ... ''')
 >>> job = Job(w, lanes=(("ab",),), bin_width=100)
->>> run = GroupRun(job, lane=0)
->>> rows = pa.table({"__lane": [0, 0], "__group": [5, 5], "__seq": [3, 7], "type": ["A", "B"], "k": [1, 1]})
+>>> run = KeyGroupRun(job, lane=0)
+>>> rows = pa.table({LANE: [0, 0], KEY_GROUP: [5, 5], SEQ: [3, 7], "type": ["A", "B"], "k": [1, 1]})
 >>> run.feed(rows).select(["kind", "query", "tenant", "start", "end", "events"]).to_pylist()
 [{'kind': 'match', 'query': 'ab', 'tenant': 't', 'start': 3, 'end': 7, 'events': [3, 7]}]
 >>> counters = [r for r in run.finish().to_pylist() if r["kind"] == COUNTER and r["query"] == "ab"]
@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,40 +53,9 @@ from sharp_cer.language import Workload
 from sharp_cer.latency_summary import query_summaries
 from sharp_cer.planner import Plan, compile_plan
 
-#: the kinds of output rows
-MATCH, LATENCY, LATENCY_MS, BIN, COUNTER = "match", "latency", "latency_ms", "bin", "counter"
-#: columns the driver adds to the events before they reach a worker
-LANE, GROUP, SEQ = "__lane", "__group", "__seq"  # prefixed: attribute names are the user's
-#: every output row: a match (query .. vars), a latency histogram entry
-#: (bin = cost units, value = events), an engine-side latency histogram
-#: entry in ms (bin = the index of an ``engine.histogram.LogHistogram`` bin,
-#: value = events; merged by adding), a time bin (bin = position // width,
-#: name = what, value) or a counter (name, value; query '' for the engine)
-OUTPUT = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("query", pa.string()),
-        ("tenant", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("events", pa.list_(pa.int64())),
-        ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
-        ("bin", pa.int64()),
-        ("name", pa.string()),
-        ("value", pa.float64()),
-    ]
-)
-#: the same in Spark's DDL
-OUTPUT_DDL = (
-    "kind string, query string, tenant string, start bigint, `end` bigint, events array<bigint>, "
-    "vars map<string, array<bigint>>, bin bigint, name string, value double"
-)
-#: counters whose partitions combine by max, not by sum
-MAX_COUNTERS = frozenset({"bound_units", "bound_ms", "ms_max"})
-#: counters whose partitions combine by min
-MIN_COUNTERS = frozenset({"ms_min"})
-#: the levers that cut work, as the run summary names them (``latency_summary``)
-CUTS = ("events", "partial_matches", "enumerations_cut_short")
+from .columns import BIN, COUNTER, KEY_GROUP, LANE, LATENCY, LATENCY_MS, MATCH, OUTPUT, SEQ, rows_of
+from .telemetry import telemetry_table
+
 #: a key group's held events are replayed in slices of this many: in wall mode
 #: a slice's events share its timing, and the speed measured over the slices
 #: served so far turns bounds in ms into cost units (the first slice has none yet)
@@ -99,14 +69,14 @@ class Job:
     """What every worker needs: the workload, the queries of each lane,
     the width of the time bins (in positions), the shedder (None: no
     shedding) with its seed, and how many key groups a partitioned lane
-    has. Picklable; shipped inside the task."""
+    has (``key_groups``). Picklable; shipped inside the task."""
 
     workload: Workload
     lanes: tuple[tuple[str, ...], ...]
     bin_width: int
     shedder: str | None = None
     seed: int = 0
-    groups: int = 1
+    key_groups: int = 1
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -123,7 +93,7 @@ _PLANS: dict[tuple[str, tuple[str, ...]], Plan] = {}
 
 
 def lane_plan(job: Job, lane: int) -> Plan:
-    """The lane's plan, compiled on the first group a worker process runs and
+    """The lane's plan, compiled on the first key group a worker process runs and
     reused for every later one (plans are immutable; engines are not). Keyed
     by the lane's queries, not its number: two jobs over one workload may
     number their lanes differently."""
@@ -134,8 +104,8 @@ def lane_plan(job: Job, lane: int) -> Plan:
     return plan
 
 
-class GroupRun:
-    """The engine of one lane and key group: ``feed`` it the group's events
+class KeyGroupRun:
+    """The engine of one lane and key group: ``feed`` it the key group's events
     in stream order (Arrow batches with ``__seq`` and the schema's
     attributes), then ``finish``. An event arrives when its batch reaches
     the engine (wall clock), and is served at the workload's ``capacity``
@@ -184,7 +154,7 @@ class GroupRun:
         )
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
-        """Process the group's next events; return their matches."""
+        """Process the key group's next events; return their matches."""
         batch = self._batch(rows)
         if self.held is not None:
             self.held.append(batch)
@@ -194,7 +164,7 @@ class GroupRun:
 
     def finish(self) -> pa.Table:
         """The matches still held back (shedding with fraction bounds) and
-        the group's statistics: latency histograms, time bins and counters."""
+        the key group's telemetry: latency histograms, time bins and counters."""
         out = []
         if self.held is not None:
             from sharp_cer.shedding.bounds import unshedded_latency
@@ -215,7 +185,7 @@ class GroupRun:
     def _batch(self, rows: pa.RecordBatch | pa.Table) -> EventBatch:
         table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
         seq = np.asarray(table.column(SEQ).to_numpy(), dtype=np.int64)
-        events = table.drop_columns([c for c in (LANE, GROUP, SEQ) if c in table.column_names])
+        events = table.drop_columns([c for c in (LANE, KEY_GROUP, SEQ) if c in table.column_names])
         batch, report = load_arrow(events, self.workload.schema, allowed_lateness=_NO_LATENESS)
         if report.dead_letters:  # the driver validated every row already
             raise SurfaceError(f"internal error: a worker rejected validated events: {report.dead_letters[0].reason}")
@@ -226,7 +196,7 @@ class GroupRun:
         self.match_bins.update((m.query, m.end // width) for m in matches)
         found = matches_to_arrow(matches)
         columns = {name: found.column(name) for name in found.column_names}
-        return rows_of(kind=[MATCH] * len(matches), **columns)
+        return rows_of([MATCH] * len(matches), **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
@@ -268,8 +238,7 @@ class GroupRun:
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
         stats = engine.stats()
         out += [(COUNTER, "", None, "events_shed", float(stats["events_shed"])), (COUNTER, "", None, "engines", 1.0)]
-        kinds, queries, bins_, names, values_ = zip(*out, strict=True) if out else ((),) * 5
-        return rows_of(kind=list(kinds), query=list(queries), bin=list(bins_), name=list(names), value=list(values_))
+        return telemetry_table(out)
 
 
 def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) -> np.ndarray[Any, Any]:
@@ -278,31 +247,13 @@ def _max_by(groups: np.ndarray[Any, Any], values: np.ndarray[Any, Any], n: int) 
     return out
 
 
-def rows_of(**columns: list[Any] | pa.ChunkedArray) -> pa.Table:
-    """An ``OUTPUT`` table from some of its columns, as lists or Arrow
-    columns of the right type (the rest null).
-
-    >>> rows_of(kind=["counter"], name=["engines"], value=[1.0]).column("query").to_pylist()
-    [None]
-    """
-    n = len(next(iter(columns.values())))
-
-    def column(f: pa.Field) -> Any:
-        given = columns.get(f.name)
-        if given is None:
-            return pa.nulls(n, f.type)
-        return given if isinstance(given, pa.ChunkedArray) else pa.array(given, f.type)
-
-    return pa.table({f.name: column(f) for f in OUTPUT}, schema=OUTPUT)
-
-
 def _empty() -> pa.Table:
     return OUTPUT.empty_table()
 
 
 def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The fallback's worker (``mapInArrow``): batches sorted by lane, key
-    group and seq, holding several groups; one ``GroupRun`` at a time.
+    group and seq, holding several key groups; one ``KeyGroupRun`` at a time.
 
     >>> from sharp_cer.language import parse_workload
     >>> w = parse_workload('''
@@ -313,27 +264,40 @@ def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
     ... name = "aa"
     ... text = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 9 EVENTS"
     ... ''')
-    >>> rows = pa.record_batch({"__lane": [0] * 4, "__group": [0] * 4, "__seq": [0, 1, 2, 3],
+    >>> rows = pa.record_batch({LANE: [0] * 4, KEY_GROUP: [0] * 4, SEQ: [0, 1, 2, 3],
     ...                         "type": ["A"] * 4, "k": [1, 2, 1, 2]})
     >>> out = pa.Table.from_batches(run_sorted(Job(w, (("aa",),), 10), [rows]))
     >>> out.filter(pa.compute.equal(out["kind"], "match")).select(["start", "end"]).to_pylist()
     [{'start': 0, 'end': 2}, {'start': 1, 'end': 3}]
     """
-    run: GroupRun | None = None
+    run: KeyGroupRun | None = None
     current: tuple[int, str] | None = None
     for batch in tables:
-        lanes, groups = batch.column(LANE).to_pylist(), batch.column(GROUP).to_pylist()
+        lanes, key_groups = batch.column(LANE).to_pylist(), batch.column(KEY_GROUP).to_pylist()
         begin = 0
-        for i in range(1, len(groups) + 1):
-            if i < len(groups) and (lanes[i], groups[i]) == (lanes[begin], groups[begin]):
+        for i in range(1, len(key_groups) + 1):
+            if i < len(key_groups) and (lanes[i], key_groups[i]) == (lanes[begin], key_groups[begin]):
                 continue
-            if (lanes[begin], groups[begin]) != current:
+            if (lanes[begin], key_groups[begin]) != current:
                 if run is not None:
                     yield from run.finish().to_batches()
-                current = (lanes[begin], groups[begin])
-                run = GroupRun(job, lanes[begin])
+                current = (lanes[begin], key_groups[begin])
+                run = KeyGroupRun(job, lanes[begin])
             assert run is not None
             yield from run.feed(batch.slice(begin, i - begin)).to_batches()
             begin = i
     if run is not None:
         yield from run.finish().to_batches()
+
+
+if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
+
+    def __getattr__(name: str) -> Any:
+        if name == "GroupRun":
+            warnings.warn(
+                "sharp_cer.spark.worker.GroupRun is KeyGroupRun since sharp-cer 0.2.0, and the old name goes in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return KeyGroupRun
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ left it. Nothing here imports PySpark at import time.
 ... name = "ab"
 ... text = "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS"
 ... ''')
->>> group = StreamGroup(Job(w, lanes=(("ab",),), bin_width=100), lane=0)
+>>> group = KeyGroupStream(Job(w, lanes=(("ab",),), bin_width=100), lane=0)
 >>> out = group.release(['{"type": "A", "k": 1}'], [3], [0], now_ms=0)
 >>> group = restore(snapshot(group))  # as a restart would
 >>> out = group.release(['{"type": "B", "k": 1}'], [7], [0], now_ms=40)
@@ -34,8 +34,9 @@ import pickle
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -48,18 +49,19 @@ from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
-from .worker import _NO_LATENESS, COUNTER, MAX_COUNTERS, MIN_COUNTERS, GroupRun, Job, rows_of
+from .columns import ALERT, COUNTER, E2E
+from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
+from .worker import _NO_LATENESS, Job, KeyGroupRun
 
-#: output rows of a match's end-to-end latency: bin = milliseconds from the
+#: ``E2E`` rows of a match's end-to-end latency: bin = milliseconds from the
 #: arrival of its last event's file to its emission (rounded down to E2E_MS)
-E2E = "e2e"
 E2E_MS = 10
 #: the format of a stream's state and of its checkpoint's workload file.
 #: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine
 #: re-pickled whole into the state each micro-batch, beside the fingerprint);
 #: 2: the engine's state split from a token naming it (kept in worker memory);
 #: 3: one key group per shuffle partition by default, not four (a format-2
-#: checkpoint's events would reach other groups than the ones holding their state)
+#: checkpoint's events would reach other key groups than the ones holding their state)
 FORMAT = 3
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
@@ -97,8 +99,8 @@ def check_live_bounds(workload: Workload, shedder: str | None) -> None:
             )
 
 
-class StreamGroup(GroupRun):
-    """A ``GroupRun`` that never finishes: ``release`` feeds events and
+class KeyGroupStream(KeyGroupRun):
+    """A ``KeyGroupRun`` that never finishes: ``release`` feeds events and
     returns their matches and the statistics since the last release. It
     sheds to bounds in milliseconds or cost units, never to fractions
     (``check_live_bounds``)."""
@@ -167,22 +169,15 @@ class StreamGroup(GroupRun):
 
     def _increments(self, stats: pa.Table) -> pa.Table:
         """Running-total counters turned into what changed since the last release."""
-        kind, query, name, value = (stats.column(c).to_pylist() for c in ("kind", "query", "name", "value"))
-        keep = []
-        for i in range(stats.num_rows):
-            if kind[i] == COUNTER and name[i] not in _PER_RELEASE:
-                key = (query[i], name[i])
-                value[i], self.sent[key] = value[i] - self.sent.get(key, 0.0), value[i]
-                if not value[i]:
+        keep: list[Telemetry] = []
+        for row in read_telemetry(stats):
+            if row.kind == COUNTER and row.name is not None and row.name not in _PER_RELEASE:
+                key = (row.query, row.name)
+                row, self.sent[key] = row._replace(value=row.value - self.sent.get(key, 0.0)), row.value
+                if not row.value:
                     continue
-            keep.append(i)
-        stats = stats.set_column(stats.schema.get_field_index("value"), "value", pa.array(value, pa.float64()))
-        return stats.take(keep)
-
-
-#: what an alert adds to ``worker.OUTPUT``: its events as JSON (type and
-#: attributes, in ``events`` order) and the event time of its last event (ns)
-ALERT = pa.schema([("attributes", pa.list_(pa.string())), ("end_time", pa.int64())])
+            keep.append(row)
+        return telemetry_table(keep)
 
 
 def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: list[Any] | None = None) -> pa.Table:
@@ -236,20 +231,14 @@ def check_format(found: int, where: str) -> None:
 def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
     """Per query, a histogram of its matches' end-to-end latency."""
     if not found:
-        return rows_of(kind=[])
+        return telemetry_table([])
     order = np.asarray(positions, dtype=np.int64)
     at = np.asarray(arrived, dtype=np.int64)[np.searchsorted(order, [m.end for m in found])]
     buckets = (np.maximum(now_ms - at, 0) // E2E_MS) * E2E_MS
     counts: dict[tuple[str, int], int] = {}
     for m, b in zip(found, buckets.tolist(), strict=True):
         counts[(m.query, b)] = counts.get((m.query, b), 0) + 1
-    keys = sorted(counts)
-    return rows_of(
-        kind=[E2E] * len(keys),
-        query=[q for q, _ in keys],
-        bin=[b for _, b in keys],
-        value=[float(counts[k]) for k in keys],
-    )
+    return telemetry_table(Telemetry(E2E, q, b, None, float(n)) for (q, b), n in sorted(counts.items()))
 
 
 def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> EventBatch:
@@ -264,7 +253,7 @@ def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> 
 
 
 def snapshot(state: Any) -> bytes:
-    """The bytes of a group's state. The plan's compiled conditions are
+    """The bytes of a key group's state. The plan's compiled conditions are
     closures, hence cloudpickle; the tECS is deep, hence a thread with room."""
     from pyspark import cloudpickle
 
@@ -272,7 +261,7 @@ def snapshot(state: Any) -> bytes:
 
 
 def restore(data: bytes) -> Any:
-    """A group's state from ``snapshot``'s bytes."""
+    """A key group's state from ``snapshot``'s bytes."""
     return _deep(pickle.loads, data)
 
 
@@ -301,3 +290,17 @@ def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
+
+    def __getattr__(name: str) -> Any:
+        if name == "StreamGroup":
+            warnings.warn(
+                "sharp_cer.spark.stream_group.StreamGroup is sharp_cer.spark.stream_key_group.KeyGroupStream since "
+                "sharp-cer 0.2.0, and the old names go in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return KeyGroupStream
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
