@@ -1,11 +1,16 @@
 """The Spark pipeline: batch detection over DataFrames and files
 (``detect``, ``run_detection``), streaming detection (``detect_stream``), one engine per partition key on the
 workers, and the session it runs on (``spark_session``). Importing this
-package does not import PySpark; calling into it does."""
+package does not import PySpark, calling into it does; without PySpark
+installed it raises ``MissingExtraError`` (the ``spark`` extra installs it)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from sharp_cer._extras import check
+
+check(["pyspark"], "sharp_cer.spark")
 
 __all__ = ["Detection", "detect", "detect_stream", "join_events", "match_recognize", "run_detection", "spark_session"]
 
