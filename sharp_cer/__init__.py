@@ -15,7 +15,8 @@ from typing import Any
 
 from .errors import SharpCerError
 
-__version__ = "0.1.0"
+#: the release; pyproject.toml's version and the installed metadata's agree (tests/test_packaging.py)
+__version__ = "0.2.0"
 
 _LAZY = {
     "parse_query": "sharp_cer.language",

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._extras import check as check_extras
 from .errors import SharpCerError, SurfaceError
 from .events.match import Match
 from .language import LatencyBound, Schema, Workload, load_workload, parse_and_check
@@ -118,6 +119,7 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
     over the stream into ``out_dir/NAME.png``."""
     from .events.generators import generate, write_core_csv
 
+    check_extras(["pyspark", "matplotlib"], "sharp-cer demo")  # before any work; main prints it
     files = sorted(configs.glob("*.toml"))
     if not files:
         print(
@@ -703,6 +705,7 @@ def stream(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run a workload over a folder of arriving files on Spark streaming;
     print the summary (engine latency in cost units, end-to-end latency in
     ms) and write it to OUT/summary.json beside the output's Parquet files."""
+    check_extras(["pyspark"], "sharp-cer stream")  # main prints it
     from .spark.session import spark_session
     from .spark.stream import StreamSettings, run_stream, stream_conf
     from .spark.stream_group import check_live_bounds
@@ -738,6 +741,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     latency against the bounds) and write it as JSON, with a PNG of matches
     and latency over the stream."""
     try:
+        check_extras(["pyspark", "matplotlib"], "sharp-cer run")
         workload = load_workload(options.workload)
     except SharpCerError as exc:
         print(exc, file=err)
@@ -1034,6 +1038,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader stopped reading: what it did not read goes nowhere, without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_PIPE_CLOSED
+    except SharpCerError as exc:  # raised before a command's own handling: an extra not installed
+        print(exc, file=sys.stderr)
+        code = EXIT_INVALID
     except KeyboardInterrupt:
         # Ctrl-C, without a traceback: output files were closed by their
         # ``with`` blocks on the way out

@@ -42,3 +42,10 @@ class SurfaceError(SharpCerError):
 
 class RecognizeError(SharpCerError):
     """A MATCH_RECOGNIZE clause is malformed, unsupported, or failed on its rows."""
+
+
+class MissingExtraError(SharpCerError, ImportError):
+    """An optional dependency is not installed: PySpark (the ``spark``
+    extra) or matplotlib and pydot (the ``plot`` extra). Any layer may raise
+    it, through ``sharp_cer._extras.require``; it is an ``ImportError`` too,
+    so code that guards an import the usual way still catches it."""

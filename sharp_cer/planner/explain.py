@@ -34,6 +34,8 @@ from typing import Any
 
 import networkx as nx
 
+from sharp_cer._extras import require
+
 from .compile import group_automaton
 from .plan import Group, Plan
 from .predicates import ConditionAtom, TypeAtom, describe, guard_atoms
@@ -237,7 +239,7 @@ def to_dot(plan: Plan) -> str:
 
 
 def _pydot(plan: Plan) -> Any:
-    import pydot  # only explain --dot needs it
+    pydot = require("pydot", "the plan's DOT graph (explain --dot)")
 
     dot = pydot.Dot("plan", graph_type="digraph", rankdir="LR")
     for index, group in enumerate(plan.groups):
@@ -278,8 +280,7 @@ def draw(plan: Plan, path: str | Path, max_states: int = 400) -> None:
     ...     draw(plan, os.path.join(d, "plan.png")); os.path.getsize(os.path.join(d, "plan.png")) > 0
     True
     """
-    import matplotlib
-
+    matplotlib = require("matplotlib", "the plan's drawing (explain --png)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

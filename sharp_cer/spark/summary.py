@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sharp_cer._extras import require
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.engine.queueing import QueueLog
 
@@ -131,8 +132,7 @@ class Summary:
     def plot(self, path: str) -> None:
         """Draw matches and latency (largest and mean per bin) over the
         stream, one colour per query, into a PNG."""
-        import matplotlib
-
+        matplotlib = require("matplotlib", "the summary's plot")
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
