@@ -19,7 +19,7 @@ from ..language import Schema, Workload, load_workload
 from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_option
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
-from .shed import ShedOptions, judges, make_shedder, shed_stats, summary_table
+from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,16 @@ class _Inputs:
     schema: Schema
     queries: list[tuple[str, Any]]
     lateness: int
-    tenants: dict[str, str]
     workload: Workload | None
 
-    def in_order(self, found: list[Any]) -> list[Any]:
-        """By end, then by query as given, start and events (the reference's order within an end)."""
-        order = {name: i for i, (name, _) in enumerate(self.queries)}
-        return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
+    def to_write(self, found: list[Any], left: int | None, *, ordered: bool) -> list[Any]:
+        """The matches to write, in order (by end, then by query as given,
+        start and events: the reference's order within an end; ``ordered``:
+        they are already), and at most ``left`` of them (None: all)."""
+        if not ordered:
+            order = {name: i for i, (name, _) in enumerate(self.queries)}
+            found = sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
+        return found if left is None else found[:left]
 
 
 @dataclass(frozen=True)
@@ -215,29 +218,29 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
 
 
 def _inputs(options: MatchOptions) -> _Inputs:
-    """The workload's queries, schema, lateness and tenants, or the query files' over the schema."""
+    """The workload's queries, schema and lateness, or the query files' over the schema."""
     if options.workload is not None:
         workload = load_workload(options.workload)
         queries: list[tuple[str, Any]] = [(q.name, q.checked) for q in workload.queries]
-        tenants = {q.name: q.tenant for q in workload.queries}
-        return _Inputs(workload.schema, queries, workload.allowed_lateness, tenants, workload)
+        return _Inputs(workload.schema, queries, workload.allowed_lateness, workload)
     assert options.schema is not None
     schema, queries = schema_and_queries(options.schema, options.queries)
-    return _Inputs(schema, queries, options.allowed_lateness or 0, {}, None)
+    return _Inputs(schema, queries, options.allowed_lateness or 0, None)
 
 
 def _by_reference(options: MatchOptions, inputs: _Inputs, chunks: Iterator[Any], tally: Any, sink: Any) -> _Outcome:
     """The reference oracle's matches over the whole file."""
+    from ..builder import tenants_of
     from ..events.loaders import collect
     from ..reference import evaluate
 
     batch, report = collect(chunks, options.events)
     tally.add(report)
     result = evaluate(inputs.queries, batch)
-    tenants = inputs.tenants
+    tenants = tenants_of(inputs.workload)
     found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
     if not options.count:
-        sink.write(inputs.in_order(found)[: options.limit])
+        sink.write(inputs.to_write(found, options.limit, ordered=False))
     footer = f"conditions out of their math domain: {result.domain_errors}"
     return _Outcome({name: len(result.per_query[name]) for name, _ in inputs.queries}, footer)
 
@@ -247,38 +250,37 @@ def _by_engine(
 ) -> _Outcome:
     """The engine's matches, chunk by chunk, shedding to the bound if one is given; ``to``: the tally and the sink."""
     from ..api import Detector
-    from ..planner import compile_plan
+    from ..builder import DetectorBuilder, DetectorConfig
 
-    workload, lateness = inputs.workload, inputs.lateness
-    plan = compile_plan(inputs.queries, counting=options.count)
-    if shed.capacity is None and workload is not None and workload.capacity is not None:
-        shed = replace(shed, capacity=workload.capacity)
-    shedder, judged = None, None
-    if workload is not None and not shed.bounded:
-        from ..shedding.bounds import judged_bounds
+    lateness = inputs.lateness
+    first = next(chunks, None) if shed.bounded else None  # an empty file sheds nothing
+    settings = DetectorConfig(
+        shedder=shed.shedder if first is not None else None, seed=shed.seed, bound=shed.bound,
+        sketch_attributes=shed.sketch_attributes, capacity=shed.capacity, count_only=options.count,
+    )  # fmt: skip
+    builder = DetectorBuilder(
+        inputs.schema, inputs.queries, settings, workload=inputs.workload, allowed_lateness=lateness
+    )
+    shed = replace(shed, capacity=builder.capacity)  # the workload's, unless --capacity
+    reference_ms, config = None, None
+    if first is not None:
+        chunks = itertools.chain([first], chunks)
 
-        judged = judged_bounds(workload)  # without a shedder, the workload's bounds are still judged
-    if shed.bounded:
-        first = next(chunks, None)
-        if first is not None:
-            chunks = itertools.chain([first], chunks)
+        def reread() -> Iterator[Any]:
+            return (b for b, _ in event_chunks(options.events, inputs.schema, lateness))
 
-            def reread() -> Iterator[Any]:
-                return (b for b, _ in event_chunks(options.events, inputs.schema, lateness))
-
-            shedder = make_shedder(shed, plan, first[0], reread, err, workload, lateness)
-    detector = Detector(
-        plan,
-        inputs.schema,
-        count_only=options.count,
-        shedder=shedder,
+        if builder.needs_reference:
+            reference_ms = reference_latency(shed, builder.plan, first[0], reread, lateness)
+        config = builder.shed_config(reference_ms)
+        warn_floors(shed, builder.plan, config, first[0], err, lateness)
+    judged = builder.judged_bounds(reference_ms)
+    detector = Detector.from_builder(
+        builder,
+        reference_ms=reference_ms,
+        shed_config=config,
         record_latency=shed.stats is not None or shed.bounded or judges(judged, shed),
         record_service=False,  # the summary reads the queue log, whose memory does not grow
-        allowed_lateness=lateness,
-        tenants=inputs.tenants,
-        capacity=shed.capacity,
         pace=shed.pace,
-        bounds=judged,
     )
     left = _write(options, inputs, detector, chunks, *to)
     return _engine_outcome(options, shed, detector, judged, left)
@@ -296,10 +298,9 @@ def _write(options: MatchOptions, inputs: _Inputs, detector: Any, chunks: Any, t
             break
         tally.add(report)
         chunk: list[Any] = detector.feed_lines(batch) if as_lines else detector.feed(batch)
-        if len(inputs.queries) > 1:
-            chunk = inputs.in_order(chunk)  # one query's come in that order (Engine.process)
+        # one query's come in order (Engine.process)
+        chunk = inputs.to_write(chunk, left, ordered=len(inputs.queries) == 1)
         if left is not None:
-            chunk = chunk[:left]
             left -= len(chunk)
         (sink.write_lines if as_lines else sink.write)(chunk)
     return left

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..language import LatencyBound, Workload
+from ..language import LatencyBound
 
 
 @dataclass(frozen=True)
@@ -63,49 +63,31 @@ class ShedOptions:
         return Pace(rate=self.rate, speed=self.speed) if self.rate or self.speed else None
 
 
-def make_shedder(
-    options: ShedOptions,
-    plan: Any,
-    first: Any,
-    reread: Callable[[], Iterator[Any]],
-    err: TextIO,
-    workload: Workload | None = None,
-    allowed_lateness: int = 0,
-) -> Any:
-    """The shedder the options ask for, with every query bounded; a
-    workload gives its weights and sketch attributes. A fraction bound runs
-    the engine unshedded first over the batches ``reread`` reads again,
-    under the same arrivals. A bound below the update floor is said on
-    ``err`` before the run, measured on ``first`` (the first batch)."""
-    from ..shedding import ShedConfig
-    from ..shedding import make_shedder as shedder_named
-    from ..shedding.bounds import floor_warnings, resolve_bounds, unshedded_latency
+def reference_latency(
+    options: ShedOptions, plan: Any, first: Any, reread: Callable[[], Iterator[Any]], allowed_lateness: int = 0
+) -> dict[str, float]:
+    """Each query's mean latency in an unshedded run over the batches
+    ``reread`` reads again, under the arrivals of the options' pace from
+    ``first`` (the first batch) on: what a fraction bound is a fraction of."""
+    from ..shedding.bounds import unshedded_latency
 
-    given = {q.name: q for q in workload.queries} if workload is not None else {}
-    names = [q.name for q in plan.queries if q.name not in given or given[q.name].shed]
-    bound = options.bound
+    pace = options.pace
+    origin = pace.origin(first)
+    batches, again = itertools.tee(reread())  # read in step: tee holds one batch
+    arrivals = (pace.arrivals(b, origin) for b in again)
+    return unshedded_latency(plan, batches, arrivals, options.capacity, allowed_lateness=allowed_lateness)
+
+
+def warn_floors(options: ShedOptions, plan: Any, config: Any, first: Any, err: TextIO, allowed_lateness: int) -> None:
+    """Say on ``err``, before the run, each bound below the update floor,
+    measured on ``first`` (the first batch) under the options' pace."""
+    from ..shedding.bounds import floor_warnings
+
     pace, capacity = options.pace, options.capacity
-    assert bound is not None
-    reference_ms = None
-    if bound.fraction is not None:
-        origin = pace.origin(first)
-        batches, again = itertools.tee(reread())  # read in step: tee holds one batch
-        arrivals = (pace.arrivals(b, origin) for b in again)
-        reference_ms = unshedded_latency(plan, batches, arrivals, capacity, allowed_lateness=allowed_lateness)
-    units, ms = resolve_bounds(dict.fromkeys(names, bound), reference_ms=reference_ms)
-    attributes = {
-        name: tuple(
-            dict.fromkeys([*(given[name].sketch_attributes if name in given else ()), *options.sketch_attributes])
-        )
-        for name in names
-    }
-    weights = {name: given[name].weight for name in names if name in given}
-    config = ShedConfig(bounds=units, bounds_ms=ms, weights=weights, sketch_attributes=attributes, seed=options.seed)
     sample = first.take(list(range(min(len(first), 2000))))
     at = pace.arrivals(sample) if pace is not None else None
     for line in floor_warnings(plan, config, sample, capacity, at, allowed_lateness=allowed_lateness):
         print(f"warning: {line}", file=err)
-    return shedder_named(options.shedder, config)
 
 
 def judges(bounds: tuple[dict[str, float], dict[str, float]] | None, options: ShedOptions) -> bool:
