@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
@@ -34,6 +35,8 @@ from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from sharp_cer.shedding import ShedConfig
 
 
 #: In wall mode, replayed events are served in slices of this many seconds of arrivals.
@@ -172,19 +175,31 @@ class Detector:
         >>> d.allowed_lateness, d.tenants, d.shedder.config.bounds
         (5, {'q': 't'}, {})
         """
-        options.setdefault("allowed_lateness", workload.allowed_lateness)
-        options.setdefault("capacity", workload.capacity)
-        options.setdefault("tenants", {q.name: q.tenant for q in workload.queries})
-        from sharp_cer.shedding.bounds import judged_bounds, workload_config
+        config = DetectorConfig(shedder=shedder, seed=seed, count_only=options.get("count_only", False))
+        return cls.from_builder(DetectorBuilder.for_workload(workload, config), reference_ms=reference_ms, **options)
 
-        if shedder is not None:
-            from sharp_cer.shedding import make_shedder
+    @classmethod
+    def from_builder(
+        cls,
+        builder: DetectorBuilder,
+        *,
+        reference_ms: Mapping[str, float] | None = None,
+        shed_config: ShedConfig | None = None,
+        **options: Any,
+    ) -> Detector:
+        """A detector of the builder's plan and schema, with the tenants,
+        lateness, capacity, shedder and judged bounds it builds (bounds given
+        as fractions taken of ``reference_ms``, see ``sharp_cer.builder``;
+        the shedder's configuration ``shed_config``, when the caller built it
+        already); ``options`` add to them or override them.
 
-            options["shedder"] = make_shedder(shedder, workload_config(workload, seed=seed, reference_ms=reference_ms))
-        else:
-            options.setdefault("bounds", judged_bounds(workload, reference_ms))
-        plan = compile_plan([(q.name, q.checked) for q in workload.queries], counting=options.get("count_only", False))
-        return cls(plan, workload.schema, **options)
+        >>> from sharp_cer.builder import DetectorConfig
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> b = DetectorBuilder(s, [("q", parse_and_check("SELECT * WHERE A WITHIN 1 EVENTS", s))], DetectorConfig())
+        >>> Detector.from_builder(b, history=True).history
+        True
+        """
+        return cls(builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options})
 
     def feed(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)

@@ -134,6 +134,7 @@ def test_a_broken_worker_connection_ends_a_spark_command_with_one_line(
     command: str,
 ) -> None:
     import sharp_cer.cli as cli
+    import sharp_cer.cli.demo as cli_demo
     import sharp_cer.spark.pipeline as pipeline
     import sharp_cer.spark.session as session
     import sharp_cer.spark.stream as stream
@@ -144,7 +145,7 @@ def test_a_broken_worker_connection_ends_a_spark_command_with_one_line(
     monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
     monkeypatch.setattr(pipeline, "run_detection", lost)
     monkeypatch.setattr(stream, "run_stream", lost)
-    monkeypatch.setattr(cli, "_demo_on_spark", lost)
+    monkeypatch.setattr(cli_demo, "_demo_on_spark", lost)
     configs = Path(__file__).parent.parent / "configs"
     workload, out, src = str(configs / "stock_trading.toml"), tmp_path / "o", tmp_path / "src"
     (tmp_path / "e.csv").write_text("")

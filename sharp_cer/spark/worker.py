@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 
 from sharp_cer.api import Detector, matches_to_arrow
+from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_arrow
@@ -132,26 +133,12 @@ class KeyGroupRun:
             self.detector = self._detector(None)
 
     def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
-        if self.job.shedder:
-            from sharp_cer.shedding import make_shedder
-            from sharp_cer.shedding.bounds import workload_config
-
-            config = workload_config(self.workload, seed=self.job.seed, reference_ms=reference_ms)
-            self.shedder = make_shedder(self.job.shedder, config)
-        from sharp_cer.shedding.bounds import judged_bounds
-
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
-        return Detector(
-            self.plan,
-            self.workload.schema,
-            history=False,
-            allowed_lateness=self.workload.allowed_lateness,
-            shedder=self.shedder,
-            record_latency=True,
-            tenants=self.tenant,
-            capacity=self.workload.capacity,
-            bounds=judged_bounds(self.workload),
-        )
+        config = DetectorConfig(shedder=self.job.shedder or None, seed=self.job.seed)
+        builder = DetectorBuilder.for_workload(self.workload, config, plan=self.plan)
+        detector = Detector.from_builder(builder, reference_ms=reference_ms, history=False, record_latency=True)
+        self.shedder = detector.shedder
+        return detector
 
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the key group's next events; return their matches."""

@@ -1,0 +1,175 @@
+"""One way from a workload (or queries over a schema) to a detector.
+
+The CLI's ``match``, the Python API (``Detector.from_workload``) and Spark's
+workers turn queries into a detector here: the plan, each query's tenant,
+the allowed lateness, the capacity, the bounds judged without a shedder, and
+the shedder with its bounds, weights and sketch attributes. A bound given as
+a fraction is of each query's mean latency in an unshedded run
+(``needs_reference``): the caller measures it over its own events
+(``sharp_cer.shedding.bounds.unshedded_latency``) and passes it as
+``reference_ms``.
+
+>>> from sharp_cer.language import parse_workload
+>>> w = parse_workload('''
+... [workload]
+... name = "w"
+... schema = "CREATE STREAM S { EVENT A { x:int } }"
+... capacity = 1000
+... [[query]]
+... name = "q"
+... tenant = "t"
+... latency_bound = "50%"
+... text = "SELECT * WHERE A WITHIN 1 EVENTS"
+... ''')
+>>> b = DetectorBuilder.for_workload(w, DetectorConfig(shedder="truncate"))
+>>> b.tenants, b.capacity, b.needs_reference
+({'q': 't'}, 1000.0, True)
+>>> b.shed_config({"q": 8.0}).bounds_ms
+{'q': 4.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sharp_cer.language import CheckedQuery, LatencyBound, Schema, Workload
+from sharp_cer.planner import Plan, compile_plan
+
+if TYPE_CHECKING:
+    from sharp_cer.shedding import ShedConfig
+
+
+def tenants_of(workload: Workload | None) -> dict[str, str]:
+    """Each query's tenant, carried by its matches (none without a workload)."""
+    return {q.name: q.tenant for q in workload.queries} if workload is not None else {}
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """How queries become a detector: the shedder (a name of
+    ``shedding.SHEDDERS``; None: no shedding) and its seed; ``bound``, one
+    latency bound for every query that may be shed instead of each query's
+    own (the CLI's ``--latency-bound``); ``sketch_attributes`` added to each
+    such query's; ``capacity`` in cost units per second (None: the
+    workload's); ``count_only``: a plan that counts matches."""
+
+    shedder: str | None = None
+    seed: int = 0
+    bound: LatencyBound | None = None
+    sketch_attributes: tuple[str, ...] = ()
+    capacity: float | None = None
+    count_only: bool = False
+
+
+class DetectorBuilder:
+    """The parts of a detector for named, checked queries over a schema,
+    and the workload that gives their tenants, weights, bounds, sketch
+    attributes, lateness and capacity (None: queries alone, without
+    tenants). ``plan``: the queries' plan, compiled already (Spark's
+    workers keep one per lane); default: compiled here, once."""
+
+    def __init__(
+        self,
+        schema: Schema,
+        queries: Sequence[tuple[str, CheckedQuery]],
+        config: DetectorConfig,
+        *,
+        workload: Workload | None = None,
+        allowed_lateness: int = 0,
+        plan: Plan | None = None,
+    ) -> None:
+        self.schema = schema
+        self.queries = list(queries)
+        self.config = config
+        self.workload = workload
+        self.allowed_lateness = workload.allowed_lateness if workload is not None else allowed_lateness
+        self.plan = plan if plan is not None else compile_plan(self.queries, counting=config.count_only)
+        #: each query's tenant, carried by its matches (none without a workload)
+        self.tenants = tenants_of(workload)
+        #: cost units served per second (None: wall time)
+        self.capacity = config.capacity
+        if self.capacity is None and workload is not None:
+            self.capacity = workload.capacity
+
+    @classmethod
+    def for_workload(cls, workload: Workload, config: DetectorConfig, plan: Plan | None = None) -> DetectorBuilder:
+        """The builder of every query of a workload."""
+        queries = [(q.name, q.checked) for q in workload.queries]
+        return cls(workload.schema, queries, config, workload=workload, plan=plan)
+
+    @property
+    def _bounds(self) -> dict[str, LatencyBound]:
+        """The bound of each query that may be shed: the config's one, else each query's own."""
+        if self.config.bound is not None:
+            given = {q.name: q for q in self.workload.queries} if self.workload is not None else {}
+            return {q.name: self.config.bound for q in self.plan.queries if q.name not in given or given[q.name].shed}
+        if self.workload is None:
+            return {}
+        return {q.name: q.latency_bound for q in self.workload.queries if q.shed and q.latency_bound is not None}
+
+    @property
+    def needs_reference(self) -> bool:
+        """Whether the shedder's bounds need each query's mean latency in an
+        unshedded run (``reference_ms``): a bound given as a fraction."""
+        return self.config.shedder is not None and any(b.fraction is not None for b in self._bounds.values())
+
+    def shed_config(self, reference_ms: Mapping[str, float] | None = None) -> ShedConfig:
+        """The shedder's bounds (fractions of ``reference_ms``), weights,
+        sketch attributes and seed. With the config's one bound, only the
+        queries it bounds get weights and sketch attributes (the workload's
+        and the config's); else every query of the workload gets its own."""
+        from sharp_cer.shedding import ShedConfig
+        from sharp_cer.shedding.bounds import resolve_bounds, workload_config
+
+        config = self.config
+        if config.bound is None and self.workload is not None:
+            return workload_config(self.workload, seed=config.seed, reference_ms=reference_ms)
+        bounds = self._bounds
+        units, ms = resolve_bounds(bounds, reference_ms=reference_ms)
+        given = {q.name: q for q in self.workload.queries} if self.workload is not None else {}
+        attributes = {
+            name: tuple(
+                dict.fromkeys([*(given[name].sketch_attributes if name in given else ()), *config.sketch_attributes])
+            )
+            for name in bounds
+        }
+        weights = {name: given[name].weight for name in bounds if name in given}
+        return ShedConfig(bounds=units, bounds_ms=ms, weights=weights, sketch_attributes=attributes, seed=config.seed)
+
+    def judged_bounds(
+        self, reference_ms: Mapping[str, float] | None = None
+    ) -> tuple[dict[str, float], dict[str, float]] | None:
+        """The bounds a run without a shedder is judged against (ms, cost
+        units): the workload's (``shedding.bounds.judged_bounds``); None with
+        a shedder (its own bounds are judged), with the config's one bound,
+        or without a workload."""
+        if self.config.shedder is not None or self.config.bound is not None or self.workload is None:
+            return None
+        from sharp_cer.shedding.bounds import judged_bounds
+
+        return judged_bounds(self.workload, reference_ms)
+
+    def shedder(self, reference_ms: Mapping[str, float] | None = None, config: ShedConfig | None = None) -> Any:
+        """The config's shedder over ``shed_config(reference_ms)`` (or the
+        ``config`` given, built from it), or None."""
+        if self.config.shedder is None:
+            return None
+        from sharp_cer.shedding import make_shedder
+
+        return make_shedder(self.config.shedder, config if config is not None else self.shed_config(reference_ms))
+
+    def detector_options(
+        self, reference_ms: Mapping[str, float] | None = None, shed_config: ShedConfig | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``Detector`` (``api.Detector.from_builder``)
+        that come from the workload and the config."""
+        return {
+            "allowed_lateness": self.allowed_lateness,
+            "capacity": self.capacity,
+            "tenants": self.tenants,
+            "count_only": self.config.count_only,
+            "shedder": self.shedder(reference_ms, shed_config),
+            "bounds": self.judged_bounds(reference_ms),
+        }
