@@ -538,15 +538,14 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shedding: ShedOptions
                     pace=shedding.pace,
                     bounds=judged,
                 )
-                if left is not None and not options.count:
-                    detector.engine.quota = left
                 # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
                 as_lines = sink.lines and len(queries) == 1 and not options.count
                 for batch, report in chunks:
                     if left is not None and left <= 0 and not options.count:
                         break
                     tally.add(report)
-                    chunk: list[Any] = detector.feed_lines(batch) if as_lines else detector.feed(batch)
+                    quota = left if not options.count else None  # matches still wanted
+                    chunk: list[Any] = (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota)
                     if len(queries) > 1:
                         chunk = in_order(chunk)  # one query's come in that order (Engine.process)
                     if left is not None:

@@ -33,15 +33,12 @@ import math
 import pickle
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from sharp_cer.engine.latency import LatencyLog
-from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
@@ -119,14 +116,14 @@ class StreamGroup(GroupRun):
         # restore resumes the same backlog instead of queueing behind the old clock
         state = self.__dict__.copy()
         if self.detector is not None:
-            state["server_ahead"] = self.detector.engine.server.free - time.perf_counter()
+            state["server_ahead"] = self.detector.engine.observers.ahead()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         ahead = state.pop("server_ahead", -math.inf)  # a snapshot without it: the server starts idle
         self.__dict__.update(state)
         if self.detector is not None:
-            self.detector.engine.server.free = time.perf_counter() + ahead
+            self.detector.engine.observers.resume(ahead)
 
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream
@@ -137,9 +134,7 @@ class StreamGroup(GroupRun):
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
         # each release reports its own latencies; emptied now, the logs stay out of the snapshot
-        self.detector.engine.latency = LatencyLog()
-        queue = self.detector.engine.queue  # against the same bounds
-        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
+        self.detector.engine.observers.fresh()
         self.match_bins.clear()
         alerts = self._alerts(found)
         self._forget()

@@ -230,7 +230,7 @@ class GroupRun:
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
-        log = engine.latency
+        log, queue = engine.observers.latency, engine.observers.queue
         assert log is not None
         report = self.shedder.report() if self.shedder is not None else {}
         counts = detector.counts
@@ -256,13 +256,13 @@ class GroupRun:
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
                 counters.update({f"cut_{k}": v for k, v in summaries[name]["cuts"].items()})
-                histogram = engine.queue.histogram(name) if engine.queue is not None else None
+                histogram = queue.histogram(name) if queue is not None else None
                 if histogram is not None:
                     # engine-side latency: from an event's arrival at the worker to its matches
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
-                if engine.queue is not None and "over_bound" in (judged := engine.queue.summary(name)):
+                if queue is not None and "over_bound" in (judged := queue.summary(name)):
                     counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]
