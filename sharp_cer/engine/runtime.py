@@ -112,7 +112,11 @@ class _Feed(NamedTuple):
 
 
 class QueryGroupRunner:
-    """Algorithm 1 for one query group, over all its partitions.
+    """Algorithm 1 for one query group, over all its partitions: it reads
+    the compiled query group (``compiled``, shared, immutable but for the
+    determinizer's cache), changes only its live state (``state``, plain
+    data: ``engine.state``) and reports to the engine's observers. The
+    rest of its fields are the event in process's scratch.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
