@@ -201,14 +201,17 @@ class Detector:
         """
         return cls(builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options})
 
-    def feed(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[Match]:
+    def feed(
+        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+    ) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes, in order of their end; they
         are also in ``matches`` (see the class example). ``arrivals`` are
         the events' arrivals in seconds (a float array, one per event: the
         rows loaded), for events replayed on a timeline of the caller's
-        (default: the pace's, or now)."""
-        found = self._process(events, arrivals)
+        (default: the pace's, or now). ``quota``: how many matches are
+        still wanted (None: all; ``Engine.process``)."""
+        found: list[Match] = self._process(events, arrivals, quota, None)
         if self.tenants:
             tenants = self.tenants
             found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
@@ -216,7 +219,9 @@ class Detector:
             self.matches.extend(found)
         return found
 
-    def feed_lines(self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None) -> list[str]:
+    def feed_lines(
+        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+    ) -> list[str]:
         """``feed``, returning the matches' output lines (``Match.to_json``,
         tenants included) instead of the matches. A detector of one query
         without ``history`` builds them without Match objects where nothing
@@ -231,16 +236,20 @@ class Detector:
         """
         if len(self.plan.queries) != 1 or self.history:
             # several queries' matches are ordered by the caller (see ``feed``)
-            return [m.to_json() for m in self.feed(events, arrivals=arrivals)]
-        self.engine.lines = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
-        try:
-            lines: list[str] = self._process(events, arrivals)  # type: ignore[assignment]
-        finally:
-            self.engine.lines = None
+            return [m.to_json() for m in self.feed(events, arrivals=arrivals, quota=quota)]
+        tenants = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
+        lines: list[str] = self._process(events, arrivals, quota, tenants)
         return lines
 
-    def _process(self, events: EventBatch | pd.DataFrame | pa.Table, arrivals: Any) -> list[Match]:
-        """Load, check the order and run the engine (``feed``)."""
+    def _process(
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        arrivals: Any,
+        quota: int | None,
+        tenants: Mapping[str, str | None] | None,
+    ) -> list[Any]:
+        """Load, check the order and run the engine (``feed``; with
+        ``tenants``, ``feed_lines``): matches, or their lines."""
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
@@ -258,8 +267,15 @@ class Detector:
             self.matches = []
         self._batches.append(batch)
         parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
-        process = self.engine.process
-        return process(*parts[0]) if len(parts) == 1 else [m for part, at in parts for m in process(part, at)]
+        engine = self.engine
+        found: list[Any] = []
+        for part, at in parts:
+            left = None if quota is None else quota - len(found)  # the quota runs over the parts
+            if tenants is None:
+                found.extend(engine.process(part, at, quota=left))
+            else:
+                found.extend(engine.process_lines(part, tenants, at, quota=left))
+        return found
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
         """The batch with its events' arrivals (None: now, live), in the

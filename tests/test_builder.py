@@ -14,7 +14,7 @@ from sharp_cer.api import Detector
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.cli import main
 from sharp_cer.language import LatencyBound, Schema, parse_and_check, parse_workload
-from sharp_cer.spark.worker import GroupRun, Job
+from sharp_cer.spark.worker import Job, KeyGroupRun
 
 WORKLOAD = """
 [workload]
@@ -72,7 +72,7 @@ def _figures(detector: Detector) -> dict[str, Any]:
 
 def _spark_detector(shedder: str | None, reference_ms: dict[str, float] | None) -> Detector:
     w = parse_workload(WORKLOAD)
-    run = GroupRun(Job(w, (tuple(q.name for q in w.queries),), 10, shedder=shedder, seed=3), 0)
+    run = KeyGroupRun(Job(w, (tuple(q.name for q in w.queries),), 10, shedder=shedder, seed=3), 0)
     return run._detector(reference_ms)
 
 

@@ -249,8 +249,7 @@ def test_a_quota_stops_at_true_matches_and_skips_no_earlier_end(kinds: list[str]
     checked = [("q", parse_and_check(QUERIES[query], schema))]
     everything = {m.key() for m in evaluate(checked, batch).matches}
     detector = Detector.from_queries(checked, schema)
-    detector.engine.quota = quota
-    found = detector.feed(batch)
+    found = detector.feed(batch, quota=quota)
     assert len(found) == min(quota, len(everything)) and {m.key() for m in found} <= everything
     if found:  # one query group: every match ending before the last one out is out
         last = max(m.end for m in found)

@@ -1,7 +1,7 @@
 """The plain enumeration path against the general one and the reference
 evaluator. A query with no strategy, LIMIT or STRICT check, run without a
 shedder, a match quota or ``debug``, builds its matches straight from the
-walk (``GroupRunner._enumerate``): no candidate list, and the choice among
+walk (``QueryGroupRunner._enumerate``): no candidate list, and the choice among
 matches that share their interval and events only when two do. ``debug``
 takes the general path (it checks every candidate against the tECS
 invariants), so the two are compared on random workloads: the same matches,
@@ -110,6 +110,5 @@ def test_lines_of_several_groups_are_refused_with_a_hint() -> None:
     texts = ["SELECT * WHERE A ; B WITHIN 3 EVENTS", "SELECT * WHERE A ; C WITHIN 2 [t]"]
     engine = Engine(compile_plan([(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]))
     assert len(engine.runners) == 2
-    engine.lines = {"q0": None, "q1": None}
     with pytest.raises(EngineError, match=r"(?s)one query group, found 2.*hint: use Detector\.feed_lines"):
-        engine.process(to_batch([{"type": "A", "x": 1, "k": 0, "j": 0, "t": 0}]))
+        engine.process_lines(to_batch([{"type": "A", "x": 1, "k": 0, "j": 0, "t": 0}]), {"q0": None, "q1": None})

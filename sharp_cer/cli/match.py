@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SharpCerError
 from ..events.match import Match
@@ -20,6 +20,9 @@ from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_opt
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
+
+if TYPE_CHECKING:
+    from ..api import Detector
 
 
 @dataclass(frozen=True)
@@ -286,18 +289,19 @@ def _by_engine(
     return _engine_outcome(options, shed, detector, judged, left)
 
 
-def _write(options: MatchOptions, inputs: _Inputs, detector: Any, chunks: Any, tally: Any, sink: Any) -> int | None:
+def _write(
+    options: MatchOptions, inputs: _Inputs, detector: Detector, chunks: Any, tally: Any, sink: Any
+) -> int | None:
     """Feed the chunks and write their matches in order, up to the limit; the matches the limit has left."""
     left = options.limit
-    if left is not None and not options.count:
-        detector.engine.quota = left
     # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
     as_lines = sink.lines and len(inputs.queries) == 1 and not options.count
     for batch, report in chunks:
         if left is not None and left <= 0 and not options.count:
             break
         tally.add(report)
-        chunk: list[Any] = detector.feed_lines(batch) if as_lines else detector.feed(batch)
+        quota = left if not options.count else None  # matches still wanted: the engine stops at them
+        chunk: list[Any] = (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota)
         # one query's come in order (Engine.process)
         chunk = inputs.to_write(chunk, left, ordered=len(inputs.queries) == 1)
         if left is not None:

@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sharp_cer.language import ast
-from sharp_cer.planner.plan import Group, QueryPlan, window_bound
+from sharp_cer.planner.plan import QueryGroup, QueryPlan, window_bound
 
 #: Batches shorter than this are stepped whole: numpy's cost per call
 #: outweighs the steps saved (a long-running detector feeds a few events at a time).
@@ -66,7 +66,7 @@ class Density:
     margin: float
 
     @staticmethod
-    def of(group: Group, queries: Sequence[QueryPlan], lateness: float) -> Density | None:
+    def of(group: QueryGroup, queries: Sequence[QueryPlan], lateness: float) -> Density | None:
         """The test for ``group`` (None: it does not apply).
 
         >>> from sharp_cer.language import Schema, parse_and_check
@@ -100,7 +100,7 @@ class Density:
         return far(codes, values, self.fewest, self.bound, self.inclusive, self.margin)
 
 
-def match_reach(group: Group, queries: Sequence[QueryPlan], lateness: float) -> tuple[float, bool, float] | None:
+def match_reach(group: QueryGroup, queries: Sequence[QueryPlan], lateness: float) -> tuple[float, bool, float] | None:
     """The largest window of ``group`` (its bound, and whether a match may
     span the bound exactly) and the margin kept at batch edges (the window
     plus the allowed lateness), if only the events of a match decide the

@@ -20,19 +20,19 @@ import numpy as np
 import numpy.typing as npt
 
 from sharp_cer.events.batch import Column, EventBatch
-from sharp_cer.planner.plan import Group
+from sharp_cer.planner.plan import QueryGroup
 
 #: Which events of a batch (row indices, in order; None: all of them).
 Rows = npt.NDArray[np.intp] | None
 
 
-def visible(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
+def visible(group: QueryGroup, batch: EventBatch) -> npt.NDArray[np.bool_]:
     """Which events have a type the group reads."""
     codes = [code for code, e in enumerate(batch.event_types) if e in group.event_types]
     return np.isin(batch.codes, codes)
 
 
-def keyed(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
+def keyed(group: QueryGroup, batch: EventBatch) -> npt.NDArray[np.bool_]:
     """Which events have a partition key: an event without a value of some
     partition attribute (its type lacks it, or it is null) has none."""
     columns = [batch.columns.get(a) for a in group.partition_attributes]
@@ -44,7 +44,7 @@ def keyed(group: Group, batch: EventBatch) -> npt.NDArray[np.bool_]:
     return found
 
 
-def partition_keys(group: Group, batch: EventBatch, rows: Rows = None) -> list[Any]:
+def partition_keys(group: QueryGroup, batch: EventBatch, rows: Rows = None) -> list[Any]:
     """The partition key (its values of every partition attribute, as a
     tuple) of each event of ``rows``, which all have one (``keyed``)."""
     n = len(batch) if rows is None else len(rows)
@@ -72,7 +72,7 @@ def _pick(values: npt.NDArray[Any], rows: Rows) -> npt.NDArray[Any]:
     return values if rows is None else values[rows]
 
 
-def window_column(group: Group, batch: EventBatch, times: Column | None = None) -> Column | None:
+def window_column(group: QueryGroup, batch: EventBatch, times: Column | None = None) -> Column | None:
     """Each event's value of the group's window measure (None: no event has
     one); ``times`` is ``batch.times()`` if the caller has it already."""
     kind, attribute = group.window
@@ -93,7 +93,7 @@ def window_values(column: Column | None, n: int, rows: Rows = None) -> list[floa
     return _or_filler(column, float("nan"), rows)
 
 
-def partition_codes(group: Group, batch: EventBatch, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
     """An integer per event of ``rows`` (which all have a partition key),
     equal where their keys are equal. NaN values of a double attribute
     share a code (their keys never equal): the codes may only merge

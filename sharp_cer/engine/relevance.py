@@ -52,7 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sharp_cer.planner.automaton import Automaton
-from sharp_cer.planner.plan import Group, QueryPlan
+from sharp_cer.planner.plan import QueryGroup, QueryPlan
 from sharp_cer.planner.predicates import Guard
 
 from .density import match_reach
@@ -102,7 +102,7 @@ class Relevance:
         self.unsure = 0
 
     @staticmethod
-    def of(group: Group, queries: Sequence[QueryPlan], lateness: float) -> Relevance | None:
+    def of(group: QueryGroup, queries: Sequence[QueryPlan], lateness: float) -> Relevance | None:
         """The test for ``group`` (None: it does not apply).
 
         >>> from sharp_cer.language import Schema, parse_and_check

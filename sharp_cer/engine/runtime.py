@@ -1,12 +1,12 @@
 """The engine: CORE's Algorithm 1 per query group and partition key.
 
-For each event, every group that sees its type runs one step of Algorithm 1
+For each event, every query group that sees its type runs one step of Algorithm 1
 in the event's partition: a new run starts at the event (a bottom node from
 the initial deterministic state), every active deterministic state takes its
 marking and non-marking steps, nodes reaching the same state are united
 through union-lists, and for each final state the matches of its queries are
 enumerated, each query with its own window and projection. Runs whose every
-start is outside the largest window of the group are dropped, so their nodes
+start is outside the largest window of the query group are dropped, so their nodes
 become unreachable and Python frees them; a partition with no live run is
 evicted.
 
@@ -23,28 +23,27 @@ evicted.
 
 from __future__ import annotations
 
+import copy
 import gc
 import heapq
 import operator
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
-from sharp_cer.planner.plan import Group, Plan, QueryPlan, window_bound
-from sharp_cer.planner.predicates import guard_atoms
+from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
 from . import density
-from .conditions import Summaries
+from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
-from .density import Density
-from .determinize import Determinizer
 from .enumeration import EnumerationOrder, Walk, always, count_matches
 from .feed import (
     attribute_rows,
@@ -57,13 +56,21 @@ from .feed import (
     window_values,
 )
 from .latency import LatencyLog
+from .observers import Observers
 from .predicate_bits import PredicateBits
 from .queueing import Backlog, QueueLog, Server, finish_times, live_arrivals
-from .relevance import Relevance
 from .selection import SELECT, Projection, distinct, end_order, limit_order
 from .shedder_protocol import Progress, Shedder, WalkControl
 from .skipping import SkipIndex
-from .symbols import AtomColumns, SymbolTable
+from .state import (
+    FORMAT_VERSION,
+    SWEEP_EVERY,
+    EngineSnapshot,
+    Partition,
+    QueryGroupState,
+    plan_fingerprint,
+)
+from .symbols import AtomColumns
 from .tecs import BOTTOM, OUTPUT, Node, check_node, cut_old_branches, insert, merge, oldest_position
 
 _INF = float("inf")
@@ -73,51 +80,9 @@ _DEAD = ((), -1)
 #: most, and at least after a stretch was cut short.
 _STRETCH = 2048
 _MIN_STRETCH = 16
-#: Events between sweeps for idle partitions.
-SWEEP_EVERY = 1024
 #: Nodes a partition creates before its first cut of out-of-window branches
 #: (the default of ``Engine(cut_after=...)``).
 CUT_AFTER = 256
-
-
-class _Instance:
-    """The live runs of one group in one partition: active deterministic
-    states (insertion-ordered, as Algorithm 1 needs) to union-lists, and the
-    running maximum of the window measure."""
-
-    __slots__ = ("active", "created", "ghosts", "local", "merged", "reachable", "running_max")
-
-    def __init__(self) -> None:
-        self.active: dict[int, list[Node]] = {}
-        # states of runs dropped as out of every window, kept (without their
-        # nodes) where a consuming query must still see them complete
-        self.ghosts: set[int] = set()
-        self.local = -1  # the index of the latest event in the partition
-        # final states' union-lists merged for output, reused by the next
-        # event's step unless pruning shortened the list
-        self.merged: dict[int, Node] = {}
-        self.running_max = -_INF
-        # nodes created since the last cut, and what that cut left reachable:
-        # cutting again once as many were created keeps the cost amortized O(1)
-        self.created = 0
-        self.reachable = 0
-
-
-class _QueryWindow:
-    """One query's window test on start values against an end value."""
-
-    __slots__ = ("bound", "inclusive")
-
-    def __init__(self, query: QueryPlan) -> None:
-        self.bound, self.inclusive = window_bound(query.window)
-
-    def test(self, end_value: float) -> Callable[[float], bool]:
-        bound, inclusive = self.bound, self.inclusive
-        if bound == _INF:
-            return lambda start: True
-        if inclusive:
-            return lambda start: end_value - start <= bound
-        return lambda start: end_value - start < bound
 
 
 #: the walk of a query no shedder controls
@@ -127,8 +92,31 @@ _START_EVENTS = operator.itemgetter(0, 1)
 _Rows = list[tuple[int, tuple[int, ...], tuple[int, ...]]]  # (start, positions, labels)
 
 
-class GroupRunner:
-    """Algorithm 1 for one query group, over all its partitions.
+#: a value per event of a batch, by row (a dict: only the rows of the events seen)
+_PerRow = Sequence[Any] | dict[int, Any]
+
+
+class _Feed(NamedTuple):
+    """What the steps of a batch read (``QueryGroupRunner._feed``)."""
+
+    symbols: npt.NDArray[np.int64]
+    progress: list[float] | None
+    sees: int
+    keys: _PerRow
+    window: _PerRow
+    positions: _PerRow
+    attributes: _PerRow | None
+    listed: _PerRow
+    busy: npt.NDArray[np.bool_]
+    busy_now: list[bool]
+
+
+class QueryGroupRunner:
+    """Algorithm 1 for one query group, over all its partitions: it reads
+    the compiled query group (``compiled``, shared, immutable but for the
+    determinizer's cache), changes only its live state (``state``, plain
+    data: ``engine.state``) and reports to the engine's observers. The
+    rest of its fields are the event in process's scratch.
 
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> from sharp_cer.events.loaders import load_csv
@@ -140,76 +128,44 @@ class GroupRunner:
     (5, 0)
     """
 
-    def __init__(self, engine: Engine, group: Group, number: int = 0) -> None:
+    def __init__(self, engine: Engine, compiled: CompiledQueryGroup, state: QueryGroupState | None = None) -> None:
         self.engine = engine
-        self.group = group
-        self.number = number  # the group's index in the plan
-        self.plan = engine.plan
-        self.det = Determinizer(group.automaton, engine.cache_capacity)
-        self.queries = [engine.plan.queries[q] for q in group.queries]
-        self.windows = {q.id: _QueryWindow(q) for q in self.queries}
-        filters = [f for q in self.queries for f in q.filters]
-        self.summaries = Summaries(filters, self.plan.labels, _numeric(group)) if filters else None
-        self.checks = {
-            q.id: [self.summaries.checks[f.tag] for f in q.filters] if self.summaries else [] for q in self.queries
-        }
-        # a consuming query is a group of its own: it must see every run
-        # complete, in its window or not
-        self.consumes = any(q.consume != "NONE" for q in self.queries)
-        self.largest = max(w.bound for w in self.windows.values())
-        if self.consumes and filters:
-            self.largest = _INF  # a condition needs the nodes: no run is dropped
-        self.instances: dict[Any, _Instance] = {}
-        self.evicted = 0
-        self.latest_time = -_INF  # the largest primary time seen, for sweeps
-        self.symbols = SymbolTable(
-            sorted({a for ts in group.automaton.transitions for t in ts for a in guard_atoms(t.guard)})
-        )
-        # STRICT checked on marks counts a partition's every event
-        self.every_event = any(q.strict_by_filter for q in self.queries)
-        # which symbols can change nothing (None: every event is processed)
-        self.index = SkipIndex(self.det, self.symbols) if engine.skip and not self.every_event else None
+        self.compiled = compiled
+        self.state = state if state is not None else QueryGroupState()
+        # what the per-event loop reads of the compiled query group, bound once
+        self.group, self.number, self.plan = compiled.group, compiled.number, compiled.plan
+        self.det, self.queries, self.symbols = compiled.det, compiled.queries, compiled.symbols
+        self.summaries, self.checks, self.consumes = compiled.summaries, compiled.checks, compiled.consumes
+        self.by_position, self.reach, self.largest = compiled.by_position, compiled.reach, compiled.largest
+        # which symbols can change nothing (None: every event is processed);
+        # its flags follow the live states, so it is scratch, not compiled
+        self.index = SkipIndex(self.det, self.symbols) if compiled.skips else None
         # the index kept up to date in the batch in process (None: every event left is stepped)
         self.tracking = self.index
-        # which events are too far from the rest of their partition to be in a match
-        lone = engine.skip and engine.shedder is None
-        self.density = Density.of(group, self.queries, engine.allowed_lateness) if lone else None
-        # which events no accepted run can mark
-        self.relevance = Relevance.of(group, self.queries, engine.allowed_lateness) if lone else None
+        self.log = engine.observers.latency  # the service log, read at each batch
         self.steps_here = 0  # enumeration steps of the event in process
-        self.processed = 0
-        self.skipped = 0
-        # per mark label, the variables a match shows for it (not filter tags)
-        self.variables = [tuple(v for v in names if v[0] != "#") for names in self.plan.labels]
-        self.projections = {q.id: Projection(q, self.variables) for q in self.queries}
         self.transitions = 0  # booked on the clock after each batch
         self.nodes_created = 0
-        # the horizon: the window measure (the position, or the running
-        # maximum of the partition) minus how far back any window reaches
-        self.by_position = group.window[0] == "events"
-        self.reach = self.largest if self.by_position else self.largest + engine.allowed_lateness
-        self.next_sweep = SWEEP_EVERY
-        self.input_shed = 0  # events the shedder kept from the group
-        # the update units of the event in process before this group's step
+        # the update units of the event in process before this query group's step
         self.floor = 0
         self.row = 0  # the event's row in its batch
         self.began = 0.0  # when its step began (recording latency)
-        # the event's service units before this group's step (earlier groups' work)
+        # the event's service units before this query group's step (earlier query groups' work)
         self.served = 0
-        self.backlog: Backlog | None = None  # the queue as this group sees it, while it runs
+        self.backlog: Backlog | None = None  # the queue as this query group sees it, while it runs
         self.shedder = engine.shedder.for_group(self) if engine.shedder is not None else None
-        # the order the group's queries enumerate an event's matches in
+        # the order the query group's queries enumerate an event's matches in
         order = self.shedder.ranking() if self.shedder is not None else [q.id for q in self.queries]
         self.rank = {qid: k for k, qid in enumerate(order)}
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
-        """Process the events of ``batch`` this group sees (``steps``, all at once)."""
+        """Process the events of ``batch`` this query group sees (``steps``, all at once)."""
         try:
             next(self.steps(batch, atoms, out, units, floors))
         except StopIteration as stop:
             return int(stop.value)
-        raise EngineError("internal error: a group stopped at an event outside lockstep")
+        raise EngineError("internal error: a query group stopped at an event outside lockstep")
 
     def steps(
         self,
@@ -220,82 +176,30 @@ class GroupRunner:
         floors: list[int],
         lockstep: bool = False,
     ) -> Generator[int, None, int]:
-        """Process the events of ``batch`` this group sees, given every
+        """Process the events of ``batch`` this query group sees, given every
         atom's column; append their matches to ``out``, add each event's
         units to ``units`` (update and enumeration) and ``floors`` (update
         only) and return the update units spent. With a shedder, the
         engine's ``backlog`` is the queue it sees, and each event's work is
-        reported to it. In ``lockstep``, the group stops before each event
-        it processes, yielding its row, so the engine can serve the groups
+        reported to it. In ``lockstep``, the query group stops before each event
+        it processes, yielding its row, so the engine can serve the query groups
         event by event (``Engine.process``).
 
-        Events that can change nothing are skipped in bulk: an event is
-        processed only if its symbol starts a run or is *busy* for some
-        deterministic state live in some partition (``SkipIndex``). numpy
-        finds the busy events of a stretch of the batch; when a step makes a
-        symbol busy that was not, the stretch ends there and the next one
-        starts after the event; a symbol that became idle is passed over.
-        A group whose STRICT check counts every event of a partition
-        processes every event.
-
-        >>> from sharp_cer.language import Schema, parse_and_check
-        >>> from sharp_cer.events.loaders import load_csv
-        >>> from sharp_cer.planner import compile_plan
-        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
-        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
-        >>> [(m.start, m.end) for m in engine.process(load_csv("C,1\\nB,1\\nA,1\\nC,1\\nC,1\\nB,1\\n", s)[0])]
-        [(2, 5)]
-        >>> engine.runners[0].processed, engine.runners[0].skipped
-        (2, 4)
+        Events that can change nothing are skipped in bulk (``_feed``).
         """
         n = len(batch)
         if n == 0:
             return 0
-        symbols = self.symbols.encode(atoms, visible(self.group, batch) & keyed(self.group, batch))
-        times = batch.times() if self.group.window[0] == "time" else None
-        measure = window_column(self.group, batch, times)
-        # the stream's progress up to each event, skipped events included: a
-        # sweep in the middle of the batch must not judge by later events
-        progress: list[float] | None = None
-        if times is not None:
-            seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
-            progress = np.maximum.accumulate(seen).tolist() if n else []
-        sees = int(np.count_nonzero(symbols >= 0))
-        relevant = False  # whether (nearly) only events some accepted run may mark are left
-        if measure is not None and n >= density.SMALLEST_BATCH:
-            if self.density is not None:
-                self._drop_far(batch, symbols, measure)
-            if self.relevance is not None:
-                relevant = self._drop_idle(batch, symbols, measure)
-        # what the steps read, per event: for the live ones only when they are few
-        live = (symbols >= 0).nonzero()[0]
-        rows = live if len(live) * 4 < n else None
-        keys = spread(partition_keys(self.group, batch, rows), rows)
-        window = spread(window_values(measure, n, rows), rows)
-        positions = spread((batch.positions if rows is None else batch.positions[rows]).tolist(), rows)
-        attributes = spread(attribute_rows(self.summaries.attributes, batch, rows), rows) if self.summaries else None
-        bits = self.symbols.bits
-        listed = spread((symbols if rows is None else symbols[rows]).tolist(), rows)
-        # after the relevance test, the index would skip next to nothing
-        # (on the kleene stock shape it stepped 37,153 of the 37,168 events
-        # left) and keeping it up to date cost a third of the steps' time
-        index = self.tracking = None if relevant else self.index
-        if index is not None:
-            index.reset(s for inst in self.instances.values() for s in (*inst.active, *inst.ghosts))
-            busy, busy_now = index.flags, index.flag_list
-        else:
-            busy = np.ones(len(bits) + 1, dtype=bool)
-            busy[-1] = False  # id -1: events the group does not see
-            busy_now = busy.tolist()
-        clock = self.engine.clock
-        shedder, log = self.shedder, self.engine.latency
-        shed_before = self.input_shed
-        backlog = self.backlog = self.engine.backlog
+        feed = self._feed(batch, atoms)
+        symbols, progress, sees, keys, window, positions, attributes, listed, busy, busy_now = feed
+        index, bits = self.tracking, self.symbols.bits
+        clock, state, shedder = self.engine.clock, self.state, self.shedder
+        log = self.log = self.engine.observers.latency
+        backlog = self.backlog = self.engine.observers.backlog
         if shedder is not None:
             shedder.begin_batch(batch)
-        update = done = 0
-        position = 0
-        stretch = _STRETCH
+        update = done = position = 0
+        stretch, shed_before = _STRETCH, state.input_shed
         while position < n:
             # the events of the next stretch whose symbol is busy; the
             # stretch ends early when a step makes an idle symbol busy (and
@@ -308,10 +212,10 @@ class GroupRunner:
                 if not busy_now[listed[i]]:
                     continue  # its symbol became idle since the stretch began
                 if lockstep:
-                    yield i  # resumed once every group is done with the events before it
+                    yield i  # resumed once every query group is done with the events before it
                 self.floor, self.row, self.served = floors[i], i, units[i]
                 if shedder is not None and not shedder.admit(i, self._progress(floors[i], 0)):
-                    self.input_shed += 1
+                    state.input_shed += 1
                     if log is not None:
                         log.floor(self.number, floors[i], 0.0, positions[i])
                     continue
@@ -327,11 +231,11 @@ class GroupRunner:
                 done += 1
                 if backlog is not None:
                     backlog.done(i, spent + self.steps_here)
-                if clock.events + i + 1 >= self.next_sweep:
+                if clock.events + i + 1 >= state.next_sweep:
                     if progress is not None:
-                        self.latest_time = max(self.latest_time, progress[i])
+                        state.latest_time = max(state.latest_time, progress[i])
                     self._sweep_at(clock.events + i + 1, positions[i])
-                if self.engine.quota is not None and self.engine.quota <= 0:
+                if self.engine._quota is not None and self.engine._quota <= 0:
                     position = n  # enough matches are out: the rest of the batch is not needed
                     break
                 if index is not None and index.grew:
@@ -339,57 +243,127 @@ class GroupRunner:
                     stretch = max(_MIN_STRETCH, 2 * (i + 1 - begun))
                     position = i + 1
                     break
+        self._end_batch(batch, progress, sees - done - (state.input_shed - shed_before))
+        state.processed += done
+        return update
+
+    def _end_batch(self, batch: EventBatch, progress: list[float] | None, skipped: int) -> None:
+        """Book a batch: the stream's progress, a sweep if one is due, the
+        events skipped, and the transitions and nodes on the clock."""
+        state, clock, n = self.state, self.engine.clock, len(batch)
         if progress is not None:
-            self.latest_time = max(self.latest_time, progress[-1])
-        if clock.events + n >= self.next_sweep:
+            state.latest_time = max(state.latest_time, progress[-1])
+        if clock.events + n >= state.next_sweep:
             self._sweep_at(clock.events + n, int(batch.positions[-1]))
-        self.processed += done
-        shed = self.input_shed - shed_before
-        self.skipped += sees - done - shed
+        state.skipped += skipped
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
         self.backlog = None
-        return update
+
+    def _feed(self, batch: EventBatch, atoms: AtomColumns) -> _Feed:
+        """What the steps of a batch read, per event (``steps``): the
+        events' symbols (-1: not seen, or skipped by the density and
+        relevance tests), the stream's progress, how many events the query
+        group sees, and per event its partition key, window value,
+        position, attributes and symbol; which symbols are busy.
+
+        Events that can change nothing are skipped in bulk: an event is
+        processed only if its symbol starts a run or is *busy* for some
+        deterministic state live in some partition (``SkipIndex``). numpy
+        finds the busy events of a stretch of the batch; when a step makes a
+        symbol busy that was not, the stretch ends there and the next one
+        starts after the event; a symbol that became idle is passed over.
+        A query group whose STRICT check counts every event of a partition
+        processes every event.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from sharp_cer.planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
+        >>> [(m.start, m.end) for m in engine.process(load_csv("C,1\\nB,1\\nA,1\\nC,1\\nC,1\\nB,1\\n", s)[0])]
+        [(2, 5)]
+        >>> engine.runners[0].state.processed, engine.runners[0].state.skipped
+        (2, 4)
+        """
+        n = len(batch)
+        symbols = self.symbols.encode(atoms, visible(self.group, batch) & keyed(self.group, batch))
+        times = batch.times() if self.group.window[0] == "time" else None
+        measure = window_column(self.group, batch, times)
+        # the stream's progress up to each event, skipped events included: a
+        # sweep in the middle of the batch must not judge by later events
+        progress: list[float] | None = None
+        if times is not None:
+            seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
+            progress = np.maximum.accumulate(seen).tolist() if n else []
+        sees = int(np.count_nonzero(symbols >= 0))
+        relevant = False  # whether (nearly) only events some accepted run may mark are left
+        if measure is not None and n >= density.SMALLEST_BATCH:
+            if self.compiled.density is not None:
+                self._drop_far(batch, symbols, measure)
+            if self.compiled.relevance is not None:
+                relevant = self._drop_idle(batch, symbols, measure)
+        # what the steps read, per event: for the live ones only when they are few
+        live = (symbols >= 0).nonzero()[0]
+        rows = live if len(live) * 4 < n else None
+        keys = spread(partition_keys(self.group, batch, rows), rows)
+        window = spread(window_values(measure, n, rows), rows)
+        positions = spread((batch.positions if rows is None else batch.positions[rows]).tolist(), rows)
+        attributes = spread(attribute_rows(self.summaries.attributes, batch, rows), rows) if self.summaries else None
+        listed = spread((symbols if rows is None else symbols[rows]).tolist(), rows)
+        # after the relevance test, the index would skip next to nothing
+        # (on the kleene stock shape it stepped 37,153 of the 37,168 events
+        # left) and keeping it up to date cost a third of the steps' time
+        index = self.tracking = None if relevant else self.index
+        bits = self.symbols.bits
+        if index is not None:
+            index.reset(s for inst in self.state.partitions.values() for s in (*inst.active, *inst.ghosts))
+            busy, busy_now = index.flags, index.flag_list
+        else:
+            busy = np.ones(len(bits) + 1, dtype=bool)
+            busy[-1] = False  # id -1: events the query group does not see
+            busy_now = busy.tolist()
+        return _Feed(symbols, progress, sees, keys, window, positions, attributes, listed, busy, busy_now)
 
     def _drop_far(self, batch: EventBatch, symbols: np.ndarray, measure: Column) -> None:
         """Hide the events no match can hold (``engine.density``) from the
         group: they are skipped like events it does not see."""
-        assert self.density is not None
+        assert self.compiled.density is not None
         rows = (symbols >= 0).nonzero()[0]
         if not measure.valid[rows].all():
             return  # an event without a window value: the test does not apply
-        far = self.density.far(partition_codes(self.group, batch, rows), measure.values[rows])
+        far = self.compiled.density.far(partition_codes(self.group, batch, rows), measure.values[rows])
         if far is not None:
             symbols[rows[far]] = -1
 
     def _drop_idle(self, batch: EventBatch, symbols: np.ndarray, measure: Column) -> bool:
         """Hide the events no accepted run can mark (``engine.relevance``)
-        from the group: they are skipped like events it does not see.
+        from the query group: they are skipped like events it does not see.
         True if nearly every event left is on an accepting path (False: the
         test did not apply, or it kept many events only because they are
         near the batch's edges)."""
-        assert self.relevance is not None
+        assert self.compiled.relevance is not None
         rows = (symbols >= 0).nonzero()[0]
         if not measure.valid[rows].all():
             return False  # an event without a window value: the test does not apply
         codes = partition_codes(self.group, batch, rows) if self.group.partition_attributes else None
-        idle = self.relevance.idle(self.symbols.bits, symbols[rows], measure.values[rows], codes)
+        idle = self.compiled.relevance.idle(self.symbols.bits, symbols[rows], measure.values[rows], codes)
         if idle is None:
             return False
         symbols[rows[idle]] = -1
-        return self.relevance.unsure * 10 <= len(rows) - int(np.count_nonzero(idle))
+        return self.compiled.relevance.unsure * 10 <= len(rows) - int(np.count_nonzero(idle))
 
     def _sweep_at(self, events: int, position: int) -> None:
         """Sweep once ``events`` events have gone by, every SWEEP_EVERY."""
         self.sweep(position)
-        self.next_sweep = events // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+        self.state.next_sweep = events // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
 
     # ------------------------------------------------------------ per event
     def step(
         self, position: int, bits: int, value: float, key: Any, out: list[Match], values: tuple[Any, ...] = ()
     ) -> int:
-        """Process one event of this group in partition ``key``; append its
+        """Process one event of this query group in partition ``key``; append its
         matches to ``out`` and return the update units spent (transitions
         and nodes created). ``values`` are the event's attributes that
         cross-event conditions read.
@@ -405,7 +379,7 @@ class GroupRunner:
         >>> [(m.start, m.end) for m in out]
         [(0, 1)]
         """
-        engine = self.engine
+        engine, live = self.engine, self.state
         det = self.det
         initial = det.initial
         # the determinizer's steps: its memo first, a dict lookup per step (hits booked once)
@@ -415,19 +389,19 @@ class GroupRunner:
         if start is None:
             start = det.step(initial, bits)
             hits = 0
-        instance = self.instances.get(key)
+        instance = live.partitions.get(key)
         if instance is None:
-            if start == _DEAD and engine.latency is None and self.shedder is None:
+            if start == _DEAD and self.log is None and self.shedder is None:
                 # a partition without runs that this event does not start: it
                 # would be made and evicted at once, with nothing to count but that
-                if value > self.latest_time:
-                    self.latest_time = value
-                self.evicted += 1
+                if value > live.latest_time:
+                    live.latest_time = value
+                live.evicted += 1
                 det.hits += hits
                 return 0
-            instance = self.instances[key] = _Instance()
-        if value > self.latest_time:
-            self.latest_time = value
+            instance = live.partitions[key] = Partition()
+        if value > live.latest_time:
+            live.latest_time = value
         if value == value and value > instance.running_max:  # NaN (no value) leaves it
             instance.running_max = value
         elif value < instance.running_max - engine.allowed_lateness:
@@ -514,8 +488,8 @@ class GroupRunner:
             if old_ghosts != ghosts:
                 index.moved(old_ghosts - ghosts, ghosts - old_ghosts)
         if not new and not ghosts:
-            del self.instances[key]
-            self.evicted += 1
+            del live.partitions[key]
+            live.evicted += 1
         det.hits += hits
         accepted: dict[int, list[Node]] = {}
         finals = det.finals
@@ -527,9 +501,9 @@ class GroupRunner:
                     node = merged[state] = self._merge(ulist, created)
                 for qid in finals[state]:
                     accepted.setdefault(qid, []).append(node)
-        log = engine.latency
+        log = self.log
         if log is not None or accepted:
-            # the event's update units so far: before this group, and this group's step
+            # the event's update units so far: before this query group, and this query group's step
             floor = self.floor + transitions + len(created) + unions
             if log is not None:
                 log.floor(self.number, floor, time.perf_counter() - self.began, position)
@@ -554,14 +528,14 @@ class GroupRunner:
             self._stepped(instance, outputs, transitions + nodes)
         return transitions + nodes
 
-    def _stepped(self, instance: _Instance, outputs: list[tuple[Node, int]], update: int) -> None:
-        """Tell the shedder the event is done in this group (``update``: its units here)."""
+    def _stepped(self, instance: Partition, outputs: list[tuple[Node, int]], update: int) -> None:
+        """Tell the shedder the event is done in this query group (``update``: its units here)."""
         assert self.shedder is not None and self.backlog is not None
         progress = self._progress(self.floor + update, update + self.steps_here)
         self.shedder.stepped(instance, outputs, self.row, progress)
 
     def _progress(self, floor: int, spent: int) -> Progress:
-        """Where the event in process stands, this group having spent ``spent`` units on it."""
+        """Where the event in process stands, this query group having spent ``spent`` units on it."""
         backlog = self.backlog
         assert backlog is not None
         return Progress(floor, self.served + spent, backlog.latency(self.row, spent), backlog.capacity, backlog.wall)
@@ -590,13 +564,14 @@ class GroupRunner:
             completed = bool(nodes) or any(query.id in self.det.finals[g] for g in ghosts)
         if not completed:
             return
-        for gone in list(self.instances) if query.consume == "ANY" else [key] if key in self.instances else []:
+        partitions = self.state.partitions
+        for gone in list(partitions) if query.consume == "ANY" else [key] if key in partitions else []:
             self._drop(gone)
 
     def _drop(self, key: Any) -> None:
         """Forget a partition's runs."""
-        instance = self.instances.pop(key)
-        self.evicted += 1
+        instance = self.state.partitions.pop(key)
+        self.state.evicted += 1
         if self.tracking is not None:
             self.tracking.moved((*instance.active, *instance.ghosts), ())
 
@@ -607,11 +582,6 @@ class GroupRunner:
             created.append(n)
             n = n.right  # type: ignore[assignment]
         return node
-
-    def _horizon(self, position: int, running_max: float) -> float:
-        """Keys below the horizon are outside every window of the group for
-        every later event."""
-        return (position if self.by_position else running_max) - self.reach
 
     def sweep(self, position: int) -> None:
         """Evict partitions whose every run is outside every window for good,
@@ -632,8 +602,8 @@ class GroupRunner:
         kind = self.group.window[0]
         if self.largest == _INF or kind not in ("events", "time") or self.consumes:
             return
-        horizon = self._horizon(position, self.latest_time)
-        for key in [k for k, inst in self.instances.items() if _all_older(inst, horizon)]:
+        horizon = self.compiled.horizon(position, self.state.latest_time)
+        for key in [k for k, inst in self.state.partitions.items() if _all_older(inst, horizon)]:
             self._drop(key)
 
     # ------------------------------------------------------------ enumeration
@@ -654,7 +624,7 @@ class GroupRunner:
         the strategy and LIMIT choose among them."""
         engine = self.engine
         query = self.plan.queries[qid]
-        test = self.windows[qid].test(position if self.group.window[0] == "events" else value)
+        test = self.compiled.windows[qid].test(position if self.group.window[0] == "events" else value)
         cost = engine.clock.per_query.get(query.name)
         if cost is None:
             cost = engine.clock.per_query[query.name] = QueryCost()
@@ -664,9 +634,9 @@ class GroupRunner:
             found = count_matches(nodes, test, test, steps)
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
-        if engine.quota is not None and engine.quota <= 0:
-            return  # enough matches are out (see Engine.quota)
-        began = time.perf_counter() if engine.latency is not None else 0.0
+        if engine._quota is not None and engine._quota <= 0:
+            return  # enough matches are out (see Engine.process)
+        began = time.perf_counter() if self.log is not None else 0.0
         control = _UNCONTROLLED
         shedder = self.shedder if query.sheddable else None
         if shedder is not None:
@@ -683,33 +653,11 @@ class GroupRunner:
             bit=control.bit,
             visit=control.visit,
         )
-        projection = self.projections[qid]
+        projection = self.compiled.projections[qid]
         # a strategy or LIMIT chooses among all candidates: no early stop there
-        quota = engine.quota if query.strategy not in SELECT and limit is None else None
+        quota = engine._quota if query.strategy not in SELECT and limit is None else None
         if quota is None and shedder is None and projection.plain and not engine.debug:
-            # every candidate is a match and nothing chooses among them: no
-            # candidate list, and ``distinct`` only when two share their events
-            if engine.lines is not None and projection.every_event:
-                # nor Match objects: each match's (start, positions, labels),
-                # then its line from a template of its labels, unless two
-                # matches share their events
-                rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in walk.run(nodes)])
-                if len(rows) > 1:
-                    rows.sort(key=_START_EVENTS)
-                    keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
-                if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
-                    tenant, line = engine.lines.get(query.name), projection.line
-                    lines = [line(tenant, start, position, at, labels) for start, at, labels in rows]
-                    self._out(query, cost, walk, lines, out, began, floor)
-                    return
-                make = projection.match
-                matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
-            else:
-                make = projection.match
-                matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
-            if len(matches) > 1 and len({(m.start, m.events) for m in matches}) < len(matches):
-                matches = distinct(matches)
-            self._out(query, cost, walk, self._put(query, matches), out, began, floor)
+            self._out(query, cost, walk, self._plain(query, projection, walk, nodes, position), out, began, floor)
             return
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
@@ -724,7 +672,7 @@ class GroupRunner:
                 continue
             candidates.append((bottom_node.pos, marks))
             if quota is not None and len(candidates) >= quota:
-                break  # enough matches are out (see Engine.quota)
+                break  # enough matches are out (see Engine.process)
         if shedder is not None:
             shedder.enumerated(query, progress, walk, candidates)
         if query.strategy in SELECT:
@@ -734,14 +682,42 @@ class GroupRunner:
             matches = sorted(matches, key=limit_order)[:limit]
         self._out(query, cost, walk, self._put(query, matches), out, began, floor)
 
+    def _plain(
+        self, query: QueryPlan, projection: Projection, walk: Walk, nodes: list[Node], position: int
+    ) -> list[Any]:
+        """The matches of a walk where every candidate is a match and
+        nothing chooses among them: no candidate list, and ``distinct``
+        only when two share their events; for ``process_lines``, no Match
+        objects either where no two matches share their events."""
+        engine = self.engine
+        if engine._lines is not None and projection.every_event:
+            # nor Match objects: each match's (start, positions, labels),
+            # then its line from a template of its labels, unless two
+            # matches share their events
+            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in walk.run(nodes)])
+            if len(rows) > 1:
+                rows.sort(key=_START_EVENTS)
+                keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
+            if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
+                tenant, line = engine._lines.get(query.name), projection.line
+                return [line(tenant, start, position, at, labels) for start, at, labels in rows]
+            make = projection.match
+            matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
+        else:
+            make = projection.match
+            matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
+        if len(matches) > 1 and len({(m.start, m.events) for m in matches}) < len(matches):
+            matches = distinct(matches)
+        return self._put(query, matches)
+
     def _put(self, query: QueryPlan, matches: list[Match]) -> list[Any]:
         """An enumeration's matches in end order, as the engine puts them
-        out: Match objects, or their lines (``Engine.lines``)."""
+        out: Match objects, or their lines (``Engine.process_lines``)."""
         if len(matches) > 1:
             matches.sort(key=end_order)
-        if self.engine.lines is None:
+        if self.engine._lines is None:
             return matches
-        tenant = self.engine.lines.get(query.name)
+        tenant = self.engine._lines.get(query.name)
         return [replace(m, tenant=tenant).to_json() for m in matches]
 
     def _out(
@@ -761,13 +737,13 @@ class GroupRunner:
         self._book(query, cost, walk.steps, walk.candidates, len(found))
         if not engine.count_only:
             out.extend(found)
-            if engine.quota is not None:
-                engine.quota -= len(found)
-        if engine.latency is not None:
-            engine.latency.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
-        if engine.queue is not None:
+            if engine._quota is not None:
+                engine._quota -= len(found)
+        if self.log is not None:
+            self.log.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
+        if engine.observers.queue is not None:
             # the event's service units until this query's matches are out
-            engine.outs.append((self.row, query.name, self.served + floor - self.floor + self.steps_here))
+            engine.observers.outs.append((self.row, query.name, self.served + floor - self.floor + self.steps_here))
 
     def _book(self, query: QueryPlan, cost: QueryCost, steps: int, candidates: int, matches: int) -> None:
         self.engine.clock.enumeration_steps += steps
@@ -776,11 +752,11 @@ class GroupRunner:
         cost.candidates += candidates
         cost.matches += matches
 
-    # ------------------------------------------------------------ what shedders see (GroupView)
+    # ------------------------------------------------------------ what shedders see (QueryGroupView)
     @property
     def window_events(self) -> int | None:
-        """The group's largest window in events (None: not counted in events)."""
-        return int(self.largest) if self.by_position and self.largest != _INF else None
+        """The query group's largest window in events (None: not counted in events)."""
+        return self.compiled.window_events
 
     def psd_bit(self, query: int) -> int:
         """The PSD bit of the query with id ``query``."""
@@ -794,16 +770,16 @@ class GroupRunner:
             found |= bitmaps[member]
         return found
 
-    def partial_matches(self) -> Iterator[tuple[_Instance, int, list[Node]]]:
+    def partial_matches(self) -> Iterator[tuple[Partition, int, list[Node]]]:
         """(partition, state, union-list) of every live state of every partition."""
-        for instance in self.instances.values():
+        for instance in self.state.partitions.values():
             yield from ((instance, state, ulist) for state, ulist in instance.active.items())
 
-    def union_list(self, partition: _Instance, state: int) -> list[Node] | None:
+    def union_list(self, partition: Partition, state: int) -> list[Node] | None:
         """The live union-list of ``state`` in ``partition`` (None: none)."""
         return partition.active.get(state)
 
-    def take_out(self, partition: _Instance, state: int, keep: list[bool]) -> int:
+    def take_out(self, partition: Partition, state: int, keep: list[bool]) -> int:
         """Take the partial matches of ``state``'s union-list in
         ``partition`` whose ``keep`` flag is False out of the list
         (shedding by instance); return how many were taken. Nodes created
@@ -849,19 +825,10 @@ class GroupRunner:
         return oldest_position(self._roots())
 
     def _roots(self) -> list[Node]:
-        return [n for inst in self.instances.values() for ul in inst.active.values() for n in ul]
+        return [n for inst in self.state.partitions.values() for ul in inst.active.values() for n in ul]
 
 
-def _numeric(group: Group) -> set[str]:
-    """The attributes with numeric values in every event type that has them."""
-    kinds: dict[str, set[str]] = {}
-    for event in group.event_types:
-        for name, kind in event.attributes.items():
-            kinds.setdefault(name, set()).add(kind)
-    return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
-
-
-def _all_older(instance: _Instance, horizon: float) -> bool:
+def _all_older(instance: Partition, horizon: float) -> bool:
     return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
 
 
@@ -870,7 +837,7 @@ class Engine:
     each batch completes, in order of their end position.
 
     ``debug`` checks the tECS invariants on every node and enumeration;
-    ``cache_capacity`` bounds each group's determinization cache;
+    ``cache_capacity`` bounds each query group's determinization cache;
     ``allowed_lateness`` is how far (in the window's unit) a time or
     attribute window value may go back, as the loader allowed it;
     ``cut_after`` is how many nodes a partition creates before its first cut
@@ -880,7 +847,7 @@ class Engine:
     over the tECS where the plan allows it (``compile_plan(counting=True)``).
     ``order`` is the enumeration order (default ``DepthFirst``); ``prune`` turns the
     summaries of cross-event conditions on or off; ``skip`` turns bulk
-    skipping of events that can change nothing on or off (``GroupRunner.run``;
+    skipping of events that can change nothing on or off (``QueryGroupRunner.run``;
     with it, events too far from the rest of their partition to be in a
     match, ``engine.density``, and events no accepted run can mark,
     ``engine.relevance``).
@@ -931,13 +898,12 @@ class Engine:
             )
         self.plan = plan
         self.shedder = shedder
-        self.latency = LatencyLog() if (record_latency if record_service is None else record_service) else None
-        self.queue = QueueLog(*(bounds or ())) if record_latency else None
-        self.server = Server(capacity)
+        self.observers = Observers(
+            LatencyLog() if (record_latency if record_service is None else record_service) else None,
+            QueueLog(*(bounds or ())) if record_latency else None,
+            Server(capacity),
+        )
         self.began = 0.0  # when the batch in process began (wall clock)
-        self.backlog: Backlog | None = None  # the queue the shedder sees, while a batch is in process
-        # (row, query, service units until its matches are out) of the batch in process
-        self.outs: list[tuple[int, str, int]] = []
         self.skip = skip
         self.cut_after = cut_after
         self.count_only = count_only
@@ -949,27 +915,46 @@ class Engine:
         self.allowed_lateness = allowed_lateness
         self.clock = CostClock()
         self.late_window_values = 0
-        #: matches still wanted (None: all). Once it reaches 0, enumeration
-        #: stops, even within one event's, and so does processing: the
-        #: matches out are true ones, the first in end order for one group
-        self.quota: int | None = None
-        #: each query's tenant, when ``process`` puts out the matches' output
-        #: lines (``Match.to_json``) instead of Match objects: for a writer of
-        #: one query's matches (``Detector.feed_lines``), whose lines are then
-        #: built without the objects where nothing chooses among the matches
-        self.lines: Mapping[str, str | None] | None = None
-        self.runners = [GroupRunner(self, g, k) for k, g in enumerate(plan.groups)]
-        if self.queue is not None and shedder is not None:
-            self.queue = QueueLog(*shedder.latency_bounds())
+        # the batch in process's quota and output mode (``process``,
+        # ``process_lines``), set for the call only
+        self._quota: int | None = None
+        self._lines: Mapping[str, str | None] | None = None
+        lone = skip and shedder is None  # the density and relevance tests hold
+        self.compiled = [
+            CompiledQueryGroup(
+                plan, k, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness, skip=skip, lone_tests=lone
+            )
+            for k in range(len(plan.groups))
+        ]
+        self.runners = [QueryGroupRunner(self, c) for c in self.compiled]
+        if self.observers.queue is not None and shedder is not None:
+            self.observers.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
 
-    def process(self, batch: EventBatch, arrivals: Any = None) -> list[Match]:
+    @property
+    def latency(self) -> LatencyLog | None:
+        """Each query's service per event (``observers.latency``; None: not kept)."""
+        return self.observers.latency
+
+    @property
+    def queue(self) -> QueueLog | None:
+        """Each query's latency from arrival (``observers.queue``; None: not kept)."""
+        return self.observers.queue
+
+    @property
+    def server(self) -> Server:
+        """The server serving the events (``observers.server``)."""
+        return self.observers.server
+
+    def process(self, batch: EventBatch, arrivals: Any = None, *, quota: int | None = None) -> list[Match]:
         """Feed a batch (positions must keep increasing across batches) and
         return the matches its events complete, in order of their end (one
-        query's matches at one end by start, then output events); with
-        ``lines`` set, their output lines.
+        query's matches at one end by start, then output events).
         ``arrivals`` are the events' arrival times in seconds (a float
-        array; None: now, as when fed live).
+        array; None: now, as when fed live). ``quota`` is how many matches
+        are still wanted (None: all): once that many are out, enumeration
+        stops, even within one event's, and so does processing; the matches
+        out are true ones, the first in end order for one query group.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -979,21 +964,47 @@ class Engine:
         >>> [(m.start, m.end) for m in engine.process(load_csv("A,1\\nA,1\\nB,1\\n", s)[0])]
         [(0, 2), (1, 2)]
         """
+        return cast(list[Match], self._run(batch, arrivals, quota, None))
+
+    def process_lines(
+        self, batch: EventBatch, tenants: Mapping[str, str | None], arrivals: Any = None, *, quota: int | None = None
+    ) -> list[str]:
+        """``process``, returning the matches' output lines
+        (``Match.to_json``, each query's tenant from ``tenants``) instead of
+        Match objects: for a writer of one query group's matches
+        (``Detector.feed_lines``), whose lines are then built without the
+        objects where nothing chooses among the matches.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from sharp_cer.planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
+        >>> engine.process_lines(load_csv("A,1\\nB,1\\n", s)[0], {"q": "acme"})
+        ['{"query": "q", "tenant": "acme", "start": 0, "end": 1, "events": [0, 1], "vars": {"A": [0], "B": [1]}}']
+        """
+        if len(self.runners) > 1:
+            raise EngineError(
+                f"Engine.process_lines needs a plan of one query group, found {len(self.runners)}: the matches "
+                "of several are ordered by their ends\n  hint: use Detector.feed_lines, which handles several queries"
+            )
+        return cast(list[str], self._run(batch, arrivals, quota, tenants))
+
+    def _run(
+        self, batch: EventBatch, arrivals: Any, quota: int | None, lines: Mapping[str, str | None] | None
+    ) -> list[Any]:
         # Python's cycle collector would walk every live node, match and
         # per-event list again and again within a batch (a fourth to a third
         # of the time on queries with many matches), though the engine makes
         # no reference cycles: reference counting frees its garbage. It is
         # paused for the batch and left as it was after.
-        if self.lines is not None and len(self.runners) > 1:
-            raise EngineError(
-                f"Engine.lines needs a plan of one query group, found {len(self.runners)}: the matches of "
-                "several are ordered by their ends\n  hint: use Detector.feed_lines, which handles several queries"
-            )
         collecting = gc.isenabled()
         gc.disable()
+        self._quota, self._lines = quota, lines
         try:
             return self._process(batch, arrivals)
         finally:
+            self._quota = self._lines = None
             if collecting:
                 gc.enable()
 
@@ -1006,23 +1017,24 @@ class Engine:
         checks_before = self._bits.checks
         atoms = self._bits.evaluate(batch)
         self.clock.condition_checks += self._bits.checks - checks_before
-        # every event costs its condition checks; the groups add their work
+        # every event costs its condition checks; the query groups add their work
         units = np.asarray(self._bits.checks_per_type, dtype=np.int64)[batch.codes].tolist() if len(batch) else []
         update = sum(units)
         floors = list(units)
         out: list[Match] = []
+        observers = self.observers
         if self.shedder is not None:
-            self.backlog = Backlog(self.server, arrivals, units, began)
-        if self.backlog is not None and len(self.runners) > 1:
+            observers.backlog = Backlog(observers.server, arrivals, units, began)
+        if observers.backlog is not None and len(self.runners) > 1:
             update += self._lockstep(batch, atoms, out, units, floors)
         else:
             for runner in self.runners:
-                if self.quota is not None and self.quota <= 0:
+                if self._quota is not None and self._quota <= 0:
                     break
                 update += runner.run(batch, atoms, out, units, floors)
-        self.backlog = None
+        observers.backlog = None
         if len(self.runners) > 1:
-            out.sort(key=lambda m: m.end)  # stable: groups keep their order at one end
+            out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
@@ -1032,9 +1044,9 @@ class Engine:
     def _lockstep(
         self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]
     ) -> int:
-        """Run the groups over a batch event by event, each event's groups
+        """Run the query groups over a batch event by event, each event's query groups
         in plan order, as one server serves them: the shedder's view of the
-        queue (``backlog``) then holds every group's work on the events
+        queue (``backlog``) then holds every query group's work on the events
         before the one in process. Returns the update units spent."""
         update = 0
         waiting: list[tuple[int, int, Generator[int, None, int]]] = []  # (next row, group, its steps)
@@ -1057,7 +1069,8 @@ class Engine:
     def _serve(self, arrivals: Any, units: list[int], began: float) -> None:
         """The server's side of a batch: when it is free again, and, when
         recording, each query's latency per event (``engine.queueing``)."""
-        server = self.server
+        observers = self.observers
+        server = observers.server
         capacity = server.capacity
         if capacity is not None:
             service = np.asarray(units, dtype=np.float64) / capacity
@@ -1069,13 +1082,14 @@ class Engine:
             server.free = float(finish[-1])
             server.units += sum(units)
             server.busy += now - began
-        if self.queue is None:
+        queue = observers.queue
+        if queue is None:
             return
         default = finish - arrivals  # the event's whole service: no match of the query ends here
         outs: dict[str, list[tuple[int, int]]] = {}
-        for row, name, spent in self.outs:
+        for row, name, spent in observers.outs:
             outs.setdefault(name, []).append((row, spent))
-        self.outs = []
+        observers.outs = []
         for query in self.plan.queries:
             seconds = default.copy()
             if capacity is not None:
@@ -1088,7 +1102,7 @@ class Engine:
                 latency_units = np.asarray(units, dtype=np.float64)
                 for row, spent in outs.get(query.name, ()):
                     latency_units[row] = spent
-            self.queue.add(query.name, seconds, latency_units)
+            queue.add(query.name, seconds, latency_units)
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -1120,8 +1134,8 @@ class Engine:
         return min((r.oldest_position() for r in self.runners), default=_INF)
 
     def partitions(self) -> int:
-        """Partition instances alive now, over all groups (see ``sweep``)."""
-        return sum(len(r.instances) for r in self.runners)
+        """Partition instances alive now, over all query groups (see ``sweep``)."""
+        return sum(len(r.state.partitions) for r in self.runners)
 
     def stats(self) -> dict[str, Any]:
         """The cost clock, the determinization caches and memory figures.
@@ -1148,16 +1162,59 @@ class Engine:
             "cache_evictions": sum(r.det.evictions for r in self.runners),
             "live_nodes": self.live_nodes(),
             "partitions": self.partitions(),
-            "partitions_evicted": sum(r.evicted for r in self.runners),
+            "partitions_evicted": sum(r.state.evicted for r in self.runners),
             "domain_errors": (self._bits.domain_errors if self._bits else 0) + self.domain_errors,
             "matches": {name: cost.matches for name, cost in self.clock.per_query.items()},
             "truncated_enumerations": sum(cost.truncated for cost in self.clock.per_query.values()),
             "late_window_values": self.late_window_values,
-            "events_processed": sum(r.processed for r in self.runners),
-            "events_skipped": sum(r.skipped for r in self.runners),
+            "events_processed": sum(r.state.processed for r in self.runners),
+            "events_skipped": sum(r.state.skipped for r in self.runners),
             "scalar_rows": self._bits.scalar_rows if self._bits else 0,
-            "events_shed": sum(r.input_shed for r in self.runners),
+            "events_shed": sum(r.state.input_shed for r in self.runners),
         }
+
+    # ------------------------------------------------------------ state
+    def snapshot(self) -> EngineSnapshot:
+        """Everything the engine holds about the stream so far, as plain
+        data that pickles (``engine.state``): each query group's live
+        partitions and counters, the cost clock and, with a capacity, the
+        server's timeline. The logs (``observers``) are not in it: they are
+        the caller's to report. See ``engine.state`` for an example.
+        """
+        if self.shedder is not None:
+            raise EngineError(
+                "a snapshot of an engine with a shedder is not supported: the shedder's own statistics "
+                "would not be in it\n  hint: snapshot an engine without a shedder"
+            )
+        server = self.server
+        engine = {
+            "clock": copy.deepcopy(self.clock),
+            "server": (server.free if server.capacity is not None else None, server.units, server.busy),
+            "late_window_values": self.late_window_values,
+            "domain_errors": self.domain_errors + (self._bits.domain_errors if self._bits else 0),
+        }
+        groups = tuple(r.state.snapshot(r.det) for r in self.runners)
+        return EngineSnapshot(FORMAT_VERSION, plan_fingerprint(self.plan), groups, engine)
+
+    def restore(self, snapshot: EngineSnapshot) -> None:
+        """Continue from ``snapshot`` (``Engine.snapshot`` of an engine of
+        the same plan): this engine's state so far is replaced. Raises
+        EngineError for a snapshot of another format version or plan."""
+        snapshot.check(self.plan)
+        if self.shedder is not None:
+            raise EngineError(
+                "restoring into an engine with a shedder is not supported: the shedder would not know the "
+                "partial matches\n  hint: restore into an engine without a shedder"
+            )
+        for runner, group in zip(self.runners, snapshot.groups, strict=True):
+            runner.state = QueryGroupState.restore(group, runner.det)
+        saved = snapshot.engine
+        self.clock = copy.deepcopy(saved["clock"])
+        free, self.server.units, self.server.busy = saved["server"]
+        if free is not None and self.server.capacity is not None:
+            self.server.free = free
+        self.late_window_values = saved["late_window_values"]
+        self.domain_errors = saved["domain_errors"] - (self._bits.domain_errors if self._bits else 0)
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:

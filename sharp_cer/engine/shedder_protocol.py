@@ -2,8 +2,8 @@
 the shedders themselves live in the ``shedding`` layer.
 
 The engine asks a :class:`Shedder` once per group for a
-:class:`GroupShedder` (None: that group is never shed), handing it the
-group as a :class:`GroupView` (its queries, the PSD bitmaps of its states,
+:class:`QueryGroupShedder` (None: that group is never shed), handing it the
+group as a :class:`QueryGroupView` (its queries, the PSD bitmaps of its states,
 its live partial matches, and the one way to take some out), and calls it
 at four points of Algorithm 1:
 
@@ -19,7 +19,7 @@ at four points of Algorithm 1:
 * ``stepped(instance, outputs, row, progress)`` after the event, with the
   output nodes it created (the new partial matches) and their states; now
   the shedder may clear keep-mask bits of live partial matches (by view) or
-  take them out of their union-lists (by instance, ``GroupView.take_out``).
+  take them out of their union-lists (by instance, ``QueryGroupView.take_out``).
 
 ``ranking()`` tells the group in which order its queries enumerate the
 matches of one event (one server: a query's matches wait for those of the
@@ -73,7 +73,7 @@ class WalkControl(NamedTuple):
     visit: Callable[[Node], None] | None = None
 
 
-class GroupView(Protocol):
+class QueryGroupView(Protocol):
     """What a shedder sees of one query group of the engine."""
 
     number: int  # the group's index in the plan
@@ -106,7 +106,7 @@ class GroupView(Protocol):
         ...
 
 
-class GroupShedder(Protocol):
+class QueryGroupShedder(Protocol):
     """One group's shedder (see the module docstring)."""
 
     def ranking(self) -> Sequence[int]:
@@ -136,9 +136,9 @@ class GroupShedder(Protocol):
 
 
 class Shedder(Protocol):
-    """A load shedder: a :class:`GroupShedder` per group, or None."""
+    """A load shedder: a :class:`QueryGroupShedder` per group, or None."""
 
-    def for_group(self, group: GroupView) -> GroupShedder | None:
+    def for_group(self, group: QueryGroupView) -> QueryGroupShedder | None:
         """The shedder of ``group`` (None: never shed)."""
         ...
 

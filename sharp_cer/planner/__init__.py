@@ -15,18 +15,29 @@ It imports from the language and events layers only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .automaton import Automaton, AutomatonBuilder, Transition
 from .compile import compile_plan
-from .plan import Group, Plan, QueryPlan
+from .plan import Plan, QueryGroup, QueryPlan
 from .predicates import PredicateTable
 
 __all__ = [
     "Automaton",
     "AutomatonBuilder",
-    "Group",
     "Plan",
     "PredicateTable",
+    "QueryGroup",
     "QueryPlan",
     "Transition",
     "compile_plan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``Group`` was the 0.1 name of a query group; kept one release
+    if name == "Group":
+        from . import plan
+
+        return plan.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

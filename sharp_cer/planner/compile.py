@@ -49,7 +49,7 @@ from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
 
 from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
-from .plan import CrossFilter, Group, Plan, QueryPlan, window_kind
+from .plan import CrossFilter, Plan, QueryGroup, QueryPlan, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
 from .sharing import share
 
@@ -158,7 +158,8 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
         q = first.query
         scope = q.streams or tuple(first.checked.schema.streams)
         visible = frozenset(first.checked.schema.event_types(scope))
-        groups.append(Group(tuple(members), visible, q.partition_attributes, window_kind(q.within), automaton, parts))
+        window = window_kind(q.within)
+        groups.append(QueryGroup(tuple(members), visible, q.partition_attributes, window, automaton, parts))
     return Plan(tuple(plans), tuple(groups), table, tuple(label_list))
 
 

@@ -37,7 +37,7 @@ import networkx as nx
 from sharp_cer._extras import require
 
 from .compile import group_automaton
-from .plan import Group, Plan
+from .plan import Plan, QueryGroup
 from .predicates import ConditionAtom, TypeAtom, describe, guard_atoms
 from .sharing import prefix_states
 
@@ -66,7 +66,7 @@ def explain(plan: Plan, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return figures
 
 
-def _group(plan: Plan, index: int, group: Group) -> dict[str, Any]:
+def _group(plan: Plan, index: int, group: QueryGroup) -> dict[str, Any]:
     names = [plan.queries[q].name for q in group.queries]
     first = plan.queries[group.queries[0]]
     alone = [
@@ -284,7 +284,7 @@ def draw(plan: Plan, path: str | Path, max_states: int = 400) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chosen: list[tuple[int, Group]] = []
+    chosen: list[tuple[int, QueryGroup]] = []
     total = 0
     for index, group in sorted(enumerate(plan.groups), key=lambda ig: -len(ig[1].queries)):
         if chosen and total + group.automaton.n_states > max_states:

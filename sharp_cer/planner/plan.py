@@ -11,8 +11,9 @@ projection, applied when its matches are enumerated.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 
@@ -145,13 +146,13 @@ class QueryPlan:
 
 
 @dataclass(frozen=True)
-class Group:
+class QueryGroup:
     """Queries that run as one automaton: same visible event types, same
     partition attributes (``Query.partition_attributes``), same window
     kind. ``parts`` holds each query's own automaton (in the order of
     ``queries``) before their prefixes were shared (:mod:`sharp_cer.planner.sharing`).
 
-    >>> Group((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
+    >>> QueryGroup((0, 1), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {})).queries
     (0, 1)
     """
 
@@ -167,7 +168,7 @@ class Group:
         """The shared-prefix graph of the automaton (:func:`sharp_cer.planner.psd.prefix_graph`),
         built on first use.
 
-        >>> g = Group((0,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {}))
+        >>> g = QueryGroup((0,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {}))
         >>> g.graph.number_of_nodes()
         1
         """
@@ -178,7 +179,7 @@ class Group:
         """The pattern-sharing degrees of the group's states (Sharp Alg. 2),
         bit k for ``queries[k]``; built on first use.
 
-        >>> g = Group((5,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {0: frozenset({5})}))
+        >>> g = QueryGroup((5,), frozenset(), (), EVENTS, Automaton(1, frozenset({0}), ((),), {0: frozenset({5})}))
         >>> g.psd.bitmaps
         (1,)
         """
@@ -195,7 +196,7 @@ class Plan:
     """
 
     queries: tuple[QueryPlan, ...]
-    groups: tuple[Group, ...]
+    groups: tuple[QueryGroup, ...]
     predicates: PredicateTable
     labels: tuple[frozenset[str], ...]
 
@@ -212,3 +213,15 @@ class Plan:
             if q.name == name:
                 return q
         raise KeyError(name)
+
+
+def __getattr__(name: str) -> Any:
+    # ``Group`` was the 0.1 name of a query group; kept one release
+    if name == "Group":
+        warnings.warn(
+            "sharp_cer.planner.plan.Group is now QueryGroup; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return QueryGroup
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sharp_cer.engine.enumeration import EnumerationOrder, Walk
-from sharp_cer.engine.shedder_protocol import Candidate, GroupView, Progress, WalkControl
+from sharp_cer.engine.shedder_protocol import Candidate, Progress, QueryGroupView, WalkControl
 from sharp_cer.engine.tecs import UNION, Node
 from sharp_cer.errors import SheddingError
 from sharp_cer.events.batch import EventBatch
@@ -193,7 +193,7 @@ class LoadShedder:
         self.config = config
         self.groups: list[GroupState] = []
 
-    def for_group(self, view: GroupView) -> GroupState | None:
+    def for_group(self, view: QueryGroupView) -> GroupState | None:
         """The group's shedder, or None if none of its queries is shed."""
         tracked = [q for q in view.queries if q.sheddable and self.config.bounded(q.name)]
         if not tracked:
@@ -202,7 +202,7 @@ class LoadShedder:
         self.groups.append(group)
         return group
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """The policy's group shedder (overridden by every other shedder)."""
         return GroupState(self, view, tracked)
 
@@ -249,7 +249,7 @@ class GroupState:
     #: whether walks check keep-mask bits (shedding by view)
     uses_masks = False
 
-    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+    def __init__(self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         config = owner.config
         self.config = config
         self.view = view

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedder_protocol import Candidate, GroupView, Progress
+from sharp_cer.engine.shedder_protocol import Candidate, Progress, QueryGroupView
 from sharp_cer.engine.tecs import Node
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.planner.plan import QueryPlan
@@ -42,7 +42,7 @@ class _InputRate(GroupState):
     #: demand over bound by more than this factor steers the input rate
     steer_above = 1.0
 
-    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+    def __init__(self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.keep = 1.0
 
@@ -64,7 +64,7 @@ class RandomInputShedder(LoadShedder):
 
     name = "random-input"
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """An RI group shedder."""
         return RandomInputGroup(self, view, tracked)
 
@@ -106,7 +106,7 @@ class RandomStateShedder(LoadShedder):
 
     name = "random-state"
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """An RS group shedder."""
         return RandomStateGroup(self, view, tracked)
 
@@ -124,7 +124,7 @@ class _StateSketch(_StateShedding):
     """Per label (state), PMs created and matches they ended in, over all
     queries: the state's selectivity."""
 
-    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+    def __init__(self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.sketch = HistoricalSketch(1, 1, self.epoch, owner.config.decay)
 
@@ -153,7 +153,7 @@ class SelectivityShedder(LoadShedder):
 
     name = "selectivity"
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """An SS group shedder."""
         return _StateSketch(self, view, tracked)
 
@@ -162,7 +162,7 @@ class DarlingGroup(_InputRate):
     """Input shedding by event type utility: matches each type's events are
     part of, per event of the type."""
 
-    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan]) -> None:
+    def __init__(self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.seen: dict[int, float] = {}  # type code -> events
         self.used: dict[int, float] = {}  # type code -> marks in matches
@@ -223,7 +223,7 @@ class DarlingShedder(LoadShedder):
 
     name = "darling"
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """A DARLING-like group shedder."""
         return DarlingGroup(self, view, tracked)
 
@@ -240,6 +240,6 @@ class HybridShedder(LoadShedder):
 
     name = "hybrid"
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """A hybrid group shedder."""
         return HybridGroup(self, view, tracked)

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from sharp_cer.engine.enumeration import Walk
-from sharp_cer.engine.shedder_protocol import Candidate, GroupView
+from sharp_cer.engine.shedder_protocol import Candidate, QueryGroupView
 from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.planner.plan import QueryPlan
@@ -85,7 +85,7 @@ class SharpShedder(LoadShedder):
     name = "sharp"
     by_instance = False
 
-    def make_group(self, view: GroupView, tracked: list[QueryPlan]) -> GroupState:
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """A Sharp group shedder."""
         return SharpGroup(self, view, tracked, by_instance=self.by_instance)
 
@@ -102,7 +102,7 @@ class SketchedGroup(GroupState):
     PMs created and matches per key (see ``sharp_cer.shedding.sketch``)."""
 
     def __init__(
-        self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], attributes: Sequence[str]
+        self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan], attributes: Sequence[str]
     ) -> None:
         super().__init__(owner, view, tracked)
         self.bucketer = Bucketer(attributes, owner.config.buckets)
@@ -166,7 +166,7 @@ class SketchedGroup(GroupState):
 class SharpGroup(SketchedGroup):
     """Sharp's group shedder (see the module docstring)."""
 
-    def __init__(self, owner: LoadShedder, view: GroupView, tracked: list[QueryPlan], by_instance: bool) -> None:
+    def __init__(self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan], by_instance: bool) -> None:
         attributes = sorted({a for q in tracked for a in owner.config.sketch_attributes.get(q.name, ())})
         super().__init__(owner, view, tracked, attributes)
         self.by_instance = by_instance

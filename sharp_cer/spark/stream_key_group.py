@@ -33,7 +33,6 @@ import math
 import pickle
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,8 +40,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from sharp_cer.engine.latency import LatencyLog
-from sharp_cer.engine.queueing import QueueLog
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
@@ -61,8 +58,10 @@ E2E_MS = 10
 #: re-pickled whole into the state each micro-batch, beside the fingerprint);
 #: 2: the engine's state split from a token naming it (kept in worker memory);
 #: 3: one key group per shuffle partition by default, not four (a format-2
-#: checkpoint's events would reach other key groups than the ones holding their state)
-FORMAT = 3
+#: checkpoint's events would reach other key groups than the ones holding their state);
+#: 4: sharp-cer 0.2.0: the engine split into plan, state and observers and its classes renamed
+#: (a format-3 state's pickled engine does not load)
+FORMAT = 4
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
@@ -121,14 +120,14 @@ class KeyGroupStream(KeyGroupRun):
         # restore resumes the same backlog instead of queueing behind the old clock
         state = self.__dict__.copy()
         if self.detector is not None:
-            state["server_ahead"] = self.detector.engine.server.free - time.perf_counter()
+            state["server_ahead"] = self.detector.engine.observers.ahead()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         ahead = state.pop("server_ahead", -math.inf)  # a snapshot without it: the server starts idle
         self.__dict__.update(state)
         if self.detector is not None:
-            self.detector.engine.server.free = time.perf_counter() + ahead
+            self.detector.engine.observers.resume(ahead)
 
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream
@@ -139,9 +138,7 @@ class KeyGroupStream(KeyGroupRun):
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
         # each release reports its own latencies; emptied now, the logs stay out of the snapshot
-        self.detector.engine.latency = LatencyLog()
-        queue = self.detector.engine.queue  # against the same bounds
-        self.detector.engine.queue = queue.fresh() if queue is not None else QueueLog()
+        self.detector.engine.observers.fresh()
         self.match_bins.clear()
         alerts = self._alerts(found)
         self._forget()
@@ -210,7 +207,7 @@ def check_format(found: int, where: str) -> None:
     Traceback (most recent call last):
     ...
     sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
-      expected: stream format 3
+      expected: stream format 4
       hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
     """
     if found == FORMAT:

@@ -123,10 +123,10 @@ class KeyGroupRun:
         self.lane = lane
         self.plan = lane_plan(job, lane)
         self.workload = job.lane_workload(lane)
-        self.tenant = {q.name: q.tenant for q in self.workload.queries}
+        config = DetectorConfig(shedder=job.shedder or None, seed=job.seed)
+        self.builder = DetectorBuilder.for_workload(self.workload, config, plan=self.plan)
         self.match_bins: Counter[tuple[str, int]] = Counter()
-        fractions = any(q.latency_bound and q.latency_bound.fraction for q in self.workload.queries if q.shed)
-        self.held: list[EventBatch] | None = [] if job.shedder and fractions else None
+        self.held: list[EventBatch] | None = [] if self.builder.needs_reference else None
         self.shedder: Any = None
         self.detector: Detector | None = None
         if self.held is None:
@@ -134,8 +134,7 @@ class KeyGroupRun:
 
     def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
-        config = DetectorConfig(shedder=self.job.shedder or None, seed=self.job.seed)
-        builder = DetectorBuilder.for_workload(self.workload, config, plan=self.plan)
+        builder = self.builder
         detector = Detector.from_builder(builder, reference_ms=reference_ms, history=False, record_latency=True)
         self.shedder = detector.shedder
         return detector
@@ -187,7 +186,7 @@ class KeyGroupRun:
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
-        log = engine.latency
+        log, queue = engine.observers.latency, engine.observers.queue
         assert log is not None
         report = self.shedder.report() if self.shedder is not None else {}
         counts = detector.counts
@@ -213,13 +212,13 @@ class KeyGroupRun:
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
                 counters.update({f"cut_{k}": v for k, v in summaries[name]["cuts"].items()})
-                histogram = engine.queue.histogram(name) if engine.queue is not None else None
+                histogram = queue.histogram(name) if queue is not None else None
                 if histogram is not None:
                     # engine-side latency: from an event's arrival at the worker to its matches
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
-                if engine.queue is not None and "over_bound" in (judged := engine.queue.summary(name)):
+                if queue is not None and "over_bound" in (judged := queue.summary(name)):
                     counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
         out += [(BIN, query, b, "matches", float(n)) for (query, b), n in sorted(self.match_bins.items())]

@@ -1,0 +1,144 @@
+"""One query group of a plan, compiled for the engine: everything derived
+from the plan and the engine's options, and nothing about the stream.
+
+The automaton's determinizer fills its cache of deterministic states and
+steps lazily; that cache is derived from the automaton alone, so it counts
+as compiled (a memo), not as state: the live state of a query group
+(``engine.state``) names deterministic states by their ids in this
+determinizer, and its snapshot by their sets of automaton states.
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> from sharp_cer.planner import compile_plan
+>>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+>>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 5 EVENTS", s))])
+>>> compiled = CompiledQueryGroup(plan, 0)
+>>> compiled.largest, compiled.det.initial, compiled.by_position
+(5, 0, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sharp_cer.planner.plan import Plan, QueryGroup, QueryPlan, window_bound
+from sharp_cer.planner.predicates import guard_atoms
+
+from .conditions import Summaries
+from .density import Density
+from .determinize import Determinizer
+from .relevance import Relevance
+from .selection import Projection
+from .symbols import SymbolTable
+
+_INF = float("inf")
+
+
+class QueryWindow:
+    """One query's window test on start values against an end value.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int } }")
+    >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A WITHIN 2 EVENTS", s))])
+    >>> test = QueryWindow(plan.queries[0]).test(5)
+    >>> test(3), test(2)
+    (True, False)
+    """
+
+    __slots__ = ("bound", "inclusive")
+
+    def __init__(self, query: QueryPlan) -> None:
+        self.bound, self.inclusive = window_bound(query.window)
+
+    def test(self, end_value: float) -> Callable[[float], bool]:
+        """Whether a start value is in the window of a match ending at ``end_value``."""
+        bound, inclusive = self.bound, self.inclusive
+        if bound == _INF:
+            return lambda start: True
+        if inclusive:
+            return lambda start: end_value - start <= bound
+        return lambda start: end_value - start < bound
+
+
+class CompiledQueryGroup:
+    """The automaton, symbols, windows, projections, conditions and the
+    tests that skip events of query group ``number`` of ``plan`` (see the
+    module example). ``lone_tests`` turns on the density and relevance
+    tests (``engine.density``, ``engine.relevance``), which only hold
+    when every event is processed as it comes (no shedder); ``skip`` the
+    skip index of idle symbols.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        number: int,
+        *,
+        cache_capacity: int = 65536,
+        allowed_lateness: float = 0,
+        skip: bool = True,
+        lone_tests: bool = True,
+    ) -> None:
+        group = plan.groups[number]
+        self.plan = plan
+        self.group: QueryGroup = group
+        self.number = number  # the query group's index in the plan
+        self.det = Determinizer(group.automaton, cache_capacity)
+        self.queries = [plan.queries[q] for q in group.queries]
+        self.windows = {q.id: QueryWindow(q) for q in self.queries}
+        filters = [f for q in self.queries for f in q.filters]
+        self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
+        self.checks = {
+            q.id: [self.summaries.checks[f.tag] for f in q.filters] if self.summaries else [] for q in self.queries
+        }
+        # a consuming query is a query group of its own: it must see every
+        # run complete, in its window or not
+        self.consumes = any(q.consume != "NONE" for q in self.queries)
+        self.largest = max(w.bound for w in self.windows.values())
+        if self.consumes and filters:
+            self.largest = _INF  # a condition needs the nodes: no run is dropped
+        self.symbols = SymbolTable(
+            sorted({a for ts in group.automaton.transitions for t in ts for a in guard_atoms(t.guard)})
+        )
+        # STRICT checked on marks counts a partition's every event
+        self.every_event = any(q.strict_by_filter for q in self.queries)
+        # whether the skip index of idle symbols applies (engine.skipping)
+        self.skips = skip and not self.every_event
+        # which events are too far from the rest of their partition to be in a match
+        self.density = Density.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
+        # which events no accepted run can mark
+        self.relevance = Relevance.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
+        # per mark label, the variables a match shows for it (not filter tags)
+        self.variables = [tuple(v for v in names if v[0] != "#") for names in plan.labels]
+        self.projections = {q.id: Projection(q, self.variables) for q in self.queries}
+        # the horizon: the window measure (the position, or the running
+        # maximum of the partition) minus how far back any window reaches
+        self.by_position = group.window[0] == "events"
+        self.reach = self.largest if self.by_position else self.largest + allowed_lateness
+
+    def horizon(self, position: int, running_max: float) -> float:
+        """Keys below the horizon are outside every window of the query
+        group for every later event (see the module example's plan).
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A WITHIN 2 EVENTS", s))])
+        >>> CompiledQueryGroup(plan, 0).horizon(10, 0.0)
+        8
+        """
+        return (position if self.by_position else running_max) - self.reach
+
+    @property
+    def window_events(self) -> int | None:
+        """The query group's largest window in events (None: not counted in events)."""
+        return int(self.largest) if self.by_position and self.largest != _INF else None
+
+
+def _numeric(group: QueryGroup) -> set[str]:
+    """The attributes with numeric values in every event type that has them."""
+    kinds: dict[str, set[str]] = {}
+    for event in group.event_types:
+        for name, kind in event.attributes.items():
+            kinds.setdefault(name, set()).add(kind)
+    return {name for name, found in kinds.items() if found <= {"int", "double", "primary_time"}}
