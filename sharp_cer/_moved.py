@@ -20,7 +20,9 @@ import importlib.machinery
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
 
 def _warn(what: str, new: str, stacklevel: int) -> None:
@@ -89,3 +91,27 @@ def moved(old: str, new: str) -> ModuleType:
 def renamed(old: str, new: str) -> None:
     """Let ``import old`` give the module ``new``, with a warning."""
     _finder().modules[old] = new
+
+
+def old_names(module: str, names: Mapping[str, str], namespace: Mapping[str, Any]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` that hands out ``namespace[new]`` for each
+    old name of ``names`` (old -> new), with a warning.
+
+    >>> import warnings
+    >>> getattr_ = old_names("m", {"Group": "QueryGroup"}, {"QueryGroup": int})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     getattr_("Group")
+    <class 'int'>
+    >>> str(caught[0].message).splitlines()[0]
+    'm.Group is m.QueryGroup since sharp-cer 0.2.0, and the old name goes in 0.3'
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new = names[name]
+        _warn(f"{module}.{name} is {module}.{new} since", f"{module}.{new}", stacklevel=4)
+        return namespace[new]
+
+    return __getattr__

@@ -32,6 +32,14 @@ def test_the_python_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> 
     assert lines[1] == "<DataFrame>: 3 rows read, 2 accepted, 1 dead-lettered (unknown_type 1)"
 
 
+def test_the_snapshot_example_runs_as_written() -> None:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(_python_block("An engine's state is apart"), "README.md", "exec"), {})
+    # both A (0 and 1) before the snapshot pair with the B at 2 after it, as in one uninterrupted run
+    assert printed.getvalue().splitlines() == ["[(0, 2), (1, 2)]"]
+
+
 def test_nothing_points_outside_the_repository() -> None:
     texts = {"README.md": README}
     for package in ("sharp_cer", "planner", "shedding"):

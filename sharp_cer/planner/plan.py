@@ -11,10 +11,10 @@ projection, applied when its matches are enumerated.
 from __future__ import annotations
 
 import functools
-import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sharp_cer._moved import old_names
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 
 from .automaton import Automaton
@@ -215,13 +215,5 @@ class Plan:
         raise KeyError(name)
 
 
-def __getattr__(name: str) -> Any:
-    # ``Group`` was the 0.1 name of a query group; kept one release
-    if name == "Group":
-        warnings.warn(
-            "sharp_cer.planner.plan.Group is now QueryGroup; the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return QueryGroup
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # ``Group`` was the 0.1 name of a query group; it warns until 0.3
+    __getattr__ = old_names(__name__, {"Group": "QueryGroup"}, globals())

@@ -30,6 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from sharp_cer.api import MATCH_SCHEMA
+
 # ---------------------------------------------------------------- the events
 #: the event type column of the user's events (the rest are the attributes)
 TYPE = "type"
@@ -93,18 +95,9 @@ DEAD_LETTER = "dead_letter"
 OUTPUT_KINDS = (MATCH, *TELEMETRY_KINDS, DEAD_LETTER)
 
 #: a match row: query, tenant, start and end positions, events (positions
-#: after projection), vars (positions per variable)
-MATCH_ROW = pa.schema(
-    [
-        ("query", pa.string()),
-        ("tenant", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("events", pa.list_(pa.int64())),
-        ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
-    ]
-)
-#: the columns of the matches users get, in order
+#: after projection), vars (positions per variable): the record in-process
+#: matches convert to (``api.matches_to_arrow``), one schema everywhere
+MATCH_ROW = MATCH_SCHEMA
 MATCH_COLUMNS = tuple(MATCH_ROW.names)
 #: a telemetry row (besides its kind; see ``TELEMETRY_KINDS``)
 TELEMETRY_ROW = pa.schema([("query", pa.string()), ("bin", pa.int64()), ("name", pa.string()), ("value", pa.float64())])

@@ -33,13 +33,13 @@ import math
 import pickle
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from sharp_cer._moved import old_names
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.loaders import load_jsonl
@@ -290,14 +290,4 @@ def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:
 
 
 if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
-
-    def __getattr__(name: str) -> Any:
-        if name == "StreamGroup":
-            warnings.warn(
-                "sharp_cer.spark.stream_group.StreamGroup is sharp_cer.spark.stream_key_group.KeyGroupStream since "
-                "sharp-cer 0.2.0, and the old names go in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return KeyGroupStream
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = old_names(__name__, {"StreamGroup": "KeyGroupStream"}, globals())

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from sharp_cer._moved import old_names
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.errors import SurfaceError
@@ -277,13 +277,4 @@ def run_sorted(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
 
 
 if not TYPE_CHECKING:  # old names warn; type checkers see only the new ones
-
-    def __getattr__(name: str) -> Any:
-        if name == "GroupRun":
-            warnings.warn(
-                "sharp_cer.spark.worker.GroupRun is KeyGroupRun since sharp-cer 0.2.0, and the old name goes in 0.3",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return KeyGroupRun
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = old_names(__name__, {"GroupRun": "KeyGroupRun"}, globals())
