@@ -318,11 +318,11 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         f"cost units per event: {stats['units_per_event']:.1f}; "
         f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
         f"events skipped in bulk: {stats['events_skipped']} of "
-        f"{stats['events_skipped'] + stats['events_processed']} (per group)"
+        f"{stats['events_skipped'] + stats['events_processed']} (per query group)"
     )
     shedder = detector.shedder
     if shedder is not None:
-        footer += f"; shed by {shed.shedder}: {stats['events_shed']} events (per group)"
+        footer += f"; shed by {shed.shedder}: {stats['events_shed']} events (per query group)"
     summary = summary_table(detector) if shedder is not None or judges(judged, shed) else ""
     if shed.stats is not None:
         Path(shed.stats).write_text(json.dumps(shed_stats(detector, shed), indent=2))

@@ -317,7 +317,7 @@ class ExactCondition:
         return aggregate
 
 
-# ---------------------------------------------------------------- per group
+# ---------------------------------------------------------------- per query group
 
 
 class FilterCheck:

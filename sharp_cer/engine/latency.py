@@ -8,7 +8,7 @@ before the query's matches are out (its condition checks, and the steps of
 every group run before and including the query's own) plus the query's own
 enumeration. It is recorded for every event a group processes or sheds
 (events skipped in bulk cost their condition checks only and are not
-recorded). Floors are kept per group and event, enumeration per query and
+recorded). Floors are kept per query group and event, enumeration per query and
 event, so recording costs O(1) per event plus O(1) per enumeration.
 
 >>> log = LatencyLog()

@@ -1,7 +1,7 @@
 """The seam through which a load shedder watches and prunes the engine;
 the shedders themselves live in the ``shedding`` layer.
 
-The engine asks a :class:`Shedder` once per group for a
+The engine asks a :class:`Shedder` once per query group for a
 :class:`QueryGroupShedder` (None: that group is never shed), handing it the
 group as a :class:`QueryGroupView` (its queries, the PSD bitmaps of its states,
 its live partial matches, and the one way to take some out), and calls it
@@ -136,7 +136,7 @@ class QueryGroupShedder(Protocol):
 
 
 class Shedder(Protocol):
-    """A load shedder: a :class:`QueryGroupShedder` per group, or None."""
+    """A load shedder: a :class:`QueryGroupShedder` per query group, or None."""
 
     def for_group(self, group: QueryGroupView) -> QueryGroupShedder | None:
         """The shedder of ``group`` (None: never shed)."""

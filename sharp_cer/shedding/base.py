@@ -160,7 +160,7 @@ def input_safe(query: QueryPlan) -> bool:
 
 class LoadShedder:
     """The truncation baseline, and the base of every shedder: it makes one
-    group shedder per group with at least one sheddable query that has a
+    query group shedder per query group with at least one sheddable query that has a
     bound (the engine's ``Shedder`` protocol).
 
     >>> from sharp_cer.language import Schema, parse_and_check

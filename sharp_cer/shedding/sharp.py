@@ -26,7 +26,7 @@ per match (a tECS walk's cost grows with the product of the PMs a match
 passes through, one per mark, so each level keeps the m_i-th root). The
 threshold is the knapsack's: a test freed by shedding is worth a test of a
 cut walk, a PM shed loses its matches everywhere. The ranking costs O(1)
-per PM (a few dozen clusters per group). Shed clusters stay shed for PMs
+per PM (a few dozen clusters per query group). Shed clusters stay shed for PMs
 created later (O(1) each; a cluster shed in part, the same share of them),
 until the next selection or an epoch without a cut walk.
 

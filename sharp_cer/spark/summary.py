@@ -273,5 +273,5 @@ def _bound(
         return f"{bound.milliseconds:g}ms", None, over
     assert bound.fraction is not None
     if shedding and "bound_ms" in counters:
-        return f"{bound.fraction:.0%}/group <={counters['bound_ms']:.4g}ms", None, over
+        return f"{bound.fraction:.0%}/key group <={counters['bound_ms']:.4g}ms", None, over
     return f"{bound.fraction:.0%} of {mean_ms:.4g}ms", None, None
