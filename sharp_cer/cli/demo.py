@@ -14,7 +14,10 @@ from .._extras import check as check_extras
 from ..errors import SharpCerError
 from ..language import Workload, load_workload
 from ..language.printer import window as window_text
+from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
+from .folders import folder_problem, make_folder, overlap_problem
+from .signals import SignalGuard, guarded
 from .run import complete
 
 #: a generated workload: its file, the workload, its events file, the
@@ -37,7 +40,7 @@ def add_parser(sub: Any) -> None:
     run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
-    run_demo.add_argument("--events", type=int, default=20_000, help="events per workload")
+    run_demo.add_argument("--events", type=at_least(1), default=20_000, help="events per workload")
     run_demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
 
 
@@ -55,8 +58,24 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
     """Check every workload in ``configs``, generate its data into
     ``out_dir``, and run it on local Spark: print each summary (and the
     in-process engine's figures beside it) and draw matches and latency
-    over the stream into ``out_dir/NAME.png``."""
+    over the stream into ``out_dir/NAME.png``. SIGINT or SIGTERM stops it
+    with one line (exit 130 or 143, see ``signals``)."""
     check_extras(["pyspark", "matplotlib"], "sharp-cer demo")  # before any work; main prints it
+    return guarded(
+        lambda guard: _demo(configs, out_dir, events, (out, err), master, guard), err, "before the demo finished"
+    )
+
+
+def _demo(
+    configs: Path, out_dir: Path, events: int, to: tuple[TextIO, TextIO], master: str | None, guard: SignalGuard
+) -> int:
+    out, err = to
+    if events < 1:
+        print(f"error: --events must be at least 1, not {events}", file=err)
+        return EXIT_INVALID
+    if not configs.is_dir():
+        print(f"{configs}: error: --configs is not a folder\n  hint: pass --configs DIR", file=err)
+        return EXIT_INVALID
     files = sorted(configs.glob("*.toml"))
     if not files:
         print(
@@ -65,7 +84,15 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
             file=err,
         )
         return EXIT_INVALID
-    out_dir.mkdir(parents=True, exist_ok=True)
+    problem = folder_problem(str(out_dir), "--out") or overlap_problem(str(out_dir), "--out", {"--configs": str(configs)})
+    if problem is not None:
+        print(problem, file=err)
+        return EXIT_INVALID
+    try:
+        make_folder(str(out_dir), "--out")
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
     generated: list[Generated] = []
     for path in files:
         start = time.perf_counter()
@@ -79,7 +106,7 @@ def demo(configs: Path, out_dir: Path, events: int, out: TextIO, err: TextIO, ma
             generated.append(_generate(path, workload, out_dir, events, out))
     if generated:
         try:
-            _demo_on_spark(generated, out_dir, master, out)
+            _demo_on_spark(generated, out_dir, master, out, guard)
         except (BrokenPipeError, ConnectionResetError) as exc:
             return lost_worker(exc, out_dir / "spark.log", err)
     print(
@@ -139,20 +166,23 @@ def _detect(workload: Workload, frame: Any) -> tuple[dict[str, int], float]:
     return detector.counts, len(frame) / (time.perf_counter() - began)
 
 
-def _demo_on_spark(generated: list[Generated], out_dir: Path, master: str | None, out: TextIO) -> None:
+def _demo_on_spark(
+    generated: list[Generated], out_dir: Path, master: str | None, out: TextIO, guard: SignalGuard
+) -> None:
     """The demo's Spark part: each generated file through ``run_detection``."""
     from ..spark.pipeline import run_detection
     from ..spark.session import spark_session
 
     began = time.perf_counter()
-    spark = spark_session(master, log=str(out_dir / "spark.log"))
-    print(
-        f"\n== Spark {spark.version} on {spark.sparkContext.master} (up in {time.perf_counter() - began:.1f} s)",
-        file=out,
-    )
+    spark = guard.start(lambda: spark_session(master, log=str(out_dir / "spark.log")))
+    with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+        version, where = spark.version, spark.sparkContext.master
+    print(f"\n== Spark {version} on {where} (up in {time.perf_counter() - began:.1f} s)", file=out)
     for path, workload, events, in_process, rate in generated:
         started = time.perf_counter()
-        summary = complete(run_detection(str(events), workload, spark=spark), out_dir, f"{path.stem}_", "parquet")
+        with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+            detection = run_detection(str(events), workload, spark=spark)
+            summary = complete(detection, out_dir, f"{path.stem}_", "parquet")
         seconds = time.perf_counter() - started
         plot = out_dir / f"{path.stem}.png"
         summary.plot(str(plot))

@@ -16,6 +16,8 @@ from ..errors import SharpCerError
 from ..language import Workload, load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
+from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path
+from .signals import SignalGuard, guarded
 from .inputs import events_problem
 
 
@@ -43,7 +45,7 @@ def add_parser(sub: Any) -> None:
     run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
     run_spark.add_argument(
         "--generate",
-        type=at_least(0),
+        type=at_least(1),
         default=0,
         metavar="N",
         help="instead of --events: N events of the workload's generator",
@@ -94,9 +96,22 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     letters) to ``options.out`` as Parquet or JSON lines, or show them on
     the console; print the summary (matches per query and tenant, shedding,
     latency against the bounds) and write it as JSON, with a PNG of matches
-    and latency over the stream."""
+    and latency over the stream. SIGINT or SIGTERM stops it with one line
+    (exit 130 or 143, see ``signals``)."""
     try:
         check_extras(["pyspark", "matplotlib"], "sharp-cer run")
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
+    return guarded(lambda guard: _run(options, out, err, guard), err, "before the run finished")
+
+
+def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> int:
+    problem = flags_problem(options)
+    if problem is not None:
+        print(problem, file=err)
+        return EXIT_INVALID
+    try:
         workload = load_workload(options.workload)
     except SharpCerError as exc:
         print(exc, file=err)
@@ -108,16 +123,18 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     from ..spark.session import spark_session
 
     settings = dict(item.partition("=")[::2] for item in options.conf)
-    if any(not key or not value for key, value in settings.items()):
-        print("error: --conf takes KEY=VALUE, such as spark.executor.memory=4g", file=err)
+    try:
+        target = make_folder(options.out, "--out")
+    except SharpCerError as exc:
+        print(exc, file=err)
         return EXIT_INVALID
-    target = Path(options.out)
-    target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
-    spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
+    spark = guard.start(lambda: spark_session(options.master, log=str(target / "spark.log"), **settings))
     started = time.perf_counter()
     try:
-        summary = _detect(options, workload, spark, target, err)
+        with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+            summary = _detect(options, workload, spark, target, err)
+            master = spark.sparkContext.master
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -129,7 +146,7 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     seconds = time.perf_counter() - started
     print(summary.render(), file=out)
     print(
-        f"  {summary.rows:,} events in {seconds:.1f} s on {spark.sparkContext.master} "
+        f"  {summary.rows:,} events in {seconds:.1f} s on {master} "
         f"({summary.rows / seconds:,.0f} events/s; Spark started in {started - began:.1f} s)",
         file=out,
     )
@@ -141,9 +158,38 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def flags_problem(options: RunOptions) -> str | None:
+    """What is wrong with the flags alone, checked before anything is read:
+    ``--conf``'s shape, the output folder and the plot's file, none of them
+    an input."""
+    settings = dict(item.partition("=")[::2] for item in options.conf)
+    if any(not key or not value for key, value in settings.items()):
+        return "error: --conf takes KEY=VALUE, such as spark.executor.memory=4g"
+    inputs = {} if options.events is None else {"--events": options.events}
+    problem = folder_problem(options.out, "--out") or overlap_problem(options.out, "--out", inputs)
+    if problem is None and options.events is not None:
+        written = [Path(options.out, name) for name in ("matches", "dead_letters", "summary.json", "latency.png")]
+        if any(same_path(options.events, str(w)) or Path(w) in _resolved(options.events).parents for w in written):
+            problem = (
+                f"{options.events}: error: --events is where this run writes its output (--out {options.out})\n"
+                "  expected: outputs apart from the inputs\n  hint: give another --out"
+            )
+    if problem is None and options.plot is not None:
+        problem = file_problem(options.plot, "--plot")
+        if problem is None and options.events is not None and same_path(options.plot, options.events):
+            problem = f"{options.plot}: error: --plot is the --events file\n  expected: outputs apart from the inputs"
+    return problem
+
+
+def _resolved(path: str) -> Path:
+    return Path(path).resolve()
+
+
 def _problem(options: RunOptions, workload: Workload) -> str | None:
     """What is wrong with the input, checked before Spark starts: a mistyped path costs no JVM."""
-    if (options.events is None) == (options.generate <= 0):
+    if options.events is not None and options.generate:
+        return "error: give --events PATH or --generate N, not both"
+    if options.events is None and not options.generate:
         return "error: give --events PATH, or --generate N to run over the workload's generated events"
     if options.generate and not workload.generator:
         return f"error: workload {workload.name} names no generator\n  hint: give --events PATH"

@@ -12,8 +12,10 @@ from typing import Any, TextIO
 from .._extras import check as check_extras
 from ..errors import SharpCerError, SurfaceError
 from ..language import load_workload
-from .arguments import SHEDDER_NAMES
-from .exits import EXIT_INVALID, EXIT_OK, lost_worker
+from .arguments import SHEDDER_NAMES, at_least
+from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
+from .folders import folder_problem, make_folder, overlap_problem, same_path, seconds_problem
+from .signals import SignalGuard, guarded
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,13 @@ def add_parser(sub: Any) -> None:
     run_stream.add_argument(
         "--trigger", type=float, metavar="SECONDS", help="a micro-batch every SECONDS (default: all files, then stop)"
     )
-    run_stream.add_argument("--timeout", type=float, metavar="SECONDS", help="with --trigger: stop after SECONDS")
-    run_stream.add_argument("--max-files", type=int, metavar="N", help="at most N new files per micro-batch")
-    run_stream.add_argument("--watermark-ms", type=int, metavar="MS", help="watermark delay (default lateness + 2 ms)")
+    run_stream.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="stop after SECONDS, at a micro-batch boundary"
+    )
+    run_stream.add_argument("--max-files", type=at_least(1), metavar="N", help="at most N new files per micro-batch")
+    run_stream.add_argument(
+        "--watermark-ms", type=at_least(0), metavar="MS", help="watermark delay (default lateness + 2 ms)"
+    )
     run_stream.add_argument("--format", choices=["csv", "jsonl"], help="the files' format (default: by their suffix)")
     run_stream.add_argument(
         "--shedder",
@@ -87,13 +93,50 @@ def execute(options: StreamOptions, out: TextIO, err: TextIO) -> int:
 def stream(options: StreamOptions, out: TextIO, err: TextIO) -> int:
     """Run a workload over a folder of arriving files on Spark streaming;
     print the summary (engine latency in cost units, end-to-end latency in
-    ms) and write it to OUT/summary.json beside the output's Parquet files."""
+    ms) and write it to OUT/summary.json beside the output's Parquet files.
+    SIGINT or SIGTERM stops it at a micro-batch boundary, the summary
+    printed: exit 130 after SIGINT, 0 after SIGTERM (see ``signals``)."""
     check_extras(["pyspark"], "sharp-cer stream")  # main prints it
+    return guarded(lambda guard: _stream(options, out, err, guard), err, "before the stream started", sigterm_code=0)
+
+
+def problem(options: StreamOptions) -> str | None:
+    """What is wrong with the flags, checked before the workload is read
+    and Spark starts: numbers in range, the folders' paths, then the files'
+    format (a flag error comes first)."""
+    from ..spark.prepare import TEXT_FORMATS, format_of
+
+    for value, flag, zero in ((options.trigger, "--trigger", True), (options.timeout, "--timeout", False)):
+        found = seconds_problem(value, flag, zero=zero)
+        if found is not None:
+            return found
+    if not Path(options.source).is_dir():
+        return f"{options.source}: error: no such folder\n  hint: --source is the folder files arrive in"
+    for path, flag in ((options.checkpoint, "--checkpoint"), (options.out, "--out")):
+        found = folder_problem(path, flag) or overlap_problem(path, flag, {"--source": options.source})
+        if found is not None:
+            return found
+    if same_path(options.out, options.checkpoint):
+        return f"{options.out}: error: --out is the --checkpoint folder\n  expected: two folders"
+    if options.format is None:
+        try:
+            fmt = format_of(options.source)
+        except SharpCerError as exc:
+            return str(exc)
+        if fmt not in TEXT_FORMATS:
+            return f"{options.source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}"
+    return None
+
+
+def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> int:
     from ..spark.session import spark_session
     from ..spark.stream import StreamSettings, run_stream, stream_conf
     from ..spark.stream_key_group import check_live_bounds
 
     try:
+        found = problem(options)
+        if found is not None:
+            raise SurfaceError(found)
         workload = load_workload(options.workload)
         settings = StreamSettings(
             options.trigger,
@@ -105,15 +148,22 @@ def stream(options: StreamOptions, out: TextIO, err: TextIO) -> int:
         )
         settings.delay_ms(workload)  # refuse a delay under the lateness before starting Spark
         check_live_bounds(workload, settings.shedder)  # and a fraction bound to shed to
-        if not Path(options.source).is_dir():
-            raise SurfaceError(
-                f"{options.source}: error: no such folder\n  hint: --source is the folder files arrive in"
+        make_folder(options.out, "--out")
+        make_folder(options.checkpoint, "--checkpoint")
+        log = str(Path(options.out, "spark.log"))
+        spark = guard.start(lambda: spark_session(options.master, log=log, **stream_conf()))
+        with guard.spark_calls() as asked:
+            summary = run_stream(
+                workload,
+                options.source,
+                options.checkpoint,
+                options.out,
+                settings,
+                spark,
+                options.timeout,
+                progress=err,
+                stop=asked,
             )
-        Path(options.out).mkdir(parents=True, exist_ok=True)
-        spark = spark_session(options.master, log=str(Path(options.out, "spark.log")), **stream_conf())
-        summary = run_stream(
-            workload, options.source, options.checkpoint, options.out, settings, spark, options.timeout, progress=err
-        )
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -121,4 +171,6 @@ def stream(options: StreamOptions, out: TextIO, err: TextIO) -> int:
         return lost_worker(exc, Path(options.out, "spark.log"), err)
     print(summary.render(), file=out)
     Path(options.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
+    if guard.asked.signal == "SIGINT":
+        return EXIT_INTERRUPTED
     return EXIT_OK

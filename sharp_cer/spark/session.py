@@ -9,10 +9,11 @@ unchanged when executors can import sharp-cer (README: running on a cluster).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,13 +48,46 @@ def spark_session(
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _output_to(log):
+    with _output_to(log), _jvm_ignores_signals():
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if "spark.sql.shuffle.partitions" not in conf:
         cores = session.sparkContext.defaultParallelism
         session.conf.set("spark.sql.shuffle.partitions", str(max(4, 4 * cores)))
     return session
+
+
+@contextmanager
+def _jvm_ignores_signals() -> Iterator[None]:
+    """A JVM launched meanwhile starts with SIGINT and SIGTERM ignored (as
+    PySpark already does for SIGINT), so a signal to the whole process
+    group (Ctrl-C, ``timeout``, systemd, a container stop) leaves Spark
+    running until the driver stops it: the JVM's shutdown hook would stop
+    the context under the driver's feet. The JVM installs no handler for a
+    signal ignored when it starts; it still ends when the driver does (its
+    stdin closes) and on SIGKILL. Spark's Python workers put themselves in a
+    process group of their own."""
+    from pyspark import java_gateway
+
+    launch = java_gateway.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        inner = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if inner is not None:
+                inner()
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        kwargs["preexec_fn"] = preexec
+        return launch(*args, **kwargs)
+
+    java_gateway.Popen = popen  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = launch  # type: ignore[misc]
 
 
 @contextmanager

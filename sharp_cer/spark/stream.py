@@ -96,7 +96,7 @@ from .stream_input import (
     stage_zero_schema,
 )
 from .summary import Summary
-from .watch import EVENTS_IN, MATCHES_OUT, watch
+from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, watch
 from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
@@ -455,8 +455,23 @@ def _cause(message: str) -> str:
 
 
 def read_output(spark: SparkSession, out: str) -> DataFrame:
-    """The stream's committed output (through the sink's log)."""
+    """The stream's committed output (through the sink's log); no rows
+    before its first micro-batch is committed."""
+    if not committed(out):
+        return spark.createDataFrame([], STREAM_DDL)
     return spark.read.parquet(out)
+
+
+def committed(out: str) -> bool:
+    """Whether the stream's sink has committed a micro-batch to ``out`` (its
+    log, ``_spark_metadata``, lists one).
+
+    >>> import tempfile
+    >>> committed(tempfile.mkdtemp())
+    False
+    """
+    log = Path(out, "_spark_metadata")
+    return log.is_dir() and any(p.name.split(".")[0].isdigit() for p in log.iterdir())
 
 
 @dataclass(frozen=True)
@@ -473,6 +488,8 @@ class StreamSummary:
     end_to_end: dict[str, dict[str, float]]
     trigger_ms: int | None
     watermark_ms: int
+    #: why the stream stopped before its input ended: "SIGINT", "SIGTERM", "timeout" (None: it did not)
+    stopped: str | None = None
 
     def render(self) -> str:
         """The batch summary's table, then the end-to-end latencies."""
@@ -496,6 +513,7 @@ class StreamSummary:
             "end_to_end_ms": self.end_to_end,
             "trigger_ms": self.trigger_ms,
             "watermark_ms": self.watermark_ms,
+            "stopped": self.stopped,
         }
 
 
@@ -540,20 +558,37 @@ def run_stream(
     spark: SparkSession,
     timeout: float | None = None,
     progress: TextIO | None = None,
+    *,
+    stop: StopRequest | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
-    batches every ``trigger`` seconds, a line each on ``progress``, until
-    ``timeout`` seconds have passed or SIGINT / SIGTERM (then at a
-    micro-batch boundary); events the watermark has not passed stay held in
-    the checkpoint for the next run."""
-    if settings.trigger is None:
-        run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
+    batches every ``trigger`` seconds, a line each on ``progress``. Either
+    runs until ``timeout`` seconds have passed or a stop request (``stop``,
+    set by the caller; without it SIGINT / SIGTERM), then stops at a
+    micro-batch boundary; events the watermark has not passed stay held in
+    the checkpoint for the next run. The summary's ``stopped`` says why it
+    stopped early, if it did."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    lines = progress or io.StringIO()
+
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+    query = start_stream(workload, source, checkpoint, out, settings, spark)
+    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None)
+    _raise_failure(query)
+    if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
-        run_until_done(start_stream(workload, source, checkpoint, out, settings, spark))
-    else:
         query = start_stream(workload, source, checkpoint, out, settings, spark)
-        watch(query, progress or io.StringIO(), timeout)
-        if query.exception() is not None:  # Spark wraps the workers' errors
-            raise SurfaceError(_cause(str(query.exception())))
-    return stream_summary(spark, out, workload, settings)
+        why = watch(query, lines, left(), asked=stop, quiet=True)
+        _raise_failure(query)
+    summary = stream_summary(spark, out, workload, settings)
+    return replace(summary, stopped=None if why == "ended" else why)
+
+
+def _raise_failure(query: StreamingQuery) -> None:
+    """The query's error as ours (the workers' message, without Spark's stack)."""
+    failure = query.exception()
+    if failure is not None:  # Spark wraps the workers' errors
+        raise SurfaceError(_cause(str(failure)))

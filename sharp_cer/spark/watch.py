@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, TextIO
 
 #: the names of the stream's observed counts: events read, matches written
@@ -77,10 +77,20 @@ def stop_requests() -> Iterator[StopRequest]:
             signal.signal(number, handler)
 
 
-def watch(query: Any, out: TextIO, timeout: float | None, *, poll: float = 0.5) -> str:
-    """Wait for ``query``: print a line per finished micro-batch on ``out``;
-    on a stop request (or after ``timeout`` seconds) let the running
-    micro-batch finish, stop the query and say so in one line. Returns why
+def watch(
+    query: Any,
+    out: TextIO,
+    timeout: float | None,
+    *,
+    poll: float = 0.5,
+    asked: StopRequest | None = None,
+    quiet: bool = False,
+) -> str:
+    """Wait for ``query``: print a line per finished micro-batch on ``out``
+    (``quiet``: none); on a stop request (or after ``timeout`` seconds) let
+    the running micro-batch finish, stop the query and say so in one line.
+    The requests come from SIGINT and SIGTERM, or from ``asked`` if given
+    (its owner handles the signals, and it may be set already). Returns why
     it stopped: ``"SIGINT"`` or ``"SIGTERM"``, ``"timeout"``, or ``"ended"``
     (the query stopped by itself; its error, if any, is the caller's)."""
     shown = -1
@@ -90,10 +100,11 @@ def watch(query: Any, out: TextIO, timeout: float | None, *, poll: float = 0.5) 
         for progress in query.recentProgress:
             if progress["batchId"] > shown:
                 shown = progress["batchId"]
-                print(batch_line(progress), file=out, flush=True)
+                if not quiet:
+                    print(batch_line(progress), file=out, flush=True)
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    with stop_requests() as asked:
+    with stop_requests() if asked is None else nullcontext(asked) as asked:
         while query.isActive and not asked.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
