@@ -14,6 +14,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 
+import pytest
 import strategies as cs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -190,3 +191,95 @@ def test_mutated_workloads_check_or_fail_located(text: str) -> None:
     if workload is not None:
         for q in workload.queries:  # type: ignore[attr-defined]
             assert parse_query(to_ceql(q.checked.query)) == q.checked.query
+
+
+# ---------------------------------------------------------------- the Spark commands' flags
+
+CLI_SCHEMA = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }"
+CLI_WORKLOAD = f'[workload]\nname = "w"\nschema = "{CLI_SCHEMA}"\n[[query]]\nname = "q"\ntext = "SELECT * WHERE A ; B"\n'
+
+
+@pytest.fixture
+def cli_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workload, an events file, a folder of them and a plain file, in
+    the current folder; Spark must not start (every case fails before)."""
+    import sharp_cer.spark.session as session
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark started on bad flags")
+
+    monkeypatch.setattr(session, "spark_session", refuse)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.toml").write_text(CLI_WORKLOAD)
+    (tmp_path / "e.csv").write_text("A,1,1\nB,2,2\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "e.csv").write_text("A,1,1\nB,2,2\n")
+    (tmp_path / "a_file").write_text("keep me\n")
+    return tmp_path
+
+
+STREAM = ["stream", "w.toml", "--source", "src", "--checkpoint", "ck", "--out", "o"]
+RUN = ["run", "w.toml", "--events", "e.csv", "--out", "o"]
+
+#: (command line, a piece of the one error line); every flag of run, stream and demo out of range or at the wrong path
+FLAG_CASES = [
+    (STREAM + ["--trigger", "-1"], "--trigger must be a finite number"),
+    (STREAM + ["--trigger", "nan"], "--trigger must be a finite number"),
+    (STREAM + ["--trigger", "inf"], "--trigger must be a finite number"),
+    (STREAM + ["--trigger", "x"], "--trigger"),
+    (STREAM + ["--trigger", "1", "--timeout", "-1"], "--timeout must be a finite number"),
+    (STREAM + ["--timeout", "nan"], "--timeout must be a finite number"),
+    (STREAM + ["--timeout", "0"], "--timeout must be a finite number"),
+    (STREAM + ["--max-files", "0"], "--max-files"),
+    (STREAM + ["--max-files", "-3"], "--max-files"),
+    (STREAM + ["--watermark-ms", "-1"], "--watermark-ms"),
+    (STREAM + ["--watermark-ms", "1"], "watermark delay 1 ms (--watermark-ms) is not above"),
+    (STREAM[:4] + ["--checkpoint", "/proc/x", "--out", "o"], "/proc/x: error: --checkpoint cannot be written"),
+    (STREAM[:6] + ["--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
+    (STREAM[:4] + ["--checkpoint", "a_file", "--out", "o"], "a_file: error: --checkpoint names a file"),
+    (STREAM[:6] + ["--out", "a_file"], "a_file: error: --out names a file"),
+    (STREAM[:6] + ["--out", "a_file/o"], "a_file/o: error: --out is under a file"),
+    (STREAM[:6] + ["--out", "src"], "src: error: --out is the --source folder"),
+    (STREAM[:6] + ["--out", "src/o"], "src/o: error: --out is inside --source"),
+    (STREAM[:4] + ["--checkpoint", "src/ck", "--out", "o"], "src/ck: error: --checkpoint is inside --source"),
+    (STREAM[:6] + ["--out", "ck"], "--out is the --checkpoint folder"),
+    (STREAM[:6] + ["--out", ""], "--out is empty"),
+    (STREAM[:2] + ["--source", "nowhere"] + STREAM[4:], "nowhere: error: no such folder"),
+    # a flag error comes before the files' format is looked at (this folder mixes .toml and .csv)
+    (["stream", "w.toml", "--source", ".", "--checkpoint", "ck", "--out", "o", "--trigger", "-1"], "--trigger"),
+    (RUN[:4] + ["--out", "a_file"], "a_file: error: --out names a file"),
+    (RUN[:4] + ["--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
+    (RUN[:4] + ["--out", ""], "--out is empty"),
+    (["run", "w.toml", "--events", "src", "--out", "src/o"], "src/o: error: --out is inside --events"),
+    (["run", "w.toml", "--events", "src", "--out", "src"], "src: error: --out is the --events folder"),
+    (["run", "w.toml", "--events", "o/matches/e.csv", "--out", "o"], "--events is where this run writes"),
+    (RUN + ["--plot", "src"], "src: error: --plot names a folder"),
+    (RUN + ["--plot", "e.csv"], "e.csv: error: --plot is the --events file"),
+    (RUN + ["--plot", "a_file/p.png"], "--plot is under a file"),
+    (RUN + ["--conf", "novalue"], "--conf takes KEY=VALUE"),
+    (["run", "w.toml", "--generate", "0"], "--generate"),
+    (["run", "w.toml", "--generate", "-1"], "--generate"),
+    (["run", "w.toml", "--generate", "5", "--events", "e.csv"], "not both"),
+    (["demo", "--events", "0"], "--events"),
+    (["demo", "--configs", "nowhere"], "nowhere: error: --configs is not a folder"),
+    (["demo", "--configs", ".", "--out", "a_file"], "a_file: error: --out names a file"),
+    (["demo", "--configs", ".", "--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
+]
+
+
+@pytest.mark.parametrize(("argv", "says"), FLAG_CASES, ids=[" ".join(a[:1] + a[4:]) for a, _ in FLAG_CASES])
+def test_spark_commands_refuse_bad_flags_before_spark_starts_with_one_line(
+    cli_inputs: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    from sharp_cer.cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exit:  # argparse's own refusals
+        code = int(exit.code or 0)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (argv, out, err)
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1 and says in lines[0], err
+    assert (cli_inputs / "a_file").read_text() == "keep me\n"  # a file given as a folder is left as it was

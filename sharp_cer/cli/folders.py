@@ -60,9 +60,11 @@ def file_problem(path: str, flag: str) -> str | None:
     p = Path(path)
     if p.is_dir():
         return f"{path}: error: {flag} names a folder, not a file\n  expected: a file to write ({flag} FILE)"
-    problem = folder_problem(str(p.parent), flag)
-    if problem is not None:
-        return problem.replace(f"{p.parent}: error:", f"{path}: error:", 1)
+    above = _existing_ancestor(p.parent)
+    if not above.is_dir():
+        return f"{path}: error: {flag} is under a file ({above}), not a folder\n  expected: a file to write ({flag} FILE)"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"{path}: error: {flag} cannot be written ({above} is not writable)\n  hint: give a file you can write"
     if p.exists() and not os.access(p, os.W_OK):
         return f"{path}: error: {flag} cannot be written (no permission)\n  hint: give a file you can write"
     return None

@@ -3,6 +3,7 @@ files, checked before anything reads them."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,17 @@ def schema_and_queries(schema_file: str, query_files: Sequence[str]) -> tuple[Sc
     would merge under one name)."""
     stems: dict[str, str] = {}
     for q in query_files:
-        other = stems.setdefault(Path(q).stem, q)
-        if other != q:
+        stem = Path(q).stem
+        other = stems.get(stem)
+        stems[stem] = q
+        if other is not None:
+            twice = os.path.abspath(other) == os.path.abspath(q)
+            found = f"{other} twice" if twice else f"{other} and {q}"
+            hint = "give each query file once" if twice else "rename one of them"
             raise SurfaceError(
-                f"{q}: error: two query files named {Path(q).stem!r}\n"
+                f"{q}: error: two query files named {stem!r}\n"
                 f"  expected: one query file per name (a query is named by its file's stem)\n"
-                f"  found: {other} and {q}\n  hint: rename one of them"
+                f"  found: {found}\n  hint: {hint}"
             )
     schema = Schema.parse(read_source(Path(schema_file), "schema"), schema_file)
     queries = []

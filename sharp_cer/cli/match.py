@@ -256,7 +256,7 @@ def _by_engine(
     from ..builder import DetectorBuilder, DetectorConfig
 
     lateness = inputs.lateness
-    first = next(chunks, None) if shed.bounded else None  # an empty file sheds nothing
+    first, chunks = _first_rows(chunks) if shed.bounded else (None, chunks)  # no rows: nothing to shed
     settings = DetectorConfig(
         shedder=shed.shedder if first is not None else None, seed=shed.seed, bound=shed.bound,
         sketch_attributes=shed.sketch_attributes, capacity=shed.capacity, count_only=options.count,
@@ -267,7 +267,6 @@ def _by_engine(
     shed = replace(shed, capacity=builder.capacity)  # the workload's, unless --capacity
     reference_ms, config = None, None
     if first is not None:
-        chunks = itertools.chain([first], chunks)
 
         def reread() -> Iterator[Any]:
             return (b for b, _ in event_chunks(options.events, inputs.schema, lateness))
@@ -329,6 +328,18 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
     return _Outcome(detector.counts, footer, summary)
+
+
+def _first_rows(chunks: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
+    """The first chunk with rows (None if none: an empty file, a header
+    alone, only bad rows), and every chunk, those read to find it included
+    (their reports count)."""
+    head = []
+    for chunk in chunks:
+        head.append(chunk)
+        if len(chunk[0]):
+            return chunk, itertools.chain(head, chunks)
+    return None, iter(head)
 
 
 def _no_sink() -> Any:

@@ -169,7 +169,7 @@ def flags_problem(options: RunOptions) -> str | None:
     problem = folder_problem(options.out, "--out") or overlap_problem(options.out, "--out", inputs)
     if problem is None and options.events is not None:
         written = [Path(options.out, name) for name in ("matches", "dead_letters", "summary.json", "latency.png")]
-        if any(same_path(options.events, str(w)) or Path(w) in _resolved(options.events).parents for w in written):
+        if any(same_path(options.events, str(w)) or w.resolve() in _resolved(options.events).parents for w in written):
             problem = (
                 f"{options.events}: error: --events is where this run writes its output (--out {options.out})\n"
                 "  expected: outputs apart from the inputs\n  hint: give another --out"

@@ -13,6 +13,11 @@ from typing import Any, TextIO
 from ..language import LatencyBound
 
 
+#: the smallest --capacity (cost units per second): one unit then takes 1e6 ms, an event of a million
+#: units 1e12 ms, the top of the latency histograms' range
+MIN_CAPACITY = 1e-3
+
+
 @dataclass(frozen=True)
 class ShedOptions:
     """The load shedding asked for on the command line: one bound for every
@@ -38,6 +43,12 @@ class ShedOptions:
         for flag, value in (("--rate", self.rate), ("--replay-speed", self.speed), ("--capacity", self.capacity)):
             if value is not None and not 0 < value < math.inf:  # nan fails too
                 return f"{flag} must be a positive, finite number, not {value:g}"
+        if self.capacity is not None and self.capacity < MIN_CAPACITY:
+            return (
+                f"--capacity must be at least {MIN_CAPACITY:g} cost units per second, not {self.capacity:g}\n"
+                f"  expected: a capacity in [{MIN_CAPACITY:g}, inf): below it one cost unit takes over "
+                f"{1000 / MIN_CAPACITY:g} ms, and latencies leave the range they are measured in (up to 1e12 ms)"
+            )
         if self.stats is not None and Path(self.stats).is_dir():
             folder = self.stats.rstrip("/")
             return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"

@@ -82,8 +82,10 @@ class LogHistogram:
             return
         above = values > self._low
         index = np.zeros(len(values), dtype=np.int64)
-        index[above] = np.ceil(np.log(values[above] / self._low) / self._log_gamma).astype(np.int64)
-        np.add.at(self._counts, np.minimum(index, len(self._counts) - 1), 1)
+        last = len(self._counts) - 1
+        # clipped before the cast: an infinite value's bin is the last one, not int64's minimum
+        index[above] = np.minimum(np.ceil(np.log(values[above] / self._low) / self._log_gamma), last).astype(np.int64)
+        np.add.at(self._counts, index, 1)
         self.count += len(values)
         self.total += float(values.sum())
         self.min = min(self.min, float(values.min()))

@@ -175,7 +175,7 @@ class StreamSettings:
             return floor
         if self.watermark_ms < floor:
             raise SurfaceError(
-                f"watermark delay {self.watermark_ms} ms is not above the allowed lateness "
+                f"error: watermark delay {self.watermark_ms} ms (--watermark-ms) is not above the allowed lateness "
                 f"({workload.allowed_lateness} ns)\n  expected: at least {floor} ms\n"
                 "  hint: Spark drops rows behind the watermark unseen; keep it above the allowed lateness"
             )

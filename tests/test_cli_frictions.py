@@ -1,0 +1,99 @@
+"""The command line's small promises (issues 40 and 33): nothing ignored
+silently, nothing that crashes on an edge of a flag's range."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sharp_cer.cli import main
+from sharp_cer.engine.histogram import LogHistogram
+
+SCHEMA = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }"
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.core").write_text(SCHEMA)
+    (tmp_path / "q.ceql").write_text("SELECT * WHERE A ; B WITHIN 3 EVENTS")
+    (tmp_path / "e.csv").write_text("A,1,1\nB,2,2\nA,3,3\nB,4,4\n")
+    return tmp_path
+
+
+MATCH = ["match", "--schema", "s.core", "--query", "q.ceql"]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit:
+        code = int(exit.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+# ---------------------------------------------------------------- 40.5: the latency path's edges
+
+
+@pytest.mark.parametrize("content", ["", "type,x,t\n", "A,x,1\n"], ids=["empty", "header-only", "bad-rows-only"])
+def test_a_latency_bound_over_a_file_without_rows_is_an_empty_run(
+    files: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    (files / "none.csv").write_text(content)
+    code, out, err = _run([*MATCH, "--events", "none.csv", "--latency-bound", "10ms", "--rate", "100"], capsys)
+    assert code == 0 and out == ""
+    assert "matches: q=0" in err
+    assert "1 dead-lettered" in err if content.startswith("A,x") else "0 dead-lettered" in err
+
+
+@pytest.mark.parametrize("capacity", ["1e-300", "1e-20", "0.0009"])
+def test_a_capacity_that_would_overflow_latencies_is_refused_with_the_range(
+    files: Path, capsys: pytest.CaptureFixture[str], capacity: str
+) -> None:
+    argv = [*MATCH, "--events", "e.csv", "--latency-bound", "10ms", "--rate", "100", "--capacity", capacity]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert f"--capacity must be at least 0.001 cost units per second, not {float(capacity):g}" in err
+    assert "[0.001, inf)" in err
+
+
+def test_the_smallest_capacity_runs_and_its_latencies_are_measured(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*MATCH, "--events", "e.csv", "--latency-bound", "10ms", "--rate", "100", "--capacity", "0.001"]
+    code, _, err = _run(argv, capsys)
+    assert code == 0 and "over bound" in err
+
+
+def test_an_infinite_latency_is_counted_in_the_last_bin() -> None:
+    h = LogHistogram(error=0.01)
+    h.add(np.array([1.0, np.inf]))
+    index, counts = h.bins()
+    assert counts.tolist() == [1, 1] and index[-1] == len(h._counts) - 1 and h.max == np.inf
+
+
+# ---------------------------------------------------------------- 40.6: one query file twice
+
+
+@pytest.mark.parametrize("second", ["q.ceql", "./q.ceql", "DIR/q.ceql"])
+@pytest.mark.parametrize("command", ["match", "explain"])
+def test_a_query_name_given_twice_is_refused_by_the_readme_s_rule(
+    files: Path, capsys: pytest.CaptureFixture[str], second: str, command: str
+) -> None:
+    if second.startswith("DIR"):
+        (files / "DIR").mkdir()
+        (files / "DIR" / "q.ceql").write_text("SELECT * WHERE B")
+    if command == "match":
+        argv = [*MATCH, "--query", second, "--events", "e.csv"]
+    else:
+        argv = ["explain", "--schema", "s.core", "q.ceql", second]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    first = err.splitlines()[0]
+    assert first == f"{second}: error: two query files named 'q'"
+    assert ("twice" in err) == (not second.startswith("DIR"))
