@@ -97,3 +97,49 @@ def test_a_query_name_given_twice_is_refused_by_the_readme_s_rule(
     first = err.splitlines()[0]
     assert first == f"{second}: error: two query files named 'q'"
     assert ("twice" in err) == (not second.startswith("DIR"))
+
+
+# ---------------------------------------------------------------- 40.8: output paths and names checked first
+
+
+@pytest.mark.parametrize(
+    ("stats", "says"),
+    [
+        ("nowhere/s.json", "error: nowhere/s.json: --stats's folder nowhere does not exist"),
+        ("a_file/s.json", "error: a_file/s.json: --stats is under a file"),
+        ("/proc/s.json", "error: /proc/s.json: --stats cannot be written"),
+        ("", "error: --stats is empty"),
+    ],
+)
+def test_stats_that_cannot_be_written_are_refused_before_the_run(
+    files: Path, capsys: pytest.CaptureFixture[str], stats: str, says: str
+) -> None:
+    (files / "a_file").write_text("")
+    argv = [*MATCH, "--events", "e.csv", "--latency-bound", "10ms", "--rate", "100", "--stats", stats]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""  # refused before any match was written
+    assert err.splitlines()[0] == says or err.splitlines()[0].startswith(says), err
+    assert "folder" not in err.splitlines()[0] or "does not exist" in err or "under a file" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [("--png", "somedir", "somedir: error: --png names a folder, not a file"), ("--dot", "", "error: --dot is empty")],
+)
+def test_explain_refuses_a_picture_path_it_cannot_write(
+    files: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, says: str
+) -> None:
+    (files / "somedir").mkdir()
+    code, out, err = _run(["explain", "--schema", "s.core", "q.ceql", flag, value], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == says
+    assert not (files / "somedir.png").exists()
+
+
+def test_a_sketch_attribute_no_event_type_has_is_refused(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*MATCH, "--events", "e.csv", "--latency-bound", "10ms", "--rate", "100", "--sketch-attribute", "price"]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines()[:2] == ["error: --sketch-attribute 'price' is no event type's attribute", "  expected: one of t, x"]
+    code, _, _ = _run([*argv[:-1], "x"], capsys)
+    assert code == 0

@@ -16,6 +16,7 @@ from ..errors import SharpCerError
 from ..language import Schema, load_workload
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK
+from .folders import file_problem
 from .inputs import load_events, schema_and_queries
 
 
@@ -100,6 +101,11 @@ def explain_plan(
     if events_file is not None and generate is not None:
         print("error: give --events FILE or --generate N, not both", file=err)
         return EXIT_INVALID
+    for path, flag in ((dot_file, "--dot"), (png_file, "--png")):
+        problem = None if path is None else file_problem(path, flag)
+        if problem is not None:
+            print(problem, file=err)
+            return EXIT_INVALID
     generate = 20_000 if generate is None else generate
     try:
         generator: str | None = None
@@ -121,9 +127,9 @@ def explain_plan(
         planned = time.perf_counter() - began
         figures = explain(plan, _run_once(plan, schema, events_file, generator, generate))
         figures["planning_seconds"] = planned
-        if dot_file:
+        if dot_file is not None:
             Path(dot_file).write_text(to_dot(plan))
-        if png_file:
+        if png_file is not None:
             draw(plan, png_file)
     except OSError as exc:  # reading the inputs or writing --dot / --png
         print(f"error: {exc.filename}: {exc.strerror}", file=err)

@@ -60,11 +60,17 @@ def file_problem(path: str, flag: str) -> str | None:
     p = Path(path)
     if p.is_dir():
         return f"{path}: error: {flag} names a folder, not a file\n  expected: a file to write ({flag} FILE)"
-    above = _existing_ancestor(p.parent)
+    parent = p.parent
+    above = _existing_ancestor(parent)
     if not above.is_dir():
         return f"{path}: error: {flag} is under a file ({above}), not a folder\n  expected: a file to write ({flag} FILE)"
-    if not os.access(above, os.W_OK | os.X_OK):
-        return f"{path}: error: {flag} cannot be written ({above} is not writable)\n  hint: give a file you can write"
+    if above != Path(os.path.abspath(parent)):
+        return f"{path}: error: {flag}'s folder {parent} does not exist\n  hint: make it first, or give another file"
+    try:  # the one sure test of a folder's writability (root passes os.access even on /proc)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"{path}: error: {flag} cannot be written: {exc.strerror or exc}\n  hint: give a file you can write"
     if p.exists() and not os.access(p, os.W_OK):
         return f"{path}: error: {flag} cannot be written (no permission)\n  hint: give a file you can write"
     return None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import SharpCerError
+from ..errors import SharpCerError, SurfaceError
 from ..events.match import Match
 from ..language import Schema, Workload, load_workload
 from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_option
@@ -194,6 +194,9 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     try:
         check_out(options.out)
         inputs = _inputs(options)
+        sketch = shed.sketch_problem(inputs.schema)
+        if sketch is not None:
+            raise SurfaceError(sketch)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
         tally = LoadTally(options.events)
         with open_sink(options.out, out) if not options.count else _no_sink() as sink:

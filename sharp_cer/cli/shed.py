@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..language import LatencyBound
-
+from ..language import LatencyBound, Schema
+from .folders import file_problem
 
 #: the smallest --capacity (cost units per second): one unit then takes 1e6 ms, an event of a million
 #: units 1e12 ms, the top of the latency histograms' range
@@ -49,9 +49,13 @@ class ShedOptions:
                 f"  expected: a capacity in [{MIN_CAPACITY:g}, inf): below it one cost unit takes over "
                 f"{1000 / MIN_CAPACITY:g} ms, and latencies leave the range they are measured in (up to 1e12 ms)"
             )
-        if self.stats is not None and Path(self.stats).is_dir():
+        if self.stats is not None and self.stats and Path(self.stats).is_dir():
             folder = self.stats.rstrip("/")
             return f"--stats takes a file to write, and {folder} is a folder\n  hint: --stats {folder}/stats.json"
+        if self.stats is not None:
+            problem = file_problem(self.stats, "--stats")
+            if problem is not None:  # match prints "error: " before it
+                return problem.removeprefix("error: ").replace(": error: ", ": ", 1)
         if self.bounded and (count or engine == "reference"):
             return "load shedding needs the core engine enumerating matches\n  hint: drop --count / --engine reference"
         if self.bound is not None and self.bound.cost_units is None and self.pace is None:
@@ -59,6 +63,18 @@ class ShedOptions:
                 f"a latency bound of {self.bound} is judged from each event's arrival, and a file has none\n"
                 "  hint: give the input rate (--rate EVENTS_PER_S) or replay its times (--replay-speed 1)"
             )
+        return None
+
+    def sketch_problem(self, schema: Schema) -> str | None:
+        """A ``--sketch-attribute`` that no event type of ``schema`` has (refused:
+        the sketch would bucket nothing by it)."""
+        every = sorted({a for e in schema.event_types() for a in e.attributes})
+        for name in self.sketch_attributes:
+            if name not in every:
+                return (
+                    f"error: --sketch-attribute {name!r} is no event type's attribute\n"
+                    f"  expected: one of {', '.join(every)}\n  hint: check its spelling against the schema"
+                )
         return None
 
     @property
