@@ -1,5 +1,5 @@
 """Where ``sharp-cer match`` writes its matches: JSON Lines (a stream or a
-``.jsonl`` file), CSV or Parquet, chosen by the file's suffix. Each takes the
+``.jsonl`` file), CSV or Parquet, chosen by the file's suffix (else by ``--format``). Each takes the
 matches chunk by chunk, so nothing is held but the chunk.
 
 >>> import io
@@ -117,31 +117,46 @@ class _ParquetSink(MatchSink):
         self.file.close()
 
 
-def check_out(path: str | None) -> None:
-    """Refuse an output path of an unknown kind, before anything runs.
+#: the formats ``--format`` names, by the suffix that says each
+FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 
-    >>> check_out("m.txt")
+
+def out_format(path: str | None, format: str | None = None) -> str:
+    """The format of an output: the path's suffix says it (``.jsonl``,
+    ``.csv``, ``.parquet``); a path without one of those (``/dev/null``, a
+    pipe) takes ``format``, by default JSON Lines, as on stdout. A suffix
+    and a ``format`` that disagree are refused, before anything runs.
+
+    >>> out_format("m.csv"), out_format("/dev/null"), out_format("/dev/null", "csv"), out_format(None)
+    ('csv', 'jsonl', 'csv', 'jsonl')
+    >>> out_format("m.csv", "parquet")
     Traceback (most recent call last):
     ...
-    sharp_cer.errors.SurfaceError: m.txt: error: unknown kind of output
-      expected: a path ending in .jsonl, .csv or .parquet
-      found: '.txt'
+    sharp_cer.errors.SurfaceError: m.csv: error: the suffix says csv, --format says parquet
+      hint: drop --format, or give a path ending in .parquet
     """
-    if path is not None and Path(path).suffix not in SUFFIXES:
+    said = None if path is None else FORMATS.get(Path(path).suffix)
+    if said is not None and format is not None and said != format:
         raise SurfaceError(
-            f"{path}: error: unknown kind of output\n  expected: a path ending in .jsonl, .csv or .parquet\n"
-            f"  found: {Path(path).suffix or Path(path).name!r}"
+            f"{path}: error: the suffix says {said}, --format says {format}\n"
+            f"  hint: drop --format, or give a path ending in .{format}"
         )
+    return said or format or "jsonl"
 
 
-def open_sink(path: str | None, stream: TextIO) -> MatchSink:
-    """The sink for ``--out PATH`` (by its suffix), or JSON Lines on ``stream``."""
-    check_out(path)
+def check_out(path: str | None, format: str | None = None) -> None:
+    """Refuse an output whose suffix and ``format`` disagree, before anything runs (see ``out_format``)."""
+    out_format(path, format)
+
+
+def open_sink(path: str | None, stream: TextIO, format: str | None = None) -> MatchSink:
+    """The sink for ``--out PATH`` (in ``out_format``'s format), or JSON Lines on ``stream``."""
+    kind = out_format(path, format)
     if path is None:
         return MatchSink(stream)
     target = Path(path)
-    if target.suffix == ".csv":
+    if kind == "csv":
         return _CsvSink(target)
-    if target.suffix == ".parquet":
+    if kind == "parquet":
         return _ParquetSink(target)
     return _FileSink(target)

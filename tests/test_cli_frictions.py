@@ -140,6 +140,64 @@ def test_a_sketch_attribute_no_event_type_has_is_refused(files: Path, capsys: py
     argv = [*MATCH, "--events", "e.csv", "--latency-bound", "10ms", "--rate", "100", "--sketch-attribute", "price"]
     code, out, err = _run(argv, capsys)
     assert code == 2 and out == ""
-    assert err.splitlines()[:2] == ["error: --sketch-attribute 'price' is no event type's attribute", "  expected: one of t, x"]
+    assert err.splitlines()[:2] == [
+        "error: --sketch-attribute 'price' is no event type's attribute",
+        "  expected: one of t, x",
+    ]
     code, _, _ = _run([*argv[:-1], "x"], capsys)
     assert code == 0
+
+
+# ---------------------------------------------------------------- 33.13: outputs without a suffix, flags a run ignores
+
+
+@pytest.mark.parametrize("format", [None, "jsonl", "csv", "parquet"])
+def test_an_output_without_a_known_suffix_takes_format(
+    files: Path, capsys: pytest.CaptureFixture[str], format: str | None
+) -> None:
+    code, expected, _ = _run([*MATCH, "--events", "e.csv"], capsys)
+    assert code == 0
+    code, out, err = _run(
+        [*MATCH, "--events", "e.csv", "--out", "/dev/null"] + (["--format", format] if format else []), capsys
+    )
+    assert code == 0 and out == "" and "matches: q=3" in err
+    # the same, to a file without a suffix: written in the format asked for
+    code, _, _ = _run([*MATCH, "--events", "e.csv", "--out", "m"] + (["--format", format] if format else []), capsys)
+    assert code == 0
+    if format in (None, "jsonl"):
+        assert (files / "m").read_text() == expected
+    elif format == "csv":
+        import csv
+
+        rows = list(csv.DictReader((files / "m").open()))
+        assert [(int(r["start"]), int(r["end"])) for r in rows] == [
+            (json.loads(line)["start"], json.loads(line)["end"]) for line in expected.splitlines()
+        ]
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(files / "m")
+        assert table.column("end").to_pylist() == [json.loads(line)["end"] for line in expected.splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    [
+        (["--count", "--limit", "1"], "note: --count counts every match: --limit 1 is ignored"),
+        (["--shedder", "random-input"], "note: --shedder random-input sheds to a latency bound, and none is given"),
+        (["--format", "csv"], "note: --format csv is the format of --out: stdout takes JSON Lines"),
+    ],
+)
+def test_a_flag_the_run_ignores_gets_a_note_line(
+    files: Path, capsys: pytest.CaptureFixture[str], extra: list[str], note: str
+) -> None:
+    code, out, err = _run([*MATCH, "--events", "e.csv", *extra], capsys)
+    assert code == 0
+    assert next(line for line in err.splitlines() if line.startswith("note:")).startswith(note)
+    if "--count" in extra:
+        assert json.loads(out) == {"query": "q", "count": 3}  # every match counted
+
+
+def test_no_note_when_every_flag_is_used(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run([*MATCH, "--events", "e.csv", "--shedder", "random-input", "--latency-bound", "500"], capsys)
+    assert code == 0 and "note:" not in err

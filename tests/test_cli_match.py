@@ -220,7 +220,7 @@ def test_limit_stops_inside_one_enumeration(tmp_path: Path, capsys: pytest.Captu
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--out", "m.txt"], "unknown kind of output"),
+        (["--out", "m.csv", "--format", "parquet"], "the suffix says csv, --format says parquet"),
         (["--schema", "s.core"], "not both"),
         (["--allowed-lateness", "3"], "sets its own allowed_lateness"),
     ],

@@ -196,7 +196,9 @@ def test_mutated_workloads_check_or_fail_located(text: str) -> None:
 # ---------------------------------------------------------------- the Spark commands' flags
 
 CLI_SCHEMA = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }"
-CLI_WORKLOAD = f'[workload]\nname = "w"\nschema = "{CLI_SCHEMA}"\n[[query]]\nname = "q"\ntext = "SELECT * WHERE A ; B"\n'
+CLI_WORKLOAD = (
+    f'[workload]\nname = "w"\nschema = "{CLI_SCHEMA}"\n[[query]]\nname = "q"\ntext = "SELECT * WHERE A ; B"\n'
+)
 
 
 @pytest.fixture
@@ -223,40 +225,40 @@ RUN = ["run", "w.toml", "--events", "e.csv", "--out", "o"]
 
 #: (command line, a piece of the one error line); every flag of run, stream and demo out of range or at the wrong path
 FLAG_CASES = [
-    (STREAM + ["--trigger", "-1"], "--trigger must be a finite number"),
-    (STREAM + ["--trigger", "nan"], "--trigger must be a finite number"),
-    (STREAM + ["--trigger", "inf"], "--trigger must be a finite number"),
-    (STREAM + ["--trigger", "x"], "--trigger"),
-    (STREAM + ["--trigger", "1", "--timeout", "-1"], "--timeout must be a finite number"),
-    (STREAM + ["--timeout", "nan"], "--timeout must be a finite number"),
-    (STREAM + ["--timeout", "0"], "--timeout must be a finite number"),
-    (STREAM + ["--max-files", "0"], "--max-files"),
-    (STREAM + ["--max-files", "-3"], "--max-files"),
-    (STREAM + ["--watermark-ms", "-1"], "--watermark-ms"),
-    (STREAM + ["--watermark-ms", "1"], "watermark delay 1 ms (--watermark-ms) is not above"),
-    (STREAM[:4] + ["--checkpoint", "/proc/x", "--out", "o"], "/proc/x: error: --checkpoint cannot be written"),
-    (STREAM[:6] + ["--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
-    (STREAM[:4] + ["--checkpoint", "a_file", "--out", "o"], "a_file: error: --checkpoint names a file"),
-    (STREAM[:6] + ["--out", "a_file"], "a_file: error: --out names a file"),
-    (STREAM[:6] + ["--out", "a_file/o"], "a_file/o: error: --out is under a file"),
-    (STREAM[:6] + ["--out", "src"], "src: error: --out is the --source folder"),
-    (STREAM[:6] + ["--out", "src/o"], "src/o: error: --out is inside --source"),
-    (STREAM[:4] + ["--checkpoint", "src/ck", "--out", "o"], "src/ck: error: --checkpoint is inside --source"),
-    (STREAM[:6] + ["--out", "ck"], "--out is the --checkpoint folder"),
-    (STREAM[:6] + ["--out", ""], "--out is empty"),
-    (STREAM[:2] + ["--source", "nowhere"] + STREAM[4:], "nowhere: error: no such folder"),
+    ([*STREAM, "--trigger", "-1"], "--trigger must be a finite number"),
+    ([*STREAM, "--trigger", "nan"], "--trigger must be a finite number"),
+    ([*STREAM, "--trigger", "inf"], "--trigger must be a finite number"),
+    ([*STREAM, "--trigger", "x"], "--trigger"),
+    ([*STREAM, "--trigger", "1", "--timeout", "-1"], "--timeout must be a finite number"),
+    ([*STREAM, "--timeout", "nan"], "--timeout must be a finite number"),
+    ([*STREAM, "--timeout", "0"], "--timeout must be a finite number"),
+    ([*STREAM, "--max-files", "0"], "--max-files"),
+    ([*STREAM, "--max-files", "-3"], "--max-files"),
+    ([*STREAM, "--watermark-ms", "-1"], "--watermark-ms"),
+    ([*STREAM, "--watermark-ms", "1"], "watermark delay 1 ms (--watermark-ms) is not above"),
+    ([*STREAM[:4], "--checkpoint", "/proc/x", "--out", "o"], "/proc/x: error: --checkpoint cannot be written"),
+    ([*STREAM[:6], "--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
+    ([*STREAM[:4], "--checkpoint", "a_file", "--out", "o"], "a_file: error: --checkpoint names a file"),
+    ([*STREAM[:6], "--out", "a_file"], "a_file: error: --out names a file"),
+    ([*STREAM[:6], "--out", "a_file/o"], "a_file/o: error: --out is under a file"),
+    ([*STREAM[:6], "--out", "src"], "src: error: --out is the --source folder"),
+    ([*STREAM[:6], "--out", "src/o"], "src/o: error: --out is inside --source"),
+    ([*STREAM[:4], "--checkpoint", "src/ck", "--out", "o"], "src/ck: error: --checkpoint is inside --source"),
+    ([*STREAM[:6], "--out", "ck"], "--out is the --checkpoint folder"),
+    ([*STREAM[:6], "--out", ""], "--out is empty"),
+    ([*STREAM[:2], "--source", "nowhere", *STREAM[4:]], "nowhere: error: no such folder"),
     # a flag error comes before the files' format is looked at (this folder mixes .toml and .csv)
     (["stream", "w.toml", "--source", ".", "--checkpoint", "ck", "--out", "o", "--trigger", "-1"], "--trigger"),
-    (RUN[:4] + ["--out", "a_file"], "a_file: error: --out names a file"),
-    (RUN[:4] + ["--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
-    (RUN[:4] + ["--out", ""], "--out is empty"),
+    ([*RUN[:4], "--out", "a_file"], "a_file: error: --out names a file"),
+    ([*RUN[:4], "--out", "/proc/x"], "/proc/x: error: --out cannot be written"),
+    ([*RUN[:4], "--out", ""], "--out is empty"),
     (["run", "w.toml", "--events", "src", "--out", "src/o"], "src/o: error: --out is inside --events"),
     (["run", "w.toml", "--events", "src", "--out", "src"], "src: error: --out is the --events folder"),
     (["run", "w.toml", "--events", "o/matches/e.csv", "--out", "o"], "--events is where this run writes"),
-    (RUN + ["--plot", "src"], "src: error: --plot names a folder"),
-    (RUN + ["--plot", "e.csv"], "e.csv: error: --plot is the --events file"),
-    (RUN + ["--plot", "a_file/p.png"], "--plot is under a file"),
-    (RUN + ["--conf", "novalue"], "--conf takes KEY=VALUE"),
+    ([*RUN, "--plot", "src"], "src: error: --plot names a folder"),
+    ([*RUN, "--plot", "e.csv"], "e.csv: error: --plot is the --events file"),
+    ([*RUN, "--plot", "a_file/p.png"], "--plot is under a file"),
+    ([*RUN, "--conf", "novalue"], "--conf takes KEY=VALUE"),
     (["run", "w.toml", "--generate", "0"], "--generate"),
     (["run", "w.toml", "--generate", "-1"], "--generate"),
     (["run", "w.toml", "--generate", "5", "--events", "e.csv"], "not both"),

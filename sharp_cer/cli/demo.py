@@ -17,8 +17,8 @@ from ..language.printer import window as window_text
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import folder_problem, make_folder, overlap_problem
-from .signals import SignalGuard, guarded
 from .run import complete
+from .signals import SignalGuard, guarded
 
 #: a generated workload: its file, the workload, its events file, the
 #: in-process engine's matches per query and its events per second
@@ -84,7 +84,9 @@ def _demo(
             file=err,
         )
         return EXIT_INVALID
-    problem = folder_problem(str(out_dir), "--out") or overlap_problem(str(out_dir), "--out", {"--configs": str(configs)})
+    problem = folder_problem(str(out_dir), "--out") or overlap_problem(
+        str(out_dir), "--out", {"--configs": str(configs)}
+    )
     if problem is not None:
         print(problem, file=err)
         return EXIT_INVALID

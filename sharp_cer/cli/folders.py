@@ -63,7 +63,9 @@ def file_problem(path: str, flag: str) -> str | None:
     parent = p.parent
     above = _existing_ancestor(parent)
     if not above.is_dir():
-        return f"{path}: error: {flag} is under a file ({above}), not a folder\n  expected: a file to write ({flag} FILE)"
+        return (
+            f"{path}: error: {flag} is under a file ({above}), not a folder\n  expected: a file to write ({flag} FILE)"
+        )
     if above != Path(os.path.abspath(parent)):
         return f"{path}: error: {flag}'s folder {parent} does not exist\n  hint: make it first, or give another file"
     try:  # the one sure test of a folder's writability (root passes os.access even on /proc)

@@ -39,6 +39,8 @@ class MatchOptions:
     count: bool = False
     out: str | None = None
     allowed_lateness: int | None = None
+    #: the output's format when ``out``'s suffix does not say it (None: JSON Lines)
+    format: str | None = None
 
     def problem(self) -> str | None:
         """What is inconsistent, if anything."""
@@ -83,7 +85,13 @@ def add_parser(sub: Any) -> None:
     run_match.add_argument(
         "--out",
         metavar="FILE",
-        help="write matches to FILE.jsonl, FILE.csv or FILE.parquet (default: stdout, JSON lines)",
+        help="write matches to FILE.jsonl, FILE.csv or FILE.parquet (default: stdout, JSON lines); "
+        "a path without one of those suffixes (/dev/null, a pipe) takes --format",
+    )
+    run_match.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "parquet"],
+        help="the format of --out when its suffix does not say it (default: jsonl)",
     )
     run_match.add_argument(
         "--allowed-lateness",
@@ -96,7 +104,9 @@ def add_parser(sub: Any) -> None:
     )
     add_latency_arguments(run_match)
     run_match.add_argument(
-        "--shedder", choices=sorted(SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
+        "--shedder",
+        choices=sorted(SHEDDER_NAMES),
+        help="how to shed load to the latency bound (default: sharp; without a bound nothing is shed)",
     )
     run_match.add_argument("--seed", type=int, default=0, help="seed of the shedder's random choices")
     run_match.add_argument(
@@ -111,13 +121,15 @@ class MatchCommand:
 
     match: MatchOptions
     shed: ShedOptions
+    #: what the command line asked for that this run ignores, one note line each
+    notes: tuple[str, ...] = ()
 
 
 def options(args: argparse.Namespace) -> MatchCommand:
     """The options of a parsed ``match`` command line (``UsageError`` on a bad fraction)."""
     shed = ShedOptions(
         bound=bound_option(args),
-        shedder=args.shedder,
+        shedder=args.shedder or "sharp",
         seed=args.seed,
         sketch_attributes=tuple(args.sketch_attribute),
         stats=args.stats,
@@ -135,12 +147,25 @@ def options(args: argparse.Namespace) -> MatchCommand:
         count=args.count,
         out=args.out,
         allowed_lateness=args.allowed_lateness,
+        format=args.format,
     )
-    return MatchCommand(asked, shed)
+    notes = []
+    if args.count and args.limit is not None:
+        notes.append(f"note: --count counts every match: --limit {args.limit} is ignored")
+    if args.shedder is not None and shed.bound is None:
+        notes.append(
+            f"note: --shedder {args.shedder} sheds to a latency bound, and none is given: nothing is shed "
+            "(give --latency-bound)"
+        )
+    if args.format is not None and args.out is None:
+        notes.append(f"note: --format {args.format} is the format of --out: stdout takes JSON Lines")
+    return MatchCommand(asked, shed, tuple(notes))
 
 
 def execute(options: MatchCommand, out: TextIO, err: TextIO) -> int:
     """Run ``match`` (a closed pipe, ``| head``, ends in ``main``)."""
+    for note in options.notes:
+        print(note, file=err)
     return match(options.match, out, err, options.shed)
 
 
@@ -192,14 +217,14 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         print(f"error: {problem}", file=err)
         return EXIT_INVALID
     try:
-        check_out(options.out)
+        check_out(options.out, options.format)
         inputs = _inputs(options)
         sketch = shed.sketch_problem(inputs.schema)
         if sketch is not None:
             raise SurfaceError(sketch)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
         tally = LoadTally(options.events)
-        with open_sink(options.out, out) if not options.count else _no_sink() as sink:
+        with open_sink(options.out, out, options.format) if not options.count else _no_sink() as sink:
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
             else:

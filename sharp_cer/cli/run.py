@@ -17,8 +17,8 @@ from ..language import Workload, load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path
-from .signals import SignalGuard, guarded
 from .inputs import events_problem
+from .signals import SignalGuard, guarded
 
 
 @dataclass(frozen=True)

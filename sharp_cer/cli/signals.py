@@ -106,7 +106,7 @@ class SignalGuard:
         try:
             assert self._cancel is not None
             self._cancel()
-        except Exception:  # noqa: BLE001 - the JVM may be going down; the stop goes on
+        except Exception:
             pass
 
     def check(self) -> None:
@@ -144,7 +144,7 @@ class SignalGuard:
         def run() -> None:
             try:
                 result.append(starter())
-            except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            except BaseException as exc:
                 failure.append(exc)
 
         helper = threading.Thread(target=run, name="sharp-cer-spark-start", daemon=True)
