@@ -201,3 +201,39 @@ def test_a_flag_the_run_ignores_gets_a_note_line(
 def test_no_note_when_every_flag_is_used(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run([*MATCH, "--events", "e.csv", "--shedder", "random-input", "--latency-bound", "500"], capsys)
     assert code == 0 and "note:" not in err
+
+
+# ---------------------------------------------------------------- 40.2: a poison line in a stream's file
+
+
+def _spark_text(data: bytes) -> object:
+    """A string column as Spark's text source passes it: the file's bytes as they are, UTF-8 or not."""
+    import pyarrow as pa
+
+    return pa.array([data], pa.binary()).view(pa.string())
+
+
+@pytest.mark.parametrize(
+    ("fmt", "data", "kind"),
+    [
+        ("csv", b"A,1,10\nA,2\xff,11\nB,3,12\n", "malformed_row"),
+        ("jsonl", b'{"type": "A", "x": 1, "t": 10}\n{"type": "A", "x": "\xff", "t": 11}\n{"type": "B", "x": 3, "t": 12}\n',
+         "malformed_json"),
+    ],
+)  # fmt: skip
+def test_a_line_that_is_not_utf8_is_one_dead_letter_of_stage_zero(fmt: str, data: bytes, kind: str) -> None:
+    import pyarrow as pa
+
+    from sharp_cer.language import Schema
+    from sharp_cer.spark.columns import ARRIVED, CONTROL, FILE, LETTER_COLUMNS, LINE, LOCAL, ROW_KIND
+    from sharp_cer.spark.prepare import LoadSpec
+    from sharp_cer.spark.stream_input import parse_files
+
+    files = pa.record_batch({"value": _spark_text(data), FILE: [f"f.{fmt}"], ARRIVED: [5], CONTROL: [False]})
+    rows = pa.Table.from_batches(parse_files(LoadSpec(Schema.parse(SCHEMA), fmt, 0), iter([files]))).to_pylist()
+    kinds = [(r[ROW_KIND], r[LOCAL]) for r in rows]
+    assert kinds == [("event", 0), ("event", 2), ("dead", 1), ("summary", 3)]
+    dead = rows[2]
+    assert (dead[LINE], dead[LETTER_COLUMNS[0]], dead[FILE]) == (2, kind, f"f.{fmt}")
+    # the raw text shows where the byte that is not UTF-8 was, as the in-process loader's letter does
+    assert dead[LETTER_COLUMNS[-1]] == ("A,2\\xff,11" if fmt == "csv" else '{"type": "A", "x": "\ufffd", "t": 11}')

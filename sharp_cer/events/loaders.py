@@ -478,11 +478,25 @@ def _is_text(source: Source) -> bool:
     return isinstance(source, str) and (source == "" or "\n" in source or "\r" in source)
 
 
+def _text_bytes(text: str) -> bytes:
+    """The bytes of a text given as data: bytes that were not UTF-8, kept
+    by ``surrogateescape`` (as a stream's files are decoded), become those
+    bytes again, so its dead letters show what the file held.
+
+    >>> _text_bytes("A,\\udcff\\n"), _text_bytes("A,\\ud800\\n")
+    (b'A,\\xff\\n', b'A,\\xed\\xa0\\x80\\n')
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte made
+        return text.encode("utf-8", "surrogatepass")
+
+
 @contextmanager
 def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
     """The input as a binary stream: the file, or the text given."""
     if _is_text(source):
-        yield io.BytesIO(str(source).encode("utf-8", "surrogatepass"))
+        yield io.BytesIO(_text_bytes(str(source)))
         return
     try:
         handle = open(source, "rb")  # noqa: SIM115 - closed below, after the caller's reading

@@ -154,7 +154,7 @@ def load_partition(
         if not batch.num_rows:
             continue
         if spec.format in TEXT_FORMATS:
-            texts = ["" if t is None else t for t in batch.column(TEXT_VALUE).to_pylist()]
+            texts = _texts_of(batch.column(TEXT_VALUE))
             text = "\n".join(texts) + "\n"
             if spec.format == "csv":
                 first = part == 0 and lines == 0
@@ -221,8 +221,33 @@ def _pass_one_rows(
 
 
 def letter_text(value: Any) -> str | None:
-    """A dead letter's field as text: a table row's raw values become JSON."""
-    return value if value is None or isinstance(value, str) else json.dumps(value, default=str)
+    """A dead letter's field as text: a table row's raw values become JSON;
+    bytes that were not UTF-8 (kept by ``surrogateescape``) become ``\\xff``,
+    which Arrow's strings can hold.
+
+    >>> letter_text("A,2" + chr(0xDCFF) + ",2"), letter_text({"x": 1}), letter_text(None)
+    ('A,2\\\\xff,2', '{"x": 1}', None)
+    """
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no byte made (a JSON escape such as \ud800)
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _texts_of(column: pa.Array) -> list[str]:
+    """A text column's lines as str, decoded with ``surrogateescape``:
+    Spark's text source passes bytes that are not UTF-8 on as they are, and
+    such a line must reach the loader, which dead-letters it, instead of
+    failing the whole batch in Arrow's decoding."""
+    raw = column.cast(pa.binary()) if pa.types.is_string(column.type) else column
+    return ["" if t is None else t.decode("utf-8", "surrogateescape") for t in raw.to_pylist()]
 
 
 def _record(schema: pa.Schema, columns: dict[str, Any], n: int) -> pa.RecordBatch:

@@ -103,17 +103,18 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     by_name = {e.name: e for e in spec.schema.event_types()}
     schema = stage_zero_schema(spec)
     for batch in batches:
-        columns = batch.to_pydict()
-        for text, path, arrived, control in zip(
-            columns[TEXT_VALUE], columns[FILE], columns[ARRIVED], columns[CONTROL], strict=True
-        ):
+        # the files' bytes, undecoded: Spark's text source passes bytes that are not UTF-8 on as they are, and
+        # one such line must be one dead letter, not a failed micro-batch (the loaders dead-letter it)
+        data = batch.column(TEXT_VALUE).cast(pa.binary()).to_pylist()
+        columns = {name: batch.column(name).to_pylist() for name in (FILE, ARRIVED, CONTROL)}
+        for raw, path, arrived, control in zip(data, columns[FILE], columns[ARRIVED], columns[CONTROL], strict=True):
             if control:
                 yield pa.RecordBatch.from_pylist([{ROW_KIND: FLUSH, FILE: path, ARRIVED: arrived}], schema=schema)
                 continue
-            lines = (text or "").split("\n")
-            if lines and lines[-1] == "":
+            lines = (raw or b"").split(b"\n")
+            if lines and lines[-1] == b"":
                 lines.pop()
-            for rows in load_partition(spec, iter([pa.record_batch({TEXT_VALUE: pa.array(lines, pa.string())})]), 0):
+            for rows in load_partition(spec, iter([pa.record_batch({TEXT_VALUE: pa.array(lines, pa.binary())})]), 0):
                 records = rows.to_pylist()
                 for r in records:
                     r[FILE], r[ARRIVED] = path, arrived
