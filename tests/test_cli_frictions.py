@@ -217,8 +217,8 @@ def _spark_text(data: bytes) -> object:
     ("fmt", "data", "kind"),
     [
         ("csv", b"A,1,10\nA,2\xff,11\nB,3,12\n", "malformed_row"),
-        ("jsonl", b'{"type": "A", "x": 1, "t": 10}\n{"type": "A", "x": "\xff", "t": 11}\n{"type": "B", "x": 3, "t": 12}\n',
-         "malformed_json"),
+        ("jsonl", b'{"type": "A", "x": 1, "t": 10}\n{"type": "A", "x": "\xff", "t": 11}\n'
+                  b'{"type": "B", "x": 3, "t": 12}\n', "malformed_json"),
     ],
 )  # fmt: skip
 def test_a_line_that_is_not_utf8_is_one_dead_letter_of_stage_zero(fmt: str, data: bytes, kind: str) -> None:
@@ -237,3 +237,34 @@ def test_a_line_that_is_not_utf8_is_one_dead_letter_of_stage_zero(fmt: str, data
     assert (dead[LINE], dead[LETTER_COLUMNS[0]], dead[FILE]) == (2, kind, f"f.{fmt}")
     # the raw text shows where the byte that is not UTF-8 was, as the in-process loader's letter does
     assert dead[LETTER_COLUMNS[-1]] == ("A,2\\xff,11" if fmt == "csv" else '{"type": "A", "x": "\ufffd", "t": 11}')
+
+
+# ---------------------------------------------------------------- 33.12: dead letters located, to a file
+
+
+@pytest.mark.parametrize("engine", ["core", "reference"])
+def test_match_writes_every_dead_letter_located_to_dead_letters(
+    files: Path, capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    (files / "bad.csv").write_bytes(b"A,1,1\nA,oops,2\nB,2,3\nC,1,4\nA,2\xff,5\nB,3,6\n")
+    argv = [*MATCH, "--events", "bad.csv", "--engine", engine, "--dead-letters", "letters.jsonl"]
+    code, out, err = _run(argv, capsys)
+    assert code == 0 and [json.loads(line)["events"] for line in out.splitlines()] == [[0, 2]]
+    letters = [json.loads(line) for line in (files / "letters.jsonl").read_text().splitlines()]
+    assert [(d["file"], d["line"], d["column"], d["kind"], d["raw"]) for d in letters] == [
+        ("bad.csv", 2, "x", "mistyped_attribute", "A,oops,2"),
+        ("bad.csv", 4, "type", "unknown_type", "C,1,4"),
+        ("bad.csv", 5, None, "malformed_row", "A,2\\xff,5"),
+    ]
+    assert all(set(d) == {"file", "line", "column", "kind", "reason", "raw"} and d["reason"] for d in letters)
+    assert "3 dead-lettered" in err and "dead letters -> letters.jsonl (3)" in err
+
+
+@pytest.mark.parametrize(("path", "says"), [("e.csv", "--dead-letters is the --events file"), ("", "is empty")])
+def test_dead_letters_onto_an_input_or_nowhere_is_refused(
+    files: Path, capsys: pytest.CaptureFixture[str], path: str, says: str
+) -> None:
+    before = (files / "e.csv").read_text()
+    code, out, err = _run([*MATCH, "--events", "e.csv", "--dead-letters", path], capsys)
+    assert code == 2 and out == "" and says in err.splitlines()[0]
+    assert (files / "e.csv").read_text() == before

@@ -5,6 +5,7 @@ file), or counted."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import itertools
 import json
@@ -19,6 +20,7 @@ from ..language import Schema, Workload, load_workload
 from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_option
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
+from .letters import LetterTally, LetterWriter
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ class MatchOptions:
     allowed_lateness: int | None = None
     #: the output's format when ``out``'s suffix does not say it (None: JSON Lines)
     format: str | None = None
+    #: where every dead letter goes, one JSON line each (``letters``)
+    dead_letters: str | None = None
 
     def problem(self) -> str | None:
         """What is inconsistent, if anything."""
@@ -113,6 +117,11 @@ def add_parser(sub: Any) -> None:
         "--sketch-attribute", action="append", default=[], metavar="NAME", help="attribute the sketch buckets"
     )
     run_match.add_argument("--stats", metavar="FILE", help="write per-query matches, shedding and latency as JSON")
+    run_match.add_argument(
+        "--dead-letters",
+        metavar="FILE",
+        help="write every rejected row as a JSON line: file, line, column, kind, reason and raw text",
+    )
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,7 @@ def options(args: argparse.Namespace) -> MatchCommand:
         out=args.out,
         allowed_lateness=args.allowed_lateness,
         format=args.format,
+        dead_letters=args.dead_letters,
     )
     notes = []
     if args.count and args.limit is not None:
@@ -218,13 +228,19 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         return EXIT_INVALID
     try:
         check_out(options.out, options.format)
+        letters_problem = _letters_problem(options)
+        if letters_problem is not None:
+            raise SurfaceError(letters_problem)
         inputs = _inputs(options)
         sketch = shed.sketch_problem(inputs.schema)
         if sketch is not None:
             raise SurfaceError(sketch)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
-        tally = LoadTally(options.events)
-        with open_sink(options.out, out, options.format) if not options.count else _no_sink() as sink:
+        with (
+            _letters_file(options.dead_letters) as letters,
+            open_sink(options.out, out, options.format) if not options.count else _no_sink() as sink,
+        ):
+            tally = LetterTally(LoadTally(options.events), letters, options.dead_letters)
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
             else:
@@ -356,6 +372,27 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
     return _Outcome(detector.counts, footer, summary)
+
+
+def _letters_problem(options: MatchOptions) -> str | None:
+    """What is wrong with ``--dead-letters``'s path: a file to write, not the events file."""
+    from .folders import file_problem, same_path
+
+    if options.dead_letters is None:
+        return None
+    if same_path(options.dead_letters, options.events):
+        return f"{options.dead_letters}: error: --dead-letters is the --events file\n  hint: give another file"
+    return file_problem(options.dead_letters, "--dead-letters")
+
+
+@contextlib.contextmanager
+def _letters_file(path: str | None) -> Iterator[LetterWriter | None]:
+    """The ``--dead-letters`` writer (None without the flag)."""
+    if path is None:
+        yield None
+        return
+    with open(path, "w", encoding="utf-8") as stream:
+        yield LetterWriter(stream)
 
 
 def _first_rows(chunks: Iterator[Any]) -> tuple[Any, Iterator[Any]]:

@@ -36,6 +36,8 @@ class RunOptions:
     method: str = "udtf"
     plot: str | None = None
     conf: tuple[str, ...] = ()
+    #: where every dead letter goes, one JSON line each (``letters``), besides OUT/dead_letters
+    dead_letters: str | None = None
 
 
 def add_parser(sub: Any) -> None:
@@ -67,6 +69,11 @@ def add_parser(sub: Any) -> None:
     run_spark.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
     )
+    run_spark.add_argument(
+        "--dead-letters",
+        metavar="FILE",
+        help="also write every rejected row to FILE as a JSON line: file, line, column, kind, reason and raw text",
+    )
 
 
 def options(args: argparse.Namespace) -> RunOptions:
@@ -83,6 +90,7 @@ def options(args: argparse.Namespace) -> RunOptions:
         args.method,
         args.plot,
         tuple(args.conf),
+        args.dead_letters,
     )
 
 
@@ -154,7 +162,8 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
     plot = Path(options.plot) if options.plot else target / "latency.png"
     summary.plot(str(plot))
     where = "" if options.format == "console" else f"matches -> {target / 'matches'} ({options.format}); "
-    print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}", file=out)
+    letters = f"; dead letters -> {options.dead_letters}" if options.dead_letters is not None else ""
+    print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}{letters}", file=out)
     return EXIT_OK
 
 
@@ -174,6 +183,10 @@ def flags_problem(options: RunOptions) -> str | None:
                 f"{options.events}: error: --events is where this run writes its output (--out {options.out})\n"
                 "  expected: outputs apart from the inputs\n  hint: give another --out"
             )
+    if problem is None and options.dead_letters is not None:
+        problem = file_problem(options.dead_letters, "--dead-letters")
+        if problem is None and options.events is not None and same_path(options.dead_letters, options.events):
+            problem = f"{options.dead_letters}: error: --dead-letters is the --events file\n  hint: give another file"
     if problem is None and options.plot is not None:
         problem = file_problem(options.plot, "--plot")
         if problem is None and options.events is not None and same_path(options.plot, options.events):
@@ -218,25 +231,43 @@ def _detect(options: RunOptions, workload: Workload, spark: Any, target: Path, e
     detection = run_detection(
         events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
     )
+    source = options.events if options.events is not None else f"generated ({workload.generator})"
     with Progress(spark, detection.prepared.rows, err):
-        return complete(detection, target, "", options.format)
+        return complete(detection, target, "", options.format, (options.dead_letters, source))
 
 
-def complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
+def complete(
+    detection: Any, target: Path, prefix: str, format: str, letters: tuple[str | None, str] = (None, "")
+) -> Any:
     """Run a Spark detection once: write its matches to ``target/PREFIXmatches``
     as Parquet or JSON lines (or show some on the console) and its dead
-    letters, if any, to ``target/PREFIXdead_letters``; return its summary and
-    release what it kept."""
+    letters, if any, to ``target/PREFIXdead_letters`` (and, ``letters``'
+    file given, to it as JSON lines, of the second's events); return its
+    summary and release what it kept."""
     detection.persist()  # the matches and the summary come from one run of the engines
     try:
         if format == "console":
             detection.matches.orderBy("end", "query", "start").show(20, truncate=False)
+            if letters[0] is not None:
+                _write_letters(detection.dead_letters, letters[0], letters[1])
             return detection.summary()
         writer = detection.matches.write.mode("overwrite")
         (writer.parquet if format == "parquet" else writer.json)(str(target / f"{prefix}matches"))
-        letters = detection.dead_letters
-        if letters.limit(1).count():
-            letters.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
+        rejected = detection.dead_letters
+        if rejected.limit(1).count():
+            rejected.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
+        if letters[0] is not None:
+            _write_letters(rejected, letters[0], letters[1])
         return detection.summary()
     finally:
         detection.close()
+
+
+def _write_letters(rejected: Any, path: str, source: str) -> None:
+    """The dead letters of a run to ``path``, one JSON line each, in the order of their lines."""
+    from .letters import LetterWriter
+
+    with open(path, "w", encoding="utf-8") as stream:
+        writer = LetterWriter(stream)
+        for row in rejected.orderBy("position").toLocalIterator():
+            writer.write_record({**row.asDict(), "file": source})

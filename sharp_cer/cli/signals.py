@@ -36,19 +36,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .exits import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from ..spark.watch import StopRequest
 
 #: the exit code of a command stopped by SIGTERM: 128 + SIGTERM, as a Unix tool's
 EXIT_TERMINATED = 143
 _T = TypeVar("_T")
-
-
-class Asked(threading.Event):
-    """Set when a signal asks the command to stop; ``signal`` names the first one."""
-
-    signal: str | None = None
 
 
 class Stopped(Exception):
@@ -75,7 +72,9 @@ class SignalGuard:
     where handlers cannot be set, it only keeps the request."""
 
     def __init__(self) -> None:
-        self.asked = Asked()
+        from ..spark.watch import StopRequest  # made once PySpark is known to be installed
+
+        self.asked: StopRequest = StopRequest()
         self._mode = "raise"
         self._cancel: Callable[[], Any] | None = None
         self._previous: dict[int, Any] = {}
@@ -115,7 +114,7 @@ class SignalGuard:
             raise Stopped(self.asked.signal or "SIGINT")
 
     @contextmanager
-    def spark_calls(self, cancel: Callable[[], Any] | None = None) -> Iterator[Asked]:
+    def spark_calls(self, cancel: Callable[[], Any] | None = None) -> Iterator[StopRequest]:
         """While inside, a signal is recorded (and, with ``cancel``, Spark's
         jobs are cancelled); an error the stop caused becomes ``Stopped``.
         Without ``cancel`` the caller stops at its next boundary (it gets

@@ -14,7 +14,7 @@ from ..errors import SharpCerError, SurfaceError
 from ..language import load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
-from .folders import folder_problem, make_folder, overlap_problem, same_path, seconds_problem
+from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path, seconds_problem
 from .signals import SignalGuard, guarded
 
 
@@ -37,6 +37,8 @@ class StreamOptions:
     shedder: str | None = None
     seed: int = 0
     master: str | None = None
+    #: where every dead letter committed so far goes, one JSON line each (``letters``)
+    dead_letters: str | None = None
 
 
 def add_parser(sub: Any) -> None:
@@ -65,6 +67,12 @@ def add_parser(sub: Any) -> None:
     )
     run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")
     run_stream.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    run_stream.add_argument(
+        "--dead-letters",
+        metavar="FILE",
+        help="at the end, write every rejected row committed so far to FILE as a JSON line: file, line, column, "
+        "kind, reason and raw text",
+    )
 
 
 def options(args: argparse.Namespace) -> StreamOptions:
@@ -82,6 +90,7 @@ def options(args: argparse.Namespace) -> StreamOptions:
         shedder=args.shedder,
         seed=args.seed,
         master=args.master,
+        dead_letters=args.dead_letters,
     )
 
 
@@ -116,6 +125,12 @@ def problem(options: StreamOptions) -> str | None:
         found = folder_problem(path, flag) or overlap_problem(path, flag, {"--source": options.source})
         if found is not None:
             return found
+    if options.dead_letters is not None:
+        found = file_problem(options.dead_letters, "--dead-letters") or overlap_problem(
+            options.dead_letters, "--dead-letters", {"--source": options.source}
+        )
+        if found is not None:
+            return found
     if same_path(options.out, options.checkpoint):
         return f"{options.out}: error: --out is the --checkpoint folder\n  expected: two folders"
     if options.format is None:
@@ -126,6 +141,23 @@ def problem(options: StreamOptions) -> str | None:
         if fmt not in TEXT_FORMATS:
             return f"{options.source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}"
     return None
+
+
+def write_letters(spark: Any, out: str, path: str) -> int:
+    """The stream's committed dead letters to ``path``, one JSON line each,
+    by file and line; how many."""
+    from pyspark.sql import functions as F
+
+    from ..spark.columns import DEAD_LETTER, OUTPUT_KIND
+    from ..spark.stream import read_output
+    from .letters import LetterWriter
+
+    rows = read_output(spark, out).where(F.col(OUTPUT_KIND) == DEAD_LETTER).orderBy("file", "line")
+    with open(path, "w", encoding="utf-8") as stream:
+        writer = LetterWriter(stream)
+        for row in rows.toLocalIterator():
+            writer.write_record({**row.asDict(), "kind": row["name"]})
+    return writer.written
 
 
 def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> int:
@@ -164,12 +196,16 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
                 progress=err,
                 stop=asked,
             )
+            if options.dead_letters is not None:
+                write_letters(spark, options.out, options.dead_letters)
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
     except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
         return lost_worker(exc, Path(options.out, "spark.log"), err)
     print(summary.render(), file=out)
+    if options.dead_letters is not None:
+        print(f"  dead letters -> {options.dead_letters}", file=out)
     Path(options.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
     if guard.asked.signal == "SIGINT":
         return EXIT_INTERRUPTED

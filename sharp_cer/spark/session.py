@@ -69,7 +69,8 @@ def _jvm_ignores_signals() -> Iterator[None]:
     process group of their own."""
     from pyspark import java_gateway
 
-    launch = java_gateway.Popen
+    module: Any = java_gateway  # its Popen, imported from subprocess, is what launch_gateway calls
+    launch = module.Popen
 
     def popen(*args: Any, **kwargs: Any) -> Any:
         inner = kwargs.get("preexec_fn")
@@ -83,11 +84,11 @@ def _jvm_ignores_signals() -> Iterator[None]:
         kwargs["preexec_fn"] = preexec
         return launch(*args, **kwargs)
 
-    java_gateway.Popen = popen  # type: ignore[assignment,misc]
+    module.Popen = popen
     try:
         yield
     finally:
-        java_gateway.Popen = launch  # type: ignore[misc]
+        module.Popen = launch
 
 
 @contextmanager

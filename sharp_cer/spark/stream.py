@@ -85,6 +85,7 @@ from .columns import (
 from .lanes import lanes
 from .pipeline import routes
 from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
+from .stream_files import skipped_files
 from .stream_input import (
     KEY_GROUPS_PART,
     NONE,
@@ -490,6 +491,8 @@ class StreamSummary:
     watermark_ms: int
     #: why the stream stopped before its input ended: "SIGINT", "SIGTERM", "timeout" (None: it did not)
     stopped: str | None = None
+    #: the entries of the source folder the stream will never read, with the reason (``stream_files``)
+    skipped: tuple[tuple[str, str], ...] = ()
 
     def render(self) -> str:
         """The batch summary's table, then the end-to-end latencies."""
@@ -504,6 +507,9 @@ class StreamSummary:
                 f"    {query:<22} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
                 f"p99 {figures['p99']:>8,.0f}  max {figures['max']:>8,.0f}"
             )
+        if self.skipped:
+            lines.append(f"  skipped, never read: {len(self.skipped)} in the source folder")
+            lines += [f"    {path}: {reason}" for path, reason in self.skipped]
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -514,6 +520,7 @@ class StreamSummary:
             "trigger_ms": self.trigger_ms,
             "watermark_ms": self.watermark_ms,
             "stopped": self.stopped,
+            "skipped_files": [{"file": path, "reason": reason} for path, reason in self.skipped],
         }
 
 
@@ -584,7 +591,8 @@ def run_stream(
         why = watch(query, lines, left(), asked=stop, quiet=True)
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
-    return replace(summary, stopped=None if why == "ended" else why)
+    skipped = tuple(skipped_files(source, checkpoint))
+    return replace(summary, stopped=None if why == "ended" else why, skipped=skipped)
 
 
 def _raise_failure(query: StreamingQuery) -> None:
