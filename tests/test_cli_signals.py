@@ -1,0 +1,153 @@
+"""How the Spark commands take SIGINT and SIGTERM (``sharp_cer.cli.signals``),
+without starting Spark: the guard's three modes, the session started off
+the main thread, the one line and exit codes, and a JVM launched with both
+signals ignored. ``tests/test_spark_stops.py`` sends real signals to real
+commands."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from sharp_cer.cli import main
+from sharp_cer.cli.signals import EXIT_TERMINATED, SignalGuard, Stopped, guarded
+
+
+def _handlers() -> tuple[object, object]:
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_outside_spark_calls_a_signal_stops_the_command_at_once(sent: signal.Signals, code: int) -> None:
+    before = _handlers()
+    err = io.StringIO()
+
+    def command(guard: SignalGuard) -> int:
+        os.kill(os.getpid(), sent)
+        raise AssertionError("not stopped")  # pragma: no cover
+
+    assert guarded(command, err, "before the run finished") == code
+    how = "Ctrl-C (SIGINT)" if sent == signal.SIGINT else "SIGTERM"
+    assert err.getvalue() == f"sharp-cer: stopped by {how} before the run finished\n"
+    assert _handlers() == before
+
+
+def test_inside_spark_calls_a_signal_cancels_the_jobs_from_another_thread_and_stops_after() -> None:
+    cancelled: list[bool] = []
+    job_failed = threading.Event()
+
+    def cancel() -> None:
+        cancelled.append(threading.current_thread() is threading.main_thread())
+        job_failed.set()
+
+    with SignalGuard() as guard, pytest.raises(Stopped) as stop, guard.spark_calls(cancel=cancel):
+        os.kill(os.getpid(), signal.SIGINT)  # no exception here: the call into the JVM goes on
+        assert job_failed.wait(10)
+        raise RuntimeError("Py4JJavaError: the job was cancelled")  # what the cancelled job raises
+    assert stop.value.signal == "SIGINT" and cancelled == [False]
+
+
+def test_a_job_that_ends_before_its_cancel_still_stops_after_the_calls() -> None:
+    with SignalGuard() as guard, pytest.raises(Stopped):
+        with guard.spark_calls(cancel=lambda: None):
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("not stopped after the calls")  # pragma: no cover
+
+
+def test_without_cancel_the_caller_gets_the_request_and_stops_at_its_boundary() -> None:
+    with SignalGuard() as guard:
+        with guard.spark_calls() as asked:
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)  # a second signal changes nothing: the first one names the stop
+            assert asked.wait(5) and asked.signal == "SIGTERM"
+        assert guard.asked.signal == "SIGTERM"  # nothing raised: the stream summarizes what it committed
+
+
+def test_the_session_starts_off_the_main_thread_and_a_signal_meanwhile_stops_after_it() -> None:
+    started_on: list[bool] = []
+
+    def start() -> str:
+        started_on.append(threading.current_thread() is threading.main_thread())
+        os.kill(os.getpid(), signal.SIGINT)  # while the JVM starts
+        return "session"
+
+    with SignalGuard() as guard:
+        with pytest.raises(Stopped):
+            guard.start(start)
+        assert started_on == [False]  # so PySpark installs no SIGINT handler of its own
+    with SignalGuard() as guard:
+        assert guard.start(lambda: "session") == "session"
+
+
+def test_an_error_while_the_session_starts_is_raised_as_it_was() -> None:
+    def start() -> str:
+        raise ValueError("no Java")
+
+    with SignalGuard() as guard, pytest.raises(ValueError, match="no Java"):
+        guard.start(start)
+
+
+def test_sigterm_code_of_a_command_that_stops_gracefully() -> None:
+    def command(guard: SignalGuard) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 99  # pragma: no cover
+
+    assert guarded(command, io.StringIO(), "before the stream started", sigterm_code=0) == 0
+    assert guarded(command, io.StringIO(), "before the run finished") == EXIT_TERMINATED
+
+
+@pytest.mark.parametrize(("command", "sent", "code"), [("stream", signal.SIGTERM, 0), ("run", signal.SIGTERM, 143)])
+def test_a_command_stopped_while_its_session_starts_prints_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    sent: signal.Signals,
+    code: int,
+) -> None:
+    import sharp_cer.spark.session as session
+
+    def spark_session(*args: object, **kwargs: object) -> object:
+        os.kill(os.getpid(), sent)
+        return object()  # never used: the command stops first
+
+    monkeypatch.setattr(session, "spark_session", spark_session)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.toml").write_text(
+        '[workload]\nname = "w"\nschema = "CREATE STREAM S { EVENT A { x:int, t:primary_time } }"\n'
+        '[[query]]\nname = "q"\ntext = "SELECT * WHERE A"\n'
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "e.csv").write_text("A,1,1\n")
+    if command == "stream":
+        argv = ["stream", "w.toml", "--source", "src", "--checkpoint", "ck", "--out", "o"]
+    else:
+        argv = ["run", "w.toml", "--events", "src/e.csv", "--out", "o"]
+    assert main(argv) == code
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"sharp-cer: stopped by SIGTERM before the {command} {'started' if command == 'stream' else 'finished'}"
+    ]
+
+
+def test_the_jvm_starts_with_sigint_and_sigterm_ignored() -> None:
+    """What pyspark's launch_gateway calls (``java_gateway.Popen``), inside
+    the session's start: a child whose ignored signals include both."""
+    pytest.importorskip("pyspark")
+    from pyspark import java_gateway
+
+    from sharp_cer.spark.session import _jvm_ignores_signals
+
+    with _jvm_ignores_signals():
+        child = java_gateway.Popen(["grep", "SigIgn", "/proc/self/status"], stdout=subprocess.PIPE, text=True)  # type: ignore[attr-defined]
+        text, _ = child.communicate()
+    ignored = int(text.split()[1], 16)
+    assert ignored & (1 << (signal.SIGINT - 1)) and ignored & (1 << (signal.SIGTERM - 1))
+    assert java_gateway.Popen is subprocess.Popen  # type: ignore[attr-defined]  # put back
