@@ -177,12 +177,12 @@ def _demo_on_spark(
 
     began = time.perf_counter()
     spark = guard.start(lambda: spark_session(master, log=str(out_dir / "spark.log")))
-    with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+    with guard.spark_calls(cancel=lambda: spark.sparkContext.cancelAllJobs()):
         version, where = spark.version, spark.sparkContext.master
     print(f"\n== Spark {version} on {where} (up in {time.perf_counter() - began:.1f} s)", file=out)
     for path, workload, events, in_process, rate in generated:
         started = time.perf_counter()
-        with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+        with guard.spark_calls(cancel=lambda: spark.sparkContext.cancelAllJobs()):
             detection = run_detection(str(events), workload, spark=spark)
             summary = complete(detection, out_dir, f"{path.stem}_", "parquet")
         seconds = time.perf_counter() - started

@@ -78,16 +78,18 @@ def file_problem(path: str, flag: str) -> str | None:
     return None
 
 
-def overlap_problem(out: str, flag: str, inputs: Mapping[str, str]) -> str | None:
-    """An output folder that is an input (``inputs``: flag -> path) or sits
-    inside one (a stream would read its own output; a run's ``overwrite``
-    would remove its input; the next run would read this one's output)."""
+def overlap_problem(out: str, flag: str, inputs: Mapping[str, str], *, inside: bool = True) -> str | None:
+    """An output folder that is an input (``inputs``: flag -> path) or, with
+    ``inside``, sits inside one (a batch run reads a folder's sub-folders:
+    the next run would read this one's output, and ``overwrite`` would
+    remove input). A stream's file source does not look into sub-folders,
+    so a stream passes ``inside=False``."""
     mine = _resolved(out)
     for name, path in inputs.items():
         theirs = _resolved(path)
         if mine == theirs:
             return f"{out}: error: {flag} is the {name} folder\n  expected: outputs apart from the inputs"
-        if theirs in mine.parents:
+        if inside and theirs in mine.parents:
             return f"{out}: error: {flag} is inside {name} ({path})\n  expected: outputs apart from the inputs"
     return None
 

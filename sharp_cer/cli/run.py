@@ -140,7 +140,7 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
     spark = guard.start(lambda: spark_session(options.master, log=str(target / "spark.log"), **settings))
     started = time.perf_counter()
     try:
-        with guard.spark_calls(cancel=spark.sparkContext.cancelAllJobs):
+        with guard.spark_calls(cancel=lambda: spark.sparkContext.cancelAllJobs()):
             summary = _detect(options, workload, spark, target, err)
             master = spark.sparkContext.master
     except SharpCerError as exc:

@@ -122,18 +122,19 @@ def problem(options: StreamOptions) -> str | None:
     if not Path(options.source).is_dir():
         return f"{options.source}: error: no such folder\n  hint: --source is the folder files arrive in"
     for path, flag in ((options.checkpoint, "--checkpoint"), (options.out, "--out")):
-        found = folder_problem(path, flag) or overlap_problem(path, flag, {"--source": options.source})
+        found = folder_problem(path, flag) or overlap_problem(path, flag, {"--source": options.source}, inside=False)
         if found is not None:
             return found
     if options.dead_letters is not None:
-        found = file_problem(options.dead_letters, "--dead-letters") or overlap_problem(
-            options.dead_letters, "--dead-letters", {"--source": options.source}
-        )
+        found = file_problem(options.dead_letters, "--dead-letters")
+        if found is None and same_path(str(Path(options.dead_letters).parent), options.source):
+            found = f"{options.dead_letters}: error: --dead-letters is in --source: the stream would read it"
         if found is not None:
             return found
     if same_path(options.out, options.checkpoint):
         return f"{options.out}: error: --out is the --checkpoint folder\n  expected: two folders"
-    if options.format is None:
+    if options.format is None and any(f.is_file() for f in Path(options.source).iterdir()):
+        # (an empty folder, whose files have not arrived yet, is the stream's to refuse, as it was)
         try:
             fmt = format_of(options.source)
         except SharpCerError as exc:

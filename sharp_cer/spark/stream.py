@@ -591,7 +591,7 @@ def run_stream(
         why = watch(query, lines, left(), asked=stop, quiet=True)
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
-    skipped = tuple(skipped_files(source, checkpoint))
+    skipped = tuple(skipped_files(source, checkpoint, (out,)))
     return replace(summary, stopped=None if why == "ended" else why, skipped=skipped)
 
 

@@ -52,13 +52,15 @@ def read_files(checkpoint: str) -> dict[str, int]:
     return seen
 
 
-def skipped_files(source: str, checkpoint: str) -> list[tuple[str, str]]:
+def skipped_files(source: str, checkpoint: str, own: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """The entries of ``source`` the stream will not read, with the reason
-    (see the module docstring), in name order."""
+    (see the module docstring), in name order; ``own``: the stream's own
+    folders (its checkpoint and output may sit inside the source folder)."""
     seen = read_files(checkpoint)
+    mine = {str(Path(p).resolve()) for p in (checkpoint, *own)}
     skipped = []
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
-        if entry.name.startswith((".", "_")):
+        if entry.name.startswith((".", "_")) or str(Path(entry.path).resolve()) in mine:
             continue
         if entry.is_dir():
             skipped.append((entry.path, "a folder: the stream reads the files of --source itself, not its sub-folders"))
