@@ -146,7 +146,9 @@ class Command:
 
     def finish(self) -> int:
         try:
-            self.out = self.process.communicate(timeout=600)[0]
+            assert self.process.stdout is not None
+            self.out = self.process.stdout.read()  # stderr is the reader thread's alone
+            self.process.wait(timeout=600)
         finally:
             if self.process.poll() is None:  # pragma: no cover - a hung command: leave nothing behind
                 os.killpg(self.process.pid, signal.SIGKILL)
