@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from sharp_cer.api import Detector
+from sharp_cer.cli import main
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import parse_workload
 
@@ -58,7 +59,9 @@ def spark() -> Any:
     return spark_session("local[2]", **{**stream_conf(), "spark.sql.shuffle.partitions": "2"})
 
 
-def test_no_file_stops_a_stream_and_every_skipped_one_is_reported(spark: Any, tmp_path: Path) -> None:
+def test_no_file_stops_a_stream_and_every_skipped_one_is_reported(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A file with a line that is not UTF-8 (40.2), a folder inside the
     source and a file replaced under its name after it was read (40.3)."""
     from sharp_cer.spark.stream import StreamSettings, run_stream
@@ -89,16 +92,24 @@ def test_no_file_stops_a_stream_and_every_skipped_one_is_reported(spark: Any, tm
     assert [(Path(r["file"]).name, r["line"], r["name"], r["raw"]) for r in letters] == [
         ("b.csv", 4, "malformed_row", "A,9\\xff,11")
     ]
-    # a.csv replaced under its name: never read again, and said so (in the summary and summary.json's figures)
+    # a.csv replaced under its name: never read again, and said so (the command's summary and summary.json);
+    # --dead-letters writes the committed dead letters, located
     _write(source / "a.csv", _lines(100, 4), 1_700_000_100)
-    again = run_stream(workload, str(source), str(checkpoint), str(out), StreamSettings(), spark)
-    assert [(Path(f).name, r.split(":")[0]) for f, r in again.skipped] == [
-        ("a.csv", "replaced after it was read"),
-        ("sub", "a folder"),
+    (tmp_path / "w.toml").write_text(WORKLOAD)
+    argv = ["stream", str(tmp_path / "w.toml"), "--source", str(source), "--checkpoint", str(checkpoint)]
+    argv += ["--out", str(out), "--dead-letters", str(tmp_path / "letters.jsonl")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "skipped, never read: 2 in the source folder" in printed
+    assert f"    {source / 'a.csv'}: replaced after it was read" in printed
+    again = json.loads((out / "summary.json").read_text())
+    assert [Path(s["file"]).name for s in again["skipped_files"]] == ["a.csv", "sub"]
+    assert sum(q["matches"] for q in again["queries"].values()) == sum(detector.counts.values())  # nothing new read
+    written = [json.loads(line) for line in (tmp_path / "letters.jsonl").read_text().splitlines()]
+    assert [(Path(d["file"]).name, d["line"], d["kind"], d["raw"]) for d in written] == [
+        ("b.csv", 4, "malformed_row", "A,9\\xff,11")
     ]
-    assert "skipped, never read: 2 in the source folder" in again.render()
-    assert [Path(s["file"]).name for s in again.to_json()["skipped_files"]] == ["a.csv", "sub"]
-    assert sum(q.matches for q in again.summary.queries) == sum(detector.counts.values())  # nothing new read
+    assert f"dead letters -> {tmp_path / 'letters.jsonl'}" in printed
 
 
 def test_a_stream_stopped_before_its_first_micro_batch_has_an_empty_summary(spark: Any, tmp_path: Path) -> None:
