@@ -122,6 +122,25 @@ def test_a_stream_stopped_before_its_first_micro_batch_has_an_empty_summary(spar
     assert summary.end_to_end["ab"]["matches"] == 0
 
 
+def test_run_writes_its_dead_letters_located_to_dead_letters(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "w.toml").write_text(WORKLOAD)
+    events = tmp_path / "e.csv"
+    events.write_bytes(b"A,1,1\nB,x,2\nA,3,3\nA,4\xff,4\nB,5,5\n")
+    argv = ["run", str(tmp_path / "w.toml"), "--events", str(events), "--out", str(tmp_path / "out")]
+    assert main([*argv, "--format", "jsonl", "--dead-letters", str(tmp_path / "letters.jsonl")]) == 0
+    assert f"dead letters -> {tmp_path / 'letters.jsonl'}" in capsys.readouterr().out
+    written = [json.loads(line) for line in (tmp_path / "letters.jsonl").read_text().splitlines()]
+    # the in-process loader's letters of the same file, located the same way
+    _, report = load_csv(str(events), parse_workload(WORKLOAD).schema)
+    assert [(d["file"], d["line"], d["column"], d["kind"], d["raw"]) for d in written] == [
+        (str(events), d.line, d.column, d.kind, "A,4\\xff,4" if d.kind == "malformed_row" else d.raw)
+        for d in report.dead_letters
+    ]
+    assert [d["kind"] for d in written] == ["mistyped_attribute", "malformed_row"]
+
+
 # ---------------------------------------------------------------- signals, to a command in its own process
 
 
