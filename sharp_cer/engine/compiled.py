@@ -18,7 +18,7 @@ determinizer, and its snapshot by their sets of automaton states.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from sharp_cer.planner.plan import Plan, QueryGroup, QueryPlan, window_bound
 from sharp_cer.planner.predicates import guard_atoms
@@ -88,9 +88,8 @@ class CompiledQueryGroup:
         self.windows = {q.id: QueryWindow(q) for q in self.queries}
         filters = [f for q in self.queries for f in q.filters]
         self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
-        self.checks = {
-            q.id: [self.summaries.checks[f.tag] for f in q.filters] if self.summaries else [] for q in self.queries
-        }
+        made = iter(self.summaries.checks if self.summaries else ())  # in the order of ``filters``
+        self.checks = {q.id: [next(made) for _ in q.filters] for q in self.queries}
         # a consuming query is a query group of its own: it must see every
         # run complete, in its window or not
         self.consumes = any(q.consume != "NONE" for q in self.queries)
@@ -108,9 +107,13 @@ class CompiledQueryGroup:
         self.density = Density.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
         # which events no accepted run can mark
         self.relevance = Relevance.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
-        # per mark label, the variables a match shows for it (not filter tags)
+        # per mark label, the variables a match shows for it (not filter tags),
+        # by the shared labels' names; each query's projection shows its own
         self.variables = [tuple(v for v in names if v[0] != "#") for names in plan.labels]
-        self.projections = {q.id: Projection(q, self.variables) for q in self.queries}
+        self.projections = {
+            q.id: Projection(q, OwnNames(self.variables, q.own_names) if q.variables else self.variables)
+            for q in self.queries
+        }
         # the horizon: the window measure (the position, or the running
         # maximum of the partition) minus how far back any window reaches
         self.by_position = group.window[0] == "events"
@@ -133,6 +136,27 @@ class CompiledQueryGroup:
     def window_events(self) -> int | None:
         """The query group's largest window in events (None: not counted in events)."""
         return int(self.largest) if self.by_position and self.largest != _INF else None
+
+
+class OwnNames(dict[int, tuple[str, ...]]):
+    """Per mark label, one query's own names of the variables it shows,
+    filled on first use: a query meets only its own few labels of the plan's
+    many.
+
+    >>> names = OwnNames([("A", "$0"), ("B",)], {"$0": "first"})
+    >>> names[0], names[1], len(names)
+    (('A', 'first'), ('B',), 2)
+    """
+
+    def __init__(self, shared: Sequence[tuple[str, ...]], own: Mapping[str, str]) -> None:
+        super().__init__()
+        self.shared = shared
+        self.own = own
+
+    def __missing__(self, label: int) -> tuple[str, ...]:
+        own = self.own
+        names = self[label] = tuple(own.get(v, v) for v in self.shared[label])
+        return names
 
 
 def _numeric(group: QueryGroup) -> set[str]:

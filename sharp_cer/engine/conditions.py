@@ -368,7 +368,9 @@ class Summaries:
         # filters over a whole match tag no label: every event of the query's paths counts
         self.whole = {cross.tag for cross in filters if cross.whole}
         self.keys: list[tuple[str, str, str, str]] = []  # (tag, kind, variable, attribute)
-        self.checks = {cross.tag: FilterCheck(cross, self) for cross in filters}
+        # one per filter, in order: filters of many queries may share a tag (their place in
+        # the pattern) and so the terms of their summaries
+        self.checks = [FilterCheck(cross, self) for cross in filters]
         self.identity = (
             tuple(IDENTITY[k[1]][0] for k in self.keys),
             tuple(IDENTITY[k[1]][1] for k in self.keys),
