@@ -103,6 +103,22 @@ class CompiledQueryGroup:
         self.every_event = any(q.strict_by_filter for q in self.queries)
         # whether the skip index of idle symbols applies (engine.skipping)
         self.skips = skip and not self.every_event
+        # queries whose walks differ only in their windows (same cross-event filters, by the
+        # shared labels' names): one walk with the class's widest window serves them all
+        classes: dict[object, int] = {}
+        self.walk_class = {
+            q.id: classes.setdefault(tuple((f.tag, f.whole, f.conjuncts) for f in q.filters), len(classes))
+            for q in self.queries
+        }
+        widest: dict[int, QueryWindow] = {}
+        peers: dict[int, int] = {}
+        for q in self.queries:
+            cls = self.walk_class[q.id]
+            peers[cls] = peers.get(cls, 0) + 1
+            if cls not in widest or self.windows[q.id].bound > widest[cls].bound:
+                widest[cls] = self.windows[q.id]
+        self.widest = {q.id: widest[self.walk_class[q.id]] for q in self.queries}
+        self.walk_peers = {q.id: peers[self.walk_class[q.id]] > 1 for q in self.queries}
         # which events are too far from the rest of their partition to be in a match
         self.density = Density.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
         # which events no accepted run can mark

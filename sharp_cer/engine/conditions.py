@@ -394,7 +394,10 @@ class Summaries:
             for i, (tag, kind, var, attribute) in enumerate(self.keys):
                 if tag not in names and tag not in self.whole:
                     continue
+                starts = tag + "^" in names
                 if var not in names:
+                    if not starts:
+                        continue  # the term passes unchanged (many, once many queries' filters share the terms)
                     own = "none"
                 elif kind == "count":
                     own = "one"
@@ -403,7 +406,7 @@ class Summaries:
                 else:
                     own = "unknown"
                 column = self.attributes.index(attribute) if own == "value" else -1
-                plan.append((i, own, column, tag + "^" in names))
+                plan.append((i, own, column, starts))
             self._plans[label] = plan
         return plan
 
