@@ -262,3 +262,29 @@ def _nodes(formula: Any) -> list[Any]:
             out.append(node)
             stack.extend(getattr(node, f.name) for f in dataclasses.fields(node) if f.name != "span")
     return out
+
+
+def test_the_example_workload_shares_its_tenants_prefixes_and_matches_exactly() -> None:
+    from pathlib import Path
+
+    from sharp_cer.events.generators import generate
+    from sharp_cer.events.loaders import load_pandas
+    from sharp_cer.language import load_workload
+
+    workload = load_workload(Path(__file__).resolve().parents[1] / "configs" / "shared_logins.toml")
+    assert workload.warnings() == []
+    named = [(q.name, q.checked) for q in workload.queries]
+    plan = compile_plan(named)
+    figures = explain(plan)
+    # hand count: a failed login, a purchase of 700 or more (three tenants), an online one
+    # (the fourth): 3 against 8 alone; a good login, a profile change, three endings: 5 against 9
+    assert (figures["states_shared"], figures["states_separate"]) == (8, 17)
+    assert workload.generator is not None
+    batch, _ = load_pandas(generate(workload.generator, 4000, seed=5), workload.schema)
+    found = Engine(plan).process(batch)
+    assert len(found) == 3  # a planted failed login and cash-out, seen by three tenants
+    expected = evaluate(named, batch)
+    for name, checked in named:
+        alone = Engine(compile_plan([(name, checked)])).process(batch)
+        got = sorted(m.key() for m in found if m.query == name)
+        assert got == sorted(m.key() for m in alone) == sorted(m.key() for m in expected.per_query[name]), name

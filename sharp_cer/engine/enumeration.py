@@ -333,7 +333,7 @@ class Replay:
     ([5], 0, 5)
     """
 
-    __slots__ = ("candidates", "domain_errors", "found", "left", "steps", "tests", "truncated", "value_test")
+    __slots__ = ("candidates", "domain_errors", "found", "idle", "left", "steps", "tests", "truncated", "value_test")
 
     def __init__(self, found: list[tuple[Node, Any]], value_test: Callable[[float], bool], walk: Walk | None) -> None:
         self.found = found
@@ -344,6 +344,8 @@ class Replay:
         self.truncated = False
         self.left = 0
         self.tests = 0
+        #: nothing to replay and nothing to book
+        self.idle = walk is None and not found
 
     def run(self, roots: Sequence[Node]) -> Iterator[tuple[Node, Any]]:
         """The walked paths in this query's window (``roots`` are the walked ones)."""

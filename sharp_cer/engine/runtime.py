@@ -712,7 +712,9 @@ class QueryGroupRunner:
         end = position if self.by_position else value
         bound = window.bound
         # the window test on each branch's largest start key (QueryWindow.test, inlined)
-        if window.inclusive:
+        if bound == _INF:
+            pass
+        elif window.inclusive:
             if not any(end - n.maxkey <= bound for n in nodes):
                 return
         elif not any(end - n.maxkey < bound for n in nodes):
@@ -732,6 +734,8 @@ class QueryGroupRunner:
                 engine.prune,
                 engine.order,
             )
+            if walk.idle:
+                return  # its class walked already and found nothing: nothing to book
         else:
             walk = Walk(
                 test, test, checks=self.checks[qid], summaries=self.summaries, prune=engine.prune, order=engine.order

@@ -304,7 +304,8 @@ def normal_form(condition: ast.Expr) -> tuple[ast.Expr, ...]:
       (``5 < x`` is ``x > 5``);
     - NOT goes through a comparison of an attribute with a constant
       (``NOT (x < 10)`` is ``x >= 10``), a set test (``NOT (x IN {1})`` is
-      ``x NOT IN {1}``) and another NOT.
+      ``x NOT IN {1}``) and another NOT;
+    - a bool attribute is tested with ``=`` (``ok != true`` is ``ok = false``).
 
     Each rule keeps every event's truth value, nulls included: an atom that
     reads a null (or missing) attribute is false whatever operators are
@@ -331,11 +332,30 @@ def normal_form(condition: ast.Expr) -> tuple[ast.Expr, ...]:
             and isinstance(inner.left, ast.AttributeRef)
             and isinstance(inner.right, (*_LITERALS, ast.AttributeRef))
         ):
-            return (ast.Comparison(_NEGATED[inner.op], inner.left, inner.right),)
+            return (_tidy(ast.Comparison(_NEGATED[inner.op], inner.left, inner.right)),)
         if isinstance(inner, ast.InSet) and isinstance(inner.operand, ast.AttributeRef):
             return (ast.InSet(inner.operand, inner.values, not inner.negated),)
         return (ast.Not(inner),)
-    return (_oriented(condition),)
+    return (_tidy(_oriented(condition)),)
+
+
+def _tidy(condition: ast.Expr) -> ast.Expr:
+    """A bool attribute tested with ``!=`` tested with ``=`` instead
+    (``ok != true`` is ``ok = false``: the checker compares bools with bools
+    only, and a null is false either way).
+
+    >>> from sharp_cer.language import printer
+    >>> printer.expr(_tidy(ast.Comparison("!=", ast.AttributeRef(None, "ok"), ast.BoolLiteral(True))))
+    'ok = FALSE'
+    """
+    if (
+        isinstance(condition, ast.Comparison)
+        and condition.op == "!="
+        and isinstance(condition.left, ast.AttributeRef)
+        and isinstance(condition.right, ast.BoolLiteral)
+    ):
+        return ast.Comparison("=", condition.left, ast.BoolLiteral(not condition.right.value))
+    return condition
 
 
 def _oriented(condition: ast.Expr) -> ast.Expr:
