@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -222,7 +223,8 @@ def _other_window(window: ast.Window | None, bump: int) -> ast.Window | None:
     return None
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(queries(cross=True), st.integers(1, 5), streams(max_size=12))
 def test_a_renamed_reordered_copy_with_another_window_shares_every_state(
     text: str, bump: int, rows: list[dict[str, Any]]
@@ -264,6 +266,7 @@ def _nodes(formula: Any) -> list[Any]:
     return out
 
 
+@pytest.mark.slow
 def test_the_example_workload_shares_its_tenants_prefixes_and_matches_exactly() -> None:
     from pathlib import Path
 
