@@ -295,10 +295,9 @@ def _plot_tenants(rows: list[dict[str, Any]]) -> None:
     middle.set_title("planning")
     middle.legend()
     ran = [r for r in rows if "speedup" in r]
-    right.plot([r["tenants"] for r in ran], [r["shared_events_per_second"] for r in ran], marker="o", label="shared")
-    right.plot(
-        [r["tenants"] for r in ran], [r["alone_events_per_second"] for r in ran], marker="o", label="one after another"
-    )
+    counts = [r["tenants"] for r in ran]
+    right.plot(counts, [r["shared_events_per_cpu_second"] for r in ran], marker="o", label="shared")
+    right.plot(counts, [r["alone_events_per_cpu_second"] for r in ran], marker="o", label="one after another")
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xlabel("tenants")
@@ -321,7 +320,11 @@ def main() -> None:
     parser.add_argument("--tenant-sizes", type=int, nargs="+", default=[100, 1_000, 10_000])
     parser.add_argument("--runs", type=int, default=1_000, help="largest tenant count whose throughput is measured")
     parser.add_argument("--sample", type=int, default=100, help="queries run alone, at most")
+    parser.add_argument("--replot", action="store_true", help="with --tenants: redraw the PNG from the JSON")
     args = parser.parse_args()
+    if args.tenants and args.replot:
+        _plot_tenants(json.loads((RESULTS / "sharing_tenants.json").read_text())["rows"])
+        return
     if args.tenants:
         tenants_main(args)
         return
