@@ -291,3 +291,24 @@ def test_the_example_workload_shares_its_tenants_prefixes_and_matches_exactly() 
         alone = Engine(compile_plan([(name, checked)])).process(batch)
         got = sorted(m.key() for m in found if m.query == name)
         assert got == sorted(m.key() for m in alone) == sorted(m.key() for m in expected.per_query[name]), name
+
+
+def test_queries_that_walk_alike_give_their_own_lines_too() -> None:
+    """Tenants whose queries differ only in windows and SELECT lists walk the
+    tECS once per event; each still gets exactly its own matches, as Match
+    objects and as output lines (each with its tenant), equal to its run alone."""
+    base = "SELECT {sel} WHERE LOGIN AS {a} ; TRANSFER AS {b} FILTER {a}[ok = false] AND {b}.user = {a}.user"
+    texts = {
+        "wide": base.format(sel="*", a="a", b="b") + " WITHIN 9 EVENTS",
+        "narrow": base.format(sel="t", a="l", b="t") + " WITHIN 2 EVENTS",
+        "middle": base.format(sel="first", a="first", b="then") + " WITHIN 4 EVENTS",
+    }
+    plan = _exact(texts, SECURITY, LOGINS * 3)
+    batch, _ = load_csv(LOGINS * 3, SECURITY)
+    tenants = {name: f"tenant-{name}" for name in texts}
+    objects = Engine(plan).process(batch)  # walks shared (the debug run of _exact checks each path)
+    assert sorted(m.key() for m in objects) == sorted(m.key() for m in Engine(plan, debug=True).process(batch))
+    lines = Engine(plan).process_lines(batch, tenants)
+    assert sorted(lines) == sorted(dataclasses.replace(m, tenant=tenants[m.query]).to_json() for m in objects)
+    counts = {name: sum(m.query == name for m in objects) for name in texts}
+    assert counts["wide"] > counts["middle"] > counts["narrow"] > 0
