@@ -14,6 +14,8 @@ from .._extras import check as check_extras
 from ..errors import SharpCerError
 from ..language import Workload, load_workload
 from ..language.printer import window as window_text
+from ..planner import compile_plan
+from ..planner.explain import explain
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import folder_problem, make_folder, overlap_problem
@@ -137,6 +139,12 @@ def _show(path: Path, workload: Workload, checked_ms: float, out: TextIO, err: T
             f"{win:<22} {'yes' if q.shed else 'no'}",
             file=out,
         )
+    figures = explain(compile_plan([(q.name, q.checked) for q in workload.queries]))
+    print(
+        f"   shared plan: {figures['states_shared']} prefix states, {figures['states_separate']} if each query "
+        f"ran alone ({figures['groups']} query groups; `sharp-cer explain {path}` shows them)",
+        file=out,
+    )
     for warning in workload.warnings():
         print(warning, file=err)
 

@@ -18,7 +18,7 @@ determinizer, and its snapshot by their sets of automaton states.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from sharp_cer.planner.plan import Plan, QueryGroup, QueryPlan, window_bound
 from sharp_cer.planner.predicates import guard_atoms
@@ -88,9 +88,8 @@ class CompiledQueryGroup:
         self.windows = {q.id: QueryWindow(q) for q in self.queries}
         filters = [f for q in self.queries for f in q.filters]
         self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
-        self.checks = {
-            q.id: [self.summaries.checks[f.tag] for f in q.filters] if self.summaries else [] for q in self.queries
-        }
+        made = iter(self.summaries.checks if self.summaries else ())  # in the order of ``filters``
+        self.checks = {q.id: [next(made) for _ in q.filters] for q in self.queries}
         # a consuming query is a query group of its own: it must see every
         # run complete, in its window or not
         self.consumes = any(q.consume != "NONE" for q in self.queries)
@@ -104,13 +103,33 @@ class CompiledQueryGroup:
         self.every_event = any(q.strict_by_filter for q in self.queries)
         # whether the skip index of idle symbols applies (engine.skipping)
         self.skips = skip and not self.every_event
+        # queries whose walks differ only in their windows (same cross-event filters, by the
+        # shared labels' names): one walk with the class's widest window serves them all
+        classes: dict[object, int] = {}
+        self.walk_class = {
+            q.id: classes.setdefault(tuple((f.tag, f.whole, f.conjuncts) for f in q.filters), len(classes))
+            for q in self.queries
+        }
+        widest: dict[int, QueryWindow] = {}
+        peers: dict[int, int] = {}
+        for q in self.queries:
+            cls = self.walk_class[q.id]
+            peers[cls] = peers.get(cls, 0) + 1
+            if cls not in widest or self.windows[q.id].bound > widest[cls].bound:
+                widest[cls] = self.windows[q.id]
+        self.widest = {q.id: widest[self.walk_class[q.id]] for q in self.queries}
+        self.walk_peers = {q.id: peers[self.walk_class[q.id]] > 1 for q in self.queries}
         # which events are too far from the rest of their partition to be in a match
         self.density = Density.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
         # which events no accepted run can mark
         self.relevance = Relevance.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
-        # per mark label, the variables a match shows for it (not filter tags)
+        # per mark label, the variables a match shows for it (not filter tags),
+        # by the shared labels' names; each query's projection shows its own
         self.variables = [tuple(v for v in names if v[0] != "#") for names in plan.labels]
-        self.projections = {q.id: Projection(q, self.variables) for q in self.queries}
+        self.projections = {
+            q.id: Projection(q, OwnNames(self.variables, q.own_names) if q.variables else self.variables)
+            for q in self.queries
+        }
         # the horizon: the window measure (the position, or the running
         # maximum of the partition) minus how far back any window reaches
         self.by_position = group.window[0] == "events"
@@ -133,6 +152,27 @@ class CompiledQueryGroup:
     def window_events(self) -> int | None:
         """The query group's largest window in events (None: not counted in events)."""
         return int(self.largest) if self.by_position and self.largest != _INF else None
+
+
+class OwnNames(dict[int, tuple[str, ...]]):
+    """Per mark label, one query's own names of the variables it shows,
+    filled on first use: a query meets only its own few labels of the plan's
+    many.
+
+    >>> names = OwnNames([("A", "$0"), ("B",)], {"$0": "first"})
+    >>> names[0], names[1], len(names)
+    (('A', 'first'), ('B',), 2)
+    """
+
+    def __init__(self, shared: Sequence[tuple[str, ...]], own: Mapping[str, str]) -> None:
+        super().__init__()
+        self.shared = shared
+        self.own = own
+
+    def __missing__(self, label: int) -> tuple[str, ...]:
+        own = self.own
+        names = self[label] = tuple(own.get(v, v) for v in self.shared[label])
+        return names
 
 
 def _numeric(group: QueryGroup) -> set[str]:

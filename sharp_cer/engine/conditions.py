@@ -368,7 +368,9 @@ class Summaries:
         # filters over a whole match tag no label: every event of the query's paths counts
         self.whole = {cross.tag for cross in filters if cross.whole}
         self.keys: list[tuple[str, str, str, str]] = []  # (tag, kind, variable, attribute)
-        self.checks = {cross.tag: FilterCheck(cross, self) for cross in filters}
+        # one per filter, in order: filters of many queries may share a tag (their place in
+        # the pattern) and so the terms of their summaries
+        self.checks = [FilterCheck(cross, self) for cross in filters]
         self.identity = (
             tuple(IDENTITY[k[1]][0] for k in self.keys),
             tuple(IDENTITY[k[1]][1] for k in self.keys),
@@ -392,7 +394,10 @@ class Summaries:
             for i, (tag, kind, var, attribute) in enumerate(self.keys):
                 if tag not in names and tag not in self.whole:
                     continue
+                starts = tag + "^" in names
                 if var not in names:
+                    if not starts:
+                        continue  # the term passes unchanged (many, once many queries' filters share the terms)
                     own = "none"
                 elif kind == "count":
                     own = "one"
@@ -401,7 +406,7 @@ class Summaries:
                 else:
                     own = "unknown"
                 column = self.attributes.index(attribute) if own == "value" else -1
-                plan.append((i, own, column, tag + "^" in names))
+                plan.append((i, own, column, starts))
             self._plans[label] = plan
         return plan
 

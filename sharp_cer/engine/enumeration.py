@@ -317,6 +317,88 @@ class Walk:
             return False
 
 
+class Replay:
+    """One walk's paths as a walk of one query: those whose start passes
+    the query's own window (``value_test``). Queries that differ only in
+    their windows (and SELECT lists) walk the same paths; one walk with the
+    widest window serves them all (:class:`SharedWalks`). The work is
+    booked once, on the query that walked (``walk``).
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge
+    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    >>> walk = Walk(always, always)
+    >>> paths = list(walk.run([node]))
+    >>> replay = Replay(paths, lambda start: start >= 4, None)
+    >>> [b.pos for b, _ in replay.run([node])], replay.steps, Replay(paths, always, walk).steps
+    ([5], 0, 5)
+    """
+
+    __slots__ = ("candidates", "domain_errors", "found", "idle", "left", "steps", "tests", "truncated", "value_test")
+
+    def __init__(self, found: list[tuple[Node, Any]], value_test: Callable[[float], bool], walk: Walk | None) -> None:
+        self.found = found
+        self.value_test = value_test
+        self.steps = walk.steps if walk is not None else 0
+        self.candidates = walk.candidates if walk is not None else 0
+        self.domain_errors = walk.domain_errors if walk is not None else 0
+        self.truncated = False
+        self.left = 0
+        self.tests = 0
+        #: nothing to replay and nothing to book
+        self.idle = walk is None and not found
+
+    def run(self, roots: Sequence[Node]) -> Iterator[tuple[Node, Any]]:
+        """The walked paths in this query's window (``roots`` are the walked ones)."""
+        test = self.value_test
+        return (path for path in self.found if test(path[0].value))
+
+
+class SharedWalks:
+    """The walks of the event in process, by class of queries that walk
+    alike (same cross-event filters: see ``CompiledQueryGroup.walk_class``)
+    and final nodes: the first query of a class walks with the class's
+    widest window, the others replay its paths.
+
+    >>> from sharp_cer.engine.tecs import bottom, extend
+    >>> node = extend(bottom(2, 2, 2), 6, 0)
+    >>> walks = SharedWalks()
+    >>> first = walks.replay(0, [node], 6, always, lambda start: False)
+    >>> second = walks.replay(0, [node], 6, always, always)
+    >>> [len(list(r.run([node]))) for r in (first, second)], first.steps, second.steps
+    ([0, 1], 2, 0)
+    """
+
+    def __init__(self) -> None:
+        self.position = -1
+        self.walked: dict[tuple[int, tuple[int, ...]], list[tuple[Node, Any]]] = {}
+
+    def replay(
+        self,
+        walk_class: int,
+        nodes: Sequence[Node],
+        position: int,
+        widest: Callable[[float], bool],
+        value_test: Callable[[float], bool],
+        checks: Sequence[FilterCheck] = (),
+        summaries: Summaries | None = None,
+        prune: bool = True,
+        order: EnumerationOrder | None = None,
+    ) -> Replay:
+        """The paths in one query's window (``value_test``) from the walk of
+        its class at this event over ``nodes``, walked now with ``widest``
+        (and the class's ``checks``) if it is the first."""
+        if position != self.position:
+            self.walked.clear()
+            self.position = position
+        key = (walk_class, tuple(map(id, nodes)))
+        found = self.walked.get(key)
+        if found is not None:
+            return Replay(found, value_test, None)
+        walk = Walk(widest, widest, checks=checks, summaries=summaries, prune=prune, order=order)
+        found = self.walked[key] = list(walk.run(nodes))
+        return Replay(found, value_test, walk)
+
+
 def open_events(node: Node) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
     """Every open complex event of a node, as sorted (start, marks) pairs.
 

@@ -44,7 +44,7 @@ from sharp_cer.planner.sharing import prefix_states
 from . import density
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
-from .enumeration import EnumerationOrder, Walk, always, count_matches
+from .enumeration import EnumerationOrder, Replay, SharedWalks, Walk, always, count_matches
 from .feed import (
     attribute_rows,
     keyed,
@@ -144,6 +144,9 @@ class QueryGroupRunner:
         self.tracking = self.index
         self.log = engine.observers.latency  # the service log, read at each batch
         self.steps_here = 0  # enumeration steps of the event in process
+        self.walks = SharedWalks()  # the event's walks, shared by queries that walk alike
+        # per query: nothing but its window, filters and projection applies (see _enumerate_plain)
+        self.plain_path = {q.id: compiled.projections[q.id].plain for q in self.queries}
         self.transitions = 0  # booked on the clock after each batch
         self.nodes_created = 0
         # the update units of the event in process before this query group's step
@@ -623,6 +626,16 @@ class QueryGroupRunner:
         smallest variables (labels can differ where positions do not); then
         the strategy and LIMIT choose among them."""
         engine = self.engine
+        if (
+            self.plain_path[qid]
+            and self.shedder is None
+            and self.log is None
+            and engine._quota is None
+            and not (engine.debug or engine.count_only)
+            and engine.observers.queue is None
+        ):
+            self._enumerate_plain(qid, nodes, position, value, out, floor)
+            return
         query = self.plan.queries[qid]
         test = self.compiled.windows[qid].test(position if self.group.window[0] == "events" else value)
         cost = engine.clock.per_query.get(query.name)
@@ -682,8 +695,56 @@ class QueryGroupRunner:
             matches = sorted(matches, key=limit_order)[:limit]
         self._out(query, cost, walk, self._put(query, matches), out, began, floor)
 
+    def _enumerate_plain(
+        self, qid: int, nodes: list[Node], position: int, value: float, out: list[Any], floor: int
+    ) -> None:
+        """``_enumerate`` where nothing but the query's window, filters and
+        projection applies (no strategy, LIMIT, quota, shedder or observer),
+        as most queries of a large workload: nothing is done for a query no
+        start of whose window is in, and queries that differ only in their
+        windows and SELECT lists walk once per event (``SharedWalks``)."""
+        engine = self.engine
+        query = self.plan.queries[qid]
+        cost = engine.clock.per_query.get(query.name)
+        if cost is None:
+            cost = engine.clock.per_query[query.name] = QueryCost()
+        window = self.compiled.windows[qid]
+        end = position if self.by_position else value
+        bound = window.bound
+        # the window test on each branch's largest start key (QueryWindow.test, inlined)
+        if bound == _INF:
+            pass
+        elif window.inclusive:
+            if not any(end - n.maxkey <= bound for n in nodes):
+                return
+        elif not any(end - n.maxkey < bound for n in nodes):
+            return
+        test = window.test(end)
+        compiled = self.compiled
+        walk: Walk | Replay
+        if compiled.walk_peers[qid]:
+            walk = self.walks.replay(
+                compiled.walk_class[qid],
+                nodes,
+                position,
+                compiled.widest[qid].test(end),
+                test,
+                self.checks[qid],
+                self.summaries,
+                engine.prune,
+                engine.order,
+            )
+            if walk.idle:
+                return  # its class walked already and found nothing: nothing to book
+        else:
+            walk = Walk(
+                test, test, checks=self.checks[qid], summaries=self.summaries, prune=engine.prune, order=engine.order
+            )
+        projection = compiled.projections[qid]
+        self._out(query, cost, walk, self._plain(query, projection, walk, nodes, position), out, 0.0, floor)
+
     def _plain(
-        self, query: QueryPlan, projection: Projection, walk: Walk, nodes: list[Node], position: int
+        self, query: QueryPlan, projection: Projection, walk: Walk | Replay, nodes: list[Node], position: int
     ) -> list[Any]:
         """The matches of a walk where every candidate is a match and
         nothing chooses among them: no candidate list, and ``distinct``
@@ -724,7 +785,7 @@ class QueryGroupRunner:
         self,
         query: QueryPlan,
         cost: QueryCost,
-        walk: Walk,
+        walk: Walk | Replay,
         found: list[Any],
         out: list[Any],
         began: float,

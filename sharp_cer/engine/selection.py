@@ -12,7 +12,7 @@ every condition: its start and its (position, label) marks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 
 from sharp_cer.events.match import Match, line_template
@@ -104,14 +104,14 @@ class Projection:
 
     __slots__ = ("_templates", "every_event", "name", "plain", "select_none", "selected", "variables")
 
-    def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]]) -> None:
+    def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]] | Mapping[int, tuple[str, ...]]) -> None:
         self.name = query.name
         self.selected = query.selected
         self.select_none = query.select_none
         #: every candidate is a match (no strategy, LIMIT or STRICT check chooses)
         self.plain = query.strategy not in SELECT and query.query.limit is None and not query.strict_by_filter
         #: per mark label, the variables a match shows for it
-        self.variables = list(variables)
+        self.variables = variables
         #: a match's output events are all its marked events (SELECT *)
         self.every_event = self.selected is None and not self.select_none
         # output line templates per (tenant, labels of the marks): bounded,

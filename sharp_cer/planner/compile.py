@@ -12,7 +12,11 @@ aggregate) holds for every event of that variable, so it is pushed onto the
 moves that read those events, as an atom of the predicate table; a conjunct
 naming no variable is pushed onto every move under the FILTER. Every marking
 move carries the label of the variables its event is bound to: the event
-type and the enclosing ``AS`` names.
+type and the enclosing ``AS`` names, renamed ``$0``, ``$1``, ... in order of
+first binding (tenants name variables as they like; ``QueryPlan.variables``
+maps the labels back, for matches and explanations). Unary conditions are
+tabled in a normal form (``normal_form``), so equal tests written apart
+are one atom.
 
 A conjunct across events (``a.x < b.x``, ``sum(b.x) < c.x``) cannot sit on a
 move: the engine checks it during enumeration. Its FILTER adds a tag to the
@@ -27,8 +31,8 @@ one open complex event (``automaton.relabel``).
 >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
 >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS a ; B FILTER a.x > 1 WITHIN 3 EVENTS", s))])
 >>> cea = plan.groups[0].automaton
->>> cea.n_states, cea.transition_count(), [sorted(v) for v in plan.labels]
-(3, 3, [['A', 'a'], ['B']])
+>>> cea.n_states, cea.transition_count(), [sorted(v) for v in plan.labels], plan.queries[0].own_names
+(3, 3, [['$0', 'A'], ['B']], {'$0': 'a'})
 >>> plan.predicates.atoms[1].condition
 Comparison(op='>', left=AttributeRef(variable=None, attribute='x'), right=NumberLiteral(value=1))
 """
@@ -49,7 +53,7 @@ from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
 
 from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
-from .plan import CrossFilter, Plan, QueryGroup, QueryPlan, window_kind
+from .plan import WHOLE, CrossFilter, Plan, QueryGroup, QueryPlan, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
 from .sharing import share
 
@@ -124,12 +128,17 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
         compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
         start, end = compiler.whole(q.pattern)
         fragments.append((compiler.builder, start, end))
+        renaming = compiler.canonical
         if isinstance(q.selection, tuple):
             selected: tuple[str, ...] | None = tuple(p.variable for p in q.selection)
         else:
             selected = None
         strategy, consumes = q.effective_strategy, q.consume not in (None, "NONE")
-        filters = tuple(compiler.filters)
+        # the conditions read the shared labels' names: rewritten once the whole pattern has bound them
+        filters = tuple(
+            dataclasses.replace(f, conjuncts=tuple(renamed(c, renaming) for c in f.conjuncts)) if renaming else f
+            for f in compiler.filters
+        )
         counted = counting and not filters and (strategy == "ALL" or (strategy == "STRICT" and not consumes))
         plan = QueryPlan(
             i,
@@ -141,6 +150,7 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
             filters,
             strict_by_filter=strategy == "STRICT" and consumes,
             counted=counted,
+            variables=tuple((label, own) for own, label in renaming.items()),
         )
         plans.append(plan)
         scope = q.streams or tuple(checked.schema.streams)
@@ -191,7 +201,7 @@ def _projected(query: QueryPlan, labels: Sequence[frozenset[str]]) -> Callable[[
         return lambda label: None
     if query.selected is None:
         return lambda label: 0
-    selected = set(query.selected)
+    selected = {query.label_of(v) for v in query.selected}
     return lambda label: 0 if labels[label] & selected else None
 
 
@@ -246,22 +256,119 @@ def erase_variables(expr: ast.Expr) -> ast.Expr:
     return dataclasses.replace(expr, **changes) if changes else expr  # type: ignore[arg-type]
 
 
+def renamed(expr: ast.Expr, renaming: dict[str, str]) -> ast.Expr:
+    """The condition with its variables renamed (``x.a``, ``x[...]``,
+    ``count(x)``); names not in ``renaming`` (event types) stay.
+
+    >>> from sharp_cer.language import parse_query, printer
+    >>> cond = parse_query("SELECT * WHERE A FILTER sum(b.x) < a.x AND count(b) > 1 AND a[x > B.x]").pattern.condition
+    >>> printer.expr(renamed(cond, {"a": "$0", "b": "$1"}))
+    'sum(`$1`.x) < `$0`.x AND count(`$1`) > 1 AND `$0`[x > B.x]'
+    """
+    if isinstance(expr, ast.AttributeRef):
+        if expr.variable is not None and expr.variable in renaming:
+            return dataclasses.replace(expr, variable=renaming[expr.variable])
+        return expr
+    if isinstance(expr, ast.Call) and expr.function.lower() == "count":
+        (arg,) = expr.args
+        if isinstance(arg, ast.AttributeRef) and arg.variable is None and arg.attribute in renaming:
+            return dataclasses.replace(expr, args=(dataclasses.replace(arg, attribute=renaming[arg.attribute]),))
+    changes: dict[str, Any] = {}
+    if isinstance(expr, ast.VariableFilter) and expr.variable in renaming:
+        changes["variable"] = renaming[expr.variable]
+    kind: type = type(expr)
+    for name in _field_names(kind):
+        value = getattr(expr, name)
+        if isinstance(value, tuple):
+            changes[name] = tuple(renamed(v, renaming) if _is_expr(v) else v for v in value)
+        elif _is_expr(value):
+            changes[name] = renamed(value, renaming)
+    return dataclasses.replace(expr, **changes) if changes else expr  # type: ignore[arg-type]
+
+
 _MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
-def normalized(condition: ast.Expr) -> ast.Expr:
-    """A unary condition in the form its atom is tabled under: a comparison
-    with the constant on the left is turned around (``5 < x`` is ``x > 5``),
-    so tenants who write either share the atom and the states behind it.
-    Only a whole condition is turned, never the middle of a chain.
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "=": "!=", "!=": "="}
+_LITERALS = (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)
+
+
+def normal_form(condition: ast.Expr) -> tuple[ast.Expr, ...]:
+    """A unary condition (variables erased) as the conjuncts its atoms are
+    tabled under, so tenants who write the same test differently share the
+    atoms and the states behind them:
+
+    - ``a AND b`` (also inside ``x[...]``) is two atoms, whatever their
+      order (a guard lists its atoms sorted);
+    - a comparison with the constant on the left is turned around
+      (``5 < x`` is ``x > 5``);
+    - NOT goes through a comparison of an attribute with a constant
+      (``NOT (x < 10)`` is ``x >= 10``), a set test (``NOT (x IN {1})`` is
+      ``x NOT IN {1}``) and another NOT;
+    - a bool attribute is tested with ``=`` (``ok != true`` is ``ok = false``).
+
+    Each rule keeps every event's truth value, nulls included: an atom that
+    reads a null (or missing) attribute is false whatever operators are
+    around it (an attribute read raises, and the raise makes the whole atom
+    false), and a stored value is never NaN (loaders read NaN as null), so
+    ``x >= 10`` and ``NOT (x < 10)`` differ on no event. NOT is not pushed
+    through arithmetic (``NOT (x - y < 1)``), where infinities can make NaN.
+    Out-of-domain counts may differ: a split conjunction counts each atom's.
+
+    >>> from sharp_cer.language import parse_query, printer
+    >>> cond = parse_query("SELECT * WHERE A FILTER A[NOT (5 < x) AND b = 'z']").pattern.condition
+    >>> [printer.expr(c) for c in normal_form(erase_variables(cond))]
+    ['x <= 5', "b = 'z'"]
+    """
+    if isinstance(condition, ast.And):
+        return (*normal_form(condition.left), *normal_form(condition.right))
+    if isinstance(condition, ast.Not):
+        inner = condition.operand
+        if isinstance(inner, ast.Not):
+            return normal_form(inner.operand)
+        inner = _oriented(inner)
+        if (
+            isinstance(inner, ast.Comparison)
+            and isinstance(inner.left, ast.AttributeRef)
+            and isinstance(inner.right, (*_LITERALS, ast.AttributeRef))
+        ):
+            return (_tidy(ast.Comparison(_NEGATED[inner.op], inner.left, inner.right)),)
+        if isinstance(inner, ast.InSet) and isinstance(inner.operand, ast.AttributeRef):
+            return (ast.InSet(inner.operand, inner.values, not inner.negated),)
+        return (ast.Not(inner),)
+    return (_tidy(_oriented(condition)),)
+
+
+def _tidy(condition: ast.Expr) -> ast.Expr:
+    """A bool attribute tested with ``!=`` tested with ``=`` instead
+    (``ok != true`` is ``ok = false``: the checker compares bools with bools
+    only, and a null is false either way).
+
+    >>> from sharp_cer.language import printer
+    >>> printer.expr(_tidy(ast.Comparison("!=", ast.AttributeRef(None, "ok"), ast.BoolLiteral(True))))
+    'ok = FALSE'
+    """
+    if (
+        isinstance(condition, ast.Comparison)
+        and condition.op == "!="
+        and isinstance(condition.left, ast.AttributeRef)
+        and isinstance(condition.right, ast.BoolLiteral)
+    ):
+        return ast.Comparison("=", condition.left, ast.BoolLiteral(not condition.right.value))
+    return condition
+
+
+def _oriented(condition: ast.Expr) -> ast.Expr:
+    """A comparison with the constant on the left turned around; only a
+    whole condition is turned, never the middle of a chain.
 
     >>> c = ast.Comparison("<", ast.NumberLiteral(5), ast.AttributeRef(None, "x"))
-    >>> normalized(c) == ast.Comparison(">", ast.AttributeRef(None, "x"), ast.NumberLiteral(5))
+    >>> _oriented(c) == ast.Comparison(">", ast.AttributeRef(None, "x"), ast.NumberLiteral(5))
     True
     """
     if (
         isinstance(condition, ast.Comparison)
-        and isinstance(condition.left, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral))
+        and isinstance(condition.left, _LITERALS)
         and isinstance(condition.right, ast.AttributeRef)
     ):
         return ast.Comparison(_MIRRORED[condition.op], condition.right, condition.left)
@@ -291,6 +398,8 @@ class _QueryCompiler:
         self.name = name
         self.checked = checked
         self.filters: list[CrossFilter] = []
+        #: the query's AS names to the shared labels' names, in order of first binding
+        self.canonical: dict[str, str] = {}
         self._events: dict[tuple[str, str | None], EventSchema] = {}
         self._splits: dict[int, tuple[tuple[tuple[str | None, ast.Expr], ...], tuple[ast.Expr, ...]]] = {}
         self.builder = builder
@@ -332,7 +441,8 @@ class _QueryCompiler:
                     cross.append(part)
                 else:
                     variables = referenced_variables(part)
-                    unary.append((next(iter(variables)) if variables else None, normalized(erase_variables(part))))
+                    variable = next(iter(variables)) if variables else None
+                    unary.extend((variable, c) for c in normal_form(erase_variables(part)))
             found = self._splits[id(node)] = (tuple(unary), tuple(cross))
         return found
 
@@ -346,7 +456,8 @@ class _QueryCompiler:
         """A FILTER with conditions across events: its events are tagged and
         the first event of each pass through it tagged again (see
         ``CrossFilter``); the engine checks the conditions as it enumerates."""
-        tag = f"#{self.qid}.{len(self.filters)}"
+        # numbered by position in the pattern, not by query: the same shape tags alike and shares
+        tag = f"#{sum(1 for f in self.filters if not f.whole)}"
         cross = CrossFilter(tag, tag + "^", self._split(node)[1])
         self.filters.append(cross)
         inner = self._filtered(node, ctx)
@@ -365,8 +476,7 @@ class _QueryCompiler:
         while isinstance(pattern, ast.Filter):
             cross = self._split(pattern)[1]
             if cross:
-                tag = f"#{self.qid}.{len(self.filters)}"
-                self.filters.append(CrossFilter(tag, tag + "^", cross, whole=True))
+                self.filters.append(CrossFilter(WHOLE, WHOLE + "^", cross, whole=True))
             ctx = self._filtered(pattern, ctx)
             pattern = pattern.formula
         return self.fragment(pattern, ctx)
@@ -393,10 +503,12 @@ class _QueryCompiler:
         b = self.builder
         if isinstance(node, ast.EventType):
             start, end = b.state(), b.state()
-            label = self._label(frozenset({node.name, *ctx.enclosing}))
+            label = self._label(frozenset({node.name, *(self.canonical.get(v, v) for v in ctx.enclosing)}))
             b.read(start, self._leaf_guard(node, ctx), label, end)
             return start, end
         if isinstance(node, ast.Bind):
+            if node.variable not in self.canonical:
+                self.canonical[node.variable] = f"${len(self.canonical)}"
             return self.fragment(node.formula, _Context((*ctx.enclosing, node.variable), ctx.conditions))
         if isinstance(node, ast.Filter):
             if self._split(node)[1]:
@@ -455,6 +567,7 @@ class _QueryCompiler:
         for part in node.parts:
             sub = _QueryCompiler(self.qid, self.name, self.checked, AutomatonBuilder(), self.table, self.labels)
             sub.filters = self.filters  # tags stay unique across the parts
+            sub.canonical = self.canonical  # and so do the labels' names
             start, end = sub.fragment(part, ctx)
             parts.append(sub.builder.build({start}, {end: 0}))
         idle, done = -1, -2

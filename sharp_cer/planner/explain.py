@@ -28,6 +28,7 @@ not run the engine.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,10 @@ from typing import Any
 import networkx as nx
 
 from sharp_cer._extras import require
+from sharp_cer.language import ast, printer
+from sharp_cer.language.checker import conjuncts
 
-from .compile import group_automaton
+from .compile import erase_variables, group_automaton, is_cross, normal_form
 from .plan import Plan, QueryGroup
 from .predicates import ConditionAtom, TypeAtom, describe, guard_atoms
 from .sharing import prefix_states
@@ -60,10 +63,57 @@ def explain(plan: Plan, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "transitions_separate": sum(g["transitions_separate"] for g in groups),
         "predicates": _predicates(plan, weights),
     }
+    figures["variables"] = {q.name: q.own_names for q in plan.queries if q.variables}
+    figures["guards"] = {q.name: found for q in plan.queries if (found := _guards(q.query.pattern))}
     if run is not None:
         figures["run"] = dict(run)
+    _apart(plan, groups)
     figures["group_details"] = groups
     return figures
+
+
+def _guards(pattern: ast.Formula) -> list[dict[str, Any]]:
+    """Each single-event condition of a pattern as written and as tabled
+    (``compile.normal_form``): the atoms that tenants writing it otherwise
+    share."""
+    found = []
+    stack: list[Any] = [pattern]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Filter):
+            for part in conjuncts(node.condition):
+                if not is_cross(part):
+                    erased = erase_variables(part)
+                    normal = [printer.expr(c) for c in normal_form(erased)]
+                    # rewritten: more than the variable erased (split, turned around, NOT pushed in)
+                    rewritten = normal != [printer.expr(erased)]
+                    found.append({"written": printer.expr(part), "normalized": normal, "rewritten": rewritten})
+        if isinstance(node, (ast.Filter, ast.Bind, ast.Iteration, ast.Negation, ast.Absence)):
+            stack.append(node.formula)
+        elif isinstance(node, (ast.Sequence, ast.Conjunction)):
+            stack.extend(reversed(node.parts))
+        elif isinstance(node, ast.Disjunction):
+            stack.extend((node.right, node.left))
+    return found
+
+
+def _apart(plan: Plan, groups: list[dict[str, Any]]) -> None:
+    """Say, per group, why its queries share no state with the other
+    groups' (only the predicate table): another stream, PARTITION BY or
+    window kind, or a strategy that runs alone."""
+    keys = [(g.event_types, g.partition_attributes, g.window) for g in plan.groups]
+    names = ("streams", "PARTITION BY", "window kind")
+    counts = [Counter(key[d] for key in keys) for d in range(3)]
+    for details, key in zip(groups, keys, strict=True):
+        if not details["shares_states"]:
+            details["apart_from_others"] = "runs alone: its strategy, consumption or LIMIT"
+            continue
+        differ = [names[d] for d in range(3) if counts[d][key[d]] < len(keys)]
+        details["apart_from_others"] = (
+            "shares the predicate table only with other groups (they differ in " + ", ".join(differ) + ")"
+            if differ
+            else ""
+        )
 
 
 def _group(plan: Plan, index: int, group: QueryGroup) -> dict[str, Any]:
@@ -198,6 +248,20 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
             f"after a run of {run.get('events', 0)} events: {run.get('deterministic_states', 0)} deterministic states, "
             f"cache hit rate {run.get('cache_hit_rate', 0.0):.1%}, engine's prefix states {run.get('prefix_states')}"
         )
+    renamed = figures.get("variables", {})
+    if renamed:
+        lines.append("variables as shared labels (states are shared whatever the names):")
+        for name, labels in list(renamed.items())[:max_groups]:
+            lines.append(f"  {name}: " + ", ".join(f"{own} -> {label}" for label, own in labels.items()))
+        if len(renamed) > max_groups:
+            lines.append(f"  ... and {len(renamed) - max_groups} more queries")
+    rewritten = [(name, g) for name, found in figures.get("guards", {}).items() for g in found if g["rewritten"]]
+    if rewritten:
+        lines.append("guards in normal form (equal tests are one atom):")
+        for name, g in rewritten[:max_groups]:
+            lines.append(f"  {name}: {g['written']} -> {' AND '.join(g['normalized'])}")
+        if len(rewritten) > max_groups:
+            lines.append(f"  ... and {len(rewritten) - max_groups} more")
     details = sorted(figures["group_details"], key=lambda g: -len(g["queries"]))
     for g in details[:max_groups]:
         partition = "[" + ", ".join(g["partition_by"]) + "]" if g["partition_by"] else "-"
@@ -207,6 +271,8 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
             + ("shares states" if g["shares_states"] and len(g["queries"]) > 1 else "")
             + ("runs alone: its strategy, consumption or LIMIT" if not g["shares_states"] else "")
         )
+        if g.get("apart_from_others") and g["shares_states"]:
+            lines.append(f"  {g['apart_from_others']}")
         lines.append(
             f"  prefix states {g['states_shared']} (alone {g['states_separate']}), "
             f"transitions {g['transitions_shared']} (alone {g['transitions_separate']}), "

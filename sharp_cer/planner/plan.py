@@ -64,6 +64,11 @@ def window_bound(window: ast.Window | None) -> tuple[int | float, bool]:
     return window.nanoseconds, True
 
 
+#: The tag of every filter over a whole match: it tags no event, so its
+#: node summaries are the same for every query and shared among them.
+WHOLE = "#"
+
+
 @dataclass(frozen=True)
 class CrossFilter:
     """A FILTER whose conditions span events (several variables, or an
@@ -78,8 +83,14 @@ class CrossFilter:
     event of a path enumerated from the query's final state is the query's.
     Untagged labels are what lets queries with such conditions share states.
 
-    >>> CrossFilter("#0.0", "#0.0^", ()).first_tag
-    '#0.0^'
+    Tags name a filter's place in its query's pattern (``#0``, ``#1``, ...
+    in the order the compiler meets them), not the query, so two queries
+    whose patterns have a filter at the same place share the states under
+    it, whatever the filters' conditions. The conjuncts read the names of
+    the shared labels (``$0``, ``$1``, ...: see ``QueryPlan.variables``).
+
+    >>> CrossFilter("#0", "#0^", ()).first_tag
+    '#0^'
     """
 
     tag: str
@@ -98,6 +109,11 @@ class QueryPlan:
     ``counted`` says the group's automaton marks exactly the projected
     events, so matches can be counted without enumerating them.
 
+    Marks name the query's AS variables by shared labels, ``$0``, ``$1``,
+    ... in order of first binding, so tenants who name their variables
+    differently share states; ``variables`` maps each label back to the
+    query's own name, for its matches and its explanation.
+
     >>> from sharp_cer.language import Schema, parse_and_check
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> QueryPlan(0, "q", parse_and_check("SELECT A WHERE A WITHIN 1 EVENTS", s), None, ("A",), False).query.within
@@ -113,6 +129,28 @@ class QueryPlan:
     filters: tuple[CrossFilter, ...] = ()
     strict_by_filter: bool = False
     counted: bool = False
+    variables: tuple[tuple[str, str], ...] = ()
+
+    @functools.cached_property
+    def own_names(self) -> dict[str, str]:
+        """Shared label name -> the query's own variable.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS first ; A AS second", s))])
+        >>> plan.queries[0].own_names, plan.queries[0].label_of("second"), plan.queries[0].label_of("A")
+        ({'$0': 'first', '$1': 'second'}, '$1', 'A')
+        """
+        return dict(self.variables)
+
+    def label_of(self, variable: str) -> str:
+        """The shared label name of one of the query's variables (event
+        type names are their own)."""
+        for label, own in self.variables:
+            if own == variable:
+                return label
+        return variable
 
     @property
     def query(self) -> ast.Query:

@@ -6,7 +6,9 @@ states. :func:`share` hash-conses every state on that key, in an order where
 a state's sources come first, so ``A ; B ; C ; D`` and ``A ; B ; E ; F``
 keep one state for ``A`` and one for ``A ; B``. Guards compare by their
 normalized atoms (the predicate table gives one atom per normalized
-condition), labels by the variables they bind.
+condition), labels by the variables they bind, named ``$0``, ``$1``, ... in
+order of binding whatever the query calls them (``compile``), so tenants who
+name variables apart still share.
 
 A state on a cycle (Kleene) cannot wait for all its sources; such a strongly
 connected part is keyed as a whole: the external moves into each member plus
