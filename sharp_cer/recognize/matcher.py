@@ -32,6 +32,9 @@ Condition = Callable[[int, tuple[int, ...], int], bool]
 """``condition(variable, labels, row)``: does ``row`` fit ``variable`` when the
 match so far has ``labels`` (ending with ``variable`` for ``row`` itself)?"""
 
+Alive = Callable[[int, tuple[int, tuple[int, ...], int]], bool]
+"""``alive(row, (pc, counters, depth))``: can a thread in that state at ``row`` still complete?"""
+
 DEFAULT_MAX_THREADS = 100_000
 
 
@@ -56,11 +59,13 @@ def first_match(
     *,
     labels_matter: bool,
     max_threads: int = DEFAULT_MAX_THREADS,
+    alive: Alive | None = None,
 ) -> Found | None:
-    """The preferred match starting at row ``start`` of ``size`` rows, or None."""
+    """The preferred match starting at row ``start`` of ``size`` rows, or None.
+    ``alive``: which states can still complete at a row (threads elsewhere are dropped)."""
     code = program.code
     threads: list[Thread] = []
-    _close(code, (0, (0,) * program.loops, 0, (), ()), start, size, threads, set(), labels_matter)
+    _close(code, (0, (0,) * program.loops, 0, (), ()), start, size, threads, set(), labels_matter, alive)
     found: Found | None = None
     row = start
     while threads:
@@ -77,7 +82,16 @@ def first_match(
                 grown = (*labels, variable)
                 if condition(variable, grown, row):
                     moved = (*excluded, row) if depth else excluded
-                    _close(code, (pc + 1, counters, depth, grown, moved), row + 1, size, following, seen, labels_matter)
+                    _close(
+                        code,
+                        (pc + 1, counters, depth, grown, moved),
+                        row + 1,
+                        size,
+                        following,
+                        seen,
+                        labels_matter,
+                        alive,
+                    )
         if len(following) > max_threads:
             raise MatchError(
                 f"more than {max_threads} live threads while matching from row {start}",
@@ -97,6 +111,7 @@ def _close(
     out: list[Thread],
     seen: set[tuple[object, ...]],
     labels_matter: bool,
+    alive: Alive | None = None,
 ) -> None:
     """Follow the non-consuming instructions from ``thread`` at ``row`` in
     preference order (depth first), appending the threads that wait on a row
@@ -109,6 +124,8 @@ def _close(
         if key in seen:
             continue
         seen.add(key)
+        if alive is not None and not alive(row, (pc, counters, depth)):
+            continue  # no match can complete from here
         instruction = code[pc]
         op = instruction[0]
         if op in (LABEL, MATCH):

@@ -19,8 +19,8 @@ search starts.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,22 +35,10 @@ from . import nodes
 from .clause_errors import ClauseError, MatchError
 from .clause_parser import parse_clause
 from .expressions import Compiled, Scope, View, compile_expr
-from .fast_path import (
-    Counter,
-    FastPattern,
-    Locator,
-    Plan,
-    codes_to_text,
-    compile_regex,
-    labels_of,
-    measure_plan,
-    plan_counts,
-    plan_rows,
-    row_codes,
-    vector_conditions,
-)
+from .fast_path import Counter, Locator, Plan, measure_plan, plan_counts, plan_rows, row_codes, vector_conditions
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .program import Program, compile_pattern
+from .search import Automaton, build_automaton
 from .types import measure_types
 
 
@@ -67,7 +55,7 @@ class Recognizer:
     labels_matter: bool
     max_threads: int
     vectorize: bool
-    fast: FastPattern | None
+    automaton: Automaton | None
     plans: list[Plan] | None
 
     def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -92,28 +80,31 @@ class Recognizer:
         clause = self.clause
         sources: list[int] = []
         values: list[list[Any]] = []
-        text = codes_to_text(row_codes(known, size)) if known is not None and self.fast is not None else None
-        memo: list[list[bool | None]] = []
-        if known is None:
-            memo = [[None] * size for _ in self.variables]
-        elif text is None:
-            memo = [[True] * size if k is None else k.tolist() for k in known]
-        row = covered = matches = 0
+        memo = self._memo(columns, size, known)
+        automaton = self.automaton
+        sets: list[int] = []
+        starts: list[int] = list(range(size))
+        exact = False
+        if automaton is not None:
+            sets = automaton.completable(self._codes(memo, size))
+            viable = automaton.viable_sets()
+            starts = [s for s in range(size) if viable[sets[s]]]
+            exact = not self.labels_matter and all(m is None or None not in m for m in memo)
+        alive = automaton.alive(sets) if automaton is not None else None
+        row = covered = matches = index = 0
         while row < size:
-            if text is not None:
-                assert self.fast is not None
-                hit = self.fast.regex.search(text, row)
-                if hit is None or hit.start() >= size:
-                    begin, found = size, None
-                else:
-                    begin, found = hit.start(), Found(hit.end(), labels_of(self.fast, hit), ())
-                if clause.empty == "unmatched":
-                    for skipped in range(max(row, covered), begin):
-                        sources.append(skipped)
-                        values.append([None] * len(self.measures))
-                if found is None:
-                    break
-                row = begin
+            index = bisect.bisect_left(starts, row, index)
+            begin = starts[index] if index < len(starts) else size
+            if clause.empty == "unmatched":
+                for skipped in range(max(row, covered), begin):
+                    sources.append(skipped)
+                    values.append([None] * len(self.measures))
+            if begin >= size:
+                break
+            row = begin
+            if exact:
+                assert automaton is not None
+                found = automaton.walk(sets, row, size)
             else:
                 found = first_match(
                     self.program,
@@ -122,6 +113,7 @@ class Recognizer:
                     self._condition(columns, row, matches + 1, memo),
                     labels_matter=self.labels_matter,
                     max_threads=self.max_threads,
+                    alive=alive,
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -135,45 +127,60 @@ class Recognizer:
             row = self._skip(row, found)
         return sources, values
 
-    def search_all(self, text: str) -> tuple[list[int], list[int]]:
-        """Every match of the regex path in one partition's text, in order,
-        with the skip rule: match starts, and each match's group spans
-        flattened (begin, end per group, the whole match first)."""
-        assert self.fast is not None
-        search = self.fast.regex.search
-        size = len(text)
-        starts: list[int] = []
-        spans: list[tuple[tuple[int, int], ...]] = []
-        skip = self.clause.skip
-        members = self.sets[skip.variable] if skip.variable is not None else frozenset()
-        targets = [g for g, v in enumerate(self.fast.groups, start=1) if v in members]
-        kind = skip.kind
-        # one group for the skip's variable (the common case) is read without a call
-        (only,) = targets if len(targets) == 1 else (0,)
-        row = 0
-        while row < size:
-            hit = search(text, row)
-            if hit is None or hit.start() >= size:
-                break  # an empty match after the last row is no match: searches start at rows
-            regs = hit.regs
-            start, end = regs[0]
-            starts.append(start)
-            spans.append(regs)
-            if kind == "past_last":
-                row = end if end > start else start + 1
-            elif kind == "next_row" or end == start:
-                row = start + 1
-            elif only and regs[only][0] >= 0 and regs[only][1] > regs[only][0]:
-                row = regs[only][1] - 1 if kind == "to_last" else regs[only][0]
-                if row == start:
-                    row = self._skip_to(start, end, [regs[only]])  # the standard's error
+    def _memo(
+        self, columns: dict[str, Sequence[Any]], size: int, known: list[np.ndarray | None] | None
+    ) -> list[list[bool | None] | None]:
+        """Each row-local condition on every row (None for the others): from
+        the fast path's arrays, or evaluated here; a row whose evaluation
+        fails (division by zero, an overflow) stays unknown, so the matcher
+        raises the located error only if it tests that row, as it would lazily."""
+        if known is not None:
+            return [[True] * size if k is None else k.tolist() for k in known]
+        memo: list[list[bool | None] | None] = []
+        for variable, compiled in enumerate(self.conditions):
+            if compiled is None:
+                memo.append([True] * size)
+            elif not compiled.row_local:
+                memo.append(None)
             else:
-                row = self._skip_to(start, end, [regs[g] for g in targets])
-        flat = itertools.chain.from_iterable(itertools.chain.from_iterable(spans))
-        return starts, list(flat)
+                fn = compiled.fn
+                column: list[bool | None] = []
+                for row in range(size):
+                    try:
+                        column.append(fn(View(columns, row, (variable,), 1, 0), None) is True)
+                    except RecognizeError:
+                        column.append(None)
+                memo.append(column)
+        return memo
+
+    def _codes(self, memo: list[list[bool | None] | None], size: int) -> list[int]:
+        """Each row's code: bit ``v`` set unless variable ``v`` surely fails there."""
+        codes = [0] * size
+        for variable, column in enumerate(memo):
+            bit = 1 << variable
+            if column is None:
+                codes = [c | bit for c in codes]
+            else:
+                codes = [c | bit if holds is not False else c for c, holds in zip(codes, column, strict=True)]
+        return codes
+
+    def matches(self, sets: list[int], size: int) -> Iterator[tuple[int, Found]]:
+        """Every match of one partition with the skip rule, by walking (row-local
+        conditions, all known): its start and the match."""
+        automaton = self.automaton
+        assert automaton is not None
+        viable = automaton.viable_sets()
+        row = 0
+        for start in (s for s in range(size) if viable[sets[s]]):
+            if start < row:
+                continue
+            found = automaton.walk(sets, start, size)
+            assert found is not None
+            yield start, found
+            row = self._skip(start, found)
 
     def _condition(
-        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None]]
+        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None] | None]
     ) -> Condition:
         conditions = self.conditions
 
@@ -182,10 +189,12 @@ class Recognizer:
             if compiled is None:
                 return True  # an undefined variable matches every row
             if compiled.row_local:
-                known = memo[variable][row]
-                if known is None:
+                column = memo[variable]
+                assert column is not None
+                known = column[row]
+                if known is None:  # its evaluation failed: raise the located error now
                     known = compiled.fn(View(columns, row, (variable,), 1, match_number), None) is True
-                    memo[variable][row] = known
+                    column[row] = known
                 return known
             return compiled.fn(View(columns, start, labels, len(labels), match_number), None) is True
 
@@ -298,9 +307,10 @@ def compile_clause(
     measures = [compile_expr(m.expr, scope) for m in clause.measures]
     labels_matter = any(c is not None and not c.row_local for c in conditions)
     program = compile_pattern(clause.pattern, variables)
-    regex = compile_regex(clause.pattern, variables) if fast and not labels_matter else None
+    automaton = build_automaton(program)
+    vectorize = fast and not labels_matter and automaton is not None
     plans: list[Plan] | None = None
-    if regex is not None and clause.rows == "one":
+    if vectorize and clause.rows == "one":
         found = [measure_plan(m.expr, sets) for m in clause.measures]
         plans = [p for p in found if p is not None] if all(p is not None for p in found) else None
     return Recognizer(
@@ -312,8 +322,8 @@ def compile_clause(
         measures,
         labels_matter,
         max_threads,
-        fast and not labels_matter,
-        regex,
+        vectorize,
+        automaton,
         plans,
     )
 
@@ -384,41 +394,55 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
 def _one_row_batch(
     ordered: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]], known: list[np.ndarray | None]
 ) -> tuple[pa.Array, list[pa.Array]]:
-    """ONE ROW PER MATCH on the fast path: the regex finds the matches, and
-    the measures (columns at the first or last row of a variable, counts,
-    match numbers) are computed for all matches at once, so Python touches
-    each match once, not each row."""
-    assert recognizer.fast is not None and recognizer.plans is not None
-    groups = recognizer.fast.groups
-    text = codes_to_text(row_codes(known, ordered.num_rows))
+    """ONE ROW PER MATCH on the fast path: the automaton walks each match,
+    and the measures (columns at the first or last row of a variable, counts,
+    match numbers) are computed for all matches at once from each match's
+    first and last row and row count per variable."""
+    automaton, plans = recognizer.automaton, recognizer.plans
+    assert automaton is not None and plans is not None
+    width = len(recognizer.variables)
+    codes = row_codes(known, ordered.num_rows).tolist()
     starts: list[int] = []
-    flat: list[int] = []
+    ends: list[int] = []
+    per_variable: list[int] = []  # first row, last row + 1 (-1, -1: none), count; per variable, per match
     numbers: list[np.ndarray] = []
     bounds: list[np.ndarray] = []
     for begin, end in partitions:
-        found, spans = recognizer.search_all(text[begin:end])
-        starts.extend(begin + f for f in found)
-        flat.extend(spans)
-        numbers.append(np.arange(1, len(found) + 1))
-        bounds.append(np.repeat([[begin, end]], len(found), axis=0))
+        size = end - begin
+        sets = automaton.completable(codes[begin:end])
+        found = 0
+        for start, match in recognizer.matches(sets, size):
+            found += 1
+            starts.append(begin + start)
+            ends.append(begin + match.end)
+            stats = [-1, -1, 0] * width
+            row = begin + start
+            for variable in match.labels:
+                at = 3 * variable
+                if stats[at] < 0:
+                    stats[at] = row
+                stats[at + 1] = row + 1
+                stats[at + 2] += 1
+                row += 1
+            per_variable.extend(stats)
+        numbers.append(np.arange(1, found + 1))
+        bounds.append(np.repeat([[begin, end]], found, axis=0))
     count = len(starts)
-    spans_all = np.asarray(flat, np.int64).reshape(count, len(groups) + 1, 2)
-    offsets = np.asarray(starts, np.int64) - spans_all[:, 0, 0]  # partition begin of each match
-    used = spans_all[:, :, 0] >= 0
-    spans_all = spans_all + np.where(used, offsets[:, None], 0)[:, :, None]
-    first, last = spans_all[:, 0, 0], spans_all[:, 0, 1]
-    group_spans = spans_all[:, 1:, :]
+    table = np.asarray(per_variable, np.int64).reshape(count, width, 3)
+    first, last = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    spans, counts = table[:, :, :2], table[:, :, 2]
     limits = np.concatenate(bounds) if bounds else np.zeros((0, 2), np.int64)
+    groups = tuple(range(width))
     out: list[pa.Array] = []
-    for plan in recognizer.plans:
+    for plan in plans:
         if isinstance(plan, Locator):
-            rows = plan_rows(plan, first, last, group_spans, groups)
+            rows = plan_rows(plan, first, last, spans, groups)
             moved = rows + plan.shift
             ok = (rows >= 0) & (moved >= limits[:, 0]) & (moved < limits[:, 1])
             index = pa.array(np.where(ok, moved, 0), mask=~ok)
             out.append(ordered.column(plan.column).take(index).combine_chunks())
         elif isinstance(plan, Counter):
-            out.append(pa.array(plan_counts(plan, first, last, group_spans, groups)))
+            out.append(pa.array(plan_counts(plan, first, last, counts)))
         else:
             out.append(pa.array(np.concatenate(numbers) if numbers else np.zeros(0, np.int64)))
     return pa.array(first), out
