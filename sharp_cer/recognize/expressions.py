@@ -75,6 +75,15 @@ class Compiled:
 
     fn: Fn
     row_local: bool
+    reads: tuple[Read, ...] | None = ()
+    """What a DEFINE condition reads of the match so far, beyond the start and
+    the row count: None when it may read any row's label (then threads are
+    told apart by all their labels)."""
+
+
+Read = tuple[frozenset[int], str, int]
+"""``(members, kind, k)``: the first (``kind`` "first") or last ("last") ``k + 1``
+rows mapped to ``members``, or all of them ("all"), with their labels."""
 
 
 _NAVIGATIONS = ("prev", "next", "first", "last")
@@ -162,6 +171,8 @@ class _Compiler:
         self.scope = scope
         self.define = define
         self.row_local = True
+        self.reads: set[Read] = set()
+        self.any_label = False
 
     def error(self, message: str, node: Any, cls: type[ClauseError] = ClauseError, **kw: Any) -> ClauseError:
         return cls(message, self.scope.source, getattr(node, "span", None), **kw)
@@ -204,6 +215,12 @@ class _Compiler:
         own = self.scope.sets[self.define]
         if not (from_last and offset == 0 and (members is None or own <= members)):
             self.row_local = False
+            if members is not None:  # the universal variable's rows follow from the start and the row
+                self.reads.add((members, "last" if from_last else "first", offset))
+
+    def read_all(self, members: frozenset[int] | None) -> None:
+        if self.define is not None and members is not None:
+            self.reads.add((members, "all", 0))
 
     # --- the tree ---
 
@@ -372,6 +389,9 @@ class _Compiler:
             if row_var is not None:
                 row_var.append(variable)
 
+                if self.define is not None:
+                    self.any_label = True
+
                 def classifier_at(view: View, row: int | None) -> Any:
                     if row is None or not 0 <= row - view.start < len(view.labels):
                         return None
@@ -380,6 +400,8 @@ class _Compiler:
                 return classifier_at
             if self.define is not None:
                 self.row_local = False
+                if members is not None:
+                    self.reads.add((members, "last", 0))
 
             def classifier(view: View, row: int | None) -> Any:
                 at = _locate(view, members, True, 0, final)
@@ -479,10 +501,12 @@ class _Compiler:
             if name != "count":
                 raise self.error(f"{name.upper()}(*) is not defined", arg, hint="only COUNT takes *")
             members = self.members(arg.variable, arg)
+            self.read_all(members)
             return lambda view, row: len(_rows(view, members, final))
         variables: list[str | None] = []
         inner = self.expr(arg, variables)
         members = self.members(self.single_var(variables, node), node)
+        self.read_all(members)
 
         if name == "array_agg":  # keeps NULLs, in match order
             return lambda view, row: [inner(view, r) for r in _rows(view, members, final)] or None
@@ -526,4 +550,5 @@ def compile_expr(node: nodes.Expr, scope: Scope, *, define: str | None = None) -
     """Compile a measure (``define`` None) or the DEFINE condition of variable ``define``."""
     compiler = _Compiler(scope, define)
     fn = compiler.expr(node)
-    return Compiled(fn, compiler.row_local)
+    reads = None if compiler.any_label else tuple(sorted(compiler.reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
+    return Compiled(fn, compiler.row_local, reads)

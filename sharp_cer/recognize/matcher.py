@@ -47,8 +47,25 @@ class Found:
     excluded: tuple[int, ...]
 
 
-# A thread: (pc, counters, exclusion depth, labels, excluded rows)
-Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
+# A thread: (pc, counters, exclusion depth, labels, excluded rows, history)
+Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...], tuple[object, ...]]
+
+Read = tuple[frozenset[int], str, int]
+"""What conditions read of the match so far (``expressions.Read``): the first
+or last ``k + 1`` rows mapped to a set of variables, or all of them."""
+
+
+def _remember(history: tuple[object, ...], reads: Sequence[Read], row: int, variable: int) -> tuple[object, ...]:
+    """``history`` (one tuple of (row, label) per read) after ``row`` got ``variable``."""
+    out: list[object] = []
+    for (members, kind, k), kept in zip(reads, history, strict=True):
+        assert isinstance(kept, tuple)
+        if variable in members and (kind != "first" or len(kept) <= k):
+            kept = (*kept, (row, variable))
+            if kind == "last" and len(kept) > k + 1:
+                kept = kept[1:]
+        out.append(kept)
+    return tuple(out)
 
 
 def first_match(
@@ -60,19 +77,28 @@ def first_match(
     labels_matter: bool,
     max_threads: int = DEFAULT_MAX_THREADS,
     alive: Alive | None = None,
+    reads: Sequence[Read] | None = None,
 ) -> Found | None:
     """The preferred match starting at row ``start`` of ``size`` rows, or None.
-    ``alive``: which states can still complete at a row (threads elsewhere are dropped)."""
+    ``alive``: which states can still complete at a row (threads elsewhere are
+    dropped). ``reads``: all that the conditions read of the labels (None:
+    anything), so threads that agree on it merge even when labels matter."""
     code = program.code
     threads: list[Thread] = []
-    _close(code, (0, (0,) * program.loops, 0, (), ()), start, size, threads, set(), labels_matter, alive)
+    history: tuple[object, ...] = tuple(() for _ in reads) if reads is not None else ()
+    merge = labels_matter and reads is not None
+    if merge:
+        labels_matter = False
+    _close(
+        code, (0, (0,) * program.loops, 0, (), (), history), start, size, threads, set(), labels_matter, alive, merge
+    )
     found: Found | None = None
     row = start
     while threads:
         following: list[Thread] = []
         seen: set[tuple[object, ...]] = set()
         for thread in threads:
-            pc, counters, depth, labels, excluded = thread
+            pc, counters, depth, labels, excluded, history = thread
             instruction = code[pc]
             if instruction[0] == MATCH:
                 found = Found(row, labels, excluded)
@@ -82,15 +108,19 @@ def first_match(
                 grown = (*labels, variable)
                 if condition(variable, grown, row):
                     moved = (*excluded, row) if depth else excluded
+                    if merge:
+                        assert reads is not None
+                        history = _remember(history, reads, row, variable)
                     _close(
                         code,
-                        (pc + 1, counters, depth, grown, moved),
+                        (pc + 1, counters, depth, grown, moved, history),
                         row + 1,
                         size,
                         following,
                         seen,
                         labels_matter,
                         alive,
+                        merge,
                     )
         if len(following) > max_threads:
             raise MatchError(
@@ -112,6 +142,7 @@ def _close(
     seen: set[tuple[object, ...]],
     labels_matter: bool,
     alive: Alive | None = None,
+    merge: bool = False,
 ) -> None:
     """Follow the non-consuming instructions from ``thread`` at ``row`` in
     preference order (depth first), appending the threads that wait on a row
@@ -119,8 +150,12 @@ def _close(
     stack = [thread]
     while stack:
         thread = stack.pop()
-        pc, counters, depth, labels, excluded = thread
-        key: tuple[object, ...] = (pc, counters, depth, labels) if labels_matter else (pc, counters, depth)
+        pc, counters, depth, labels, excluded, history = thread
+        key: tuple[object, ...] = (pc, counters, depth)
+        if labels_matter:
+            key = (pc, counters, depth, labels)
+        elif merge:
+            key = (pc, counters, depth, history)
         if key in seen:
             continue
         seen.add(key)
@@ -131,27 +166,27 @@ def _close(
         if op in (LABEL, MATCH):
             out.append(thread)
         elif op == SPLIT:
-            stack.append((instruction[2], counters, depth, labels, excluded))
-            stack.append((instruction[1], counters, depth, labels, excluded))
+            stack.append((instruction[2], counters, depth, labels, excluded, history))
+            stack.append((instruction[1], counters, depth, labels, excluded, history))
         elif op == JMP:
-            stack.append((instruction[1], counters, depth, labels, excluded))
+            stack.append((instruction[1], counters, depth, labels, excluded, history))
         elif op == START:
             if row == 0:
-                stack.append((pc + 1, counters, depth, labels, excluded))
+                stack.append((pc + 1, counters, depth, labels, excluded, history))
         elif op == END:
             if row == size:
-                stack.append((pc + 1, counters, depth, labels, excluded))
+                stack.append((pc + 1, counters, depth, labels, excluded, history))
         elif op in (EXCL_IN, EXCL_OUT):
-            stack.append((pc + 1, counters, depth + (1 if op == EXCL_IN else -1), labels, excluded))
+            stack.append((pc + 1, counters, depth + (1 if op == EXCL_IN else -1), labels, excluded, history))
         elif op == LOOP:
             _, loop, low, high, greedy, leave = instruction
             count = counters[loop]
             options = []
             if high < 0 or count < high:
-                options.append((pc + 1, counters, depth, labels, excluded))
+                options.append((pc + 1, counters, depth, labels, excluded, history))
             if count >= low:
                 reset = (*counters[:loop], 0, *counters[loop + 1 :])
-                options.append((leave, reset, depth, labels, excluded))
+                options.append((leave, reset, depth, labels, excluded, history))
             if not greedy:
                 options.reverse()
             stack.extend(reversed(options))
@@ -159,4 +194,4 @@ def _close(
             assert op == COUNT
             _, loop, cap, head = instruction
             counted = (*counters[:loop], min(counters[loop] + 1, cap), *counters[loop + 1 :])
-            stack.append((head, counted, depth, labels, excluded))
+            stack.append((head, counted, depth, labels, excluded, history))

@@ -32,13 +32,14 @@ from sharp_cer.errors import RecognizeError
 from sharp_cer.language.diagnostics import did_you_mean, listing
 
 from . import nodes
+from .bounds import Window, conjunction, local_conjuncts, window_end, window_of
 from .clause_errors import ClauseError, MatchError
 from .clause_parser import parse_clause
-from .expressions import Compiled, Scope, View, compile_expr
+from .expressions import Compiled, Read, Scope, View, compile_expr
 from .fast_path import Counter, Locator, Plan, measure_plan, plan_counts, plan_rows, row_codes, vector_conditions
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .program import Program, compile_pattern
-from .search import Automaton, build_automaton
+from .search import AliveCheck, Automaton, WindowRows, build_automaton
 from .types import measure_types
 
 
@@ -57,6 +58,9 @@ class Recognizer:
     vectorize: bool
     automaton: Automaton | None
     plans: list[Plan] | None
+    reads: tuple[Read, ...] | None = None
+    filters: tuple[Compiled | None, ...] = ()
+    windows: tuple[Window | None, ...] = ()
 
     def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
         """Input columns before and after the measures: ONE ROW PER MATCH keeps
@@ -85,8 +89,14 @@ class Recognizer:
         sets: list[int] = []
         starts: list[int] = list(range(size))
         exact = False
+        windowed = [v for v, w in enumerate(self.windows) if w is not None]
+        cleared: list[int] = []
         if automaton is not None:
-            sets = automaton.completable(self._codes(memo, size))
+            codes = self._codes(memo, size, columns)
+            sets = automaton.completable(codes)
+            if windowed:  # past every window, the windowed variables fail
+                mask = ~sum(1 << v for v in windowed)
+                cleared = automaton.completable([c & mask for c in codes])
             viable = automaton.viable_sets()
             starts = [s for s in range(size) if viable[sets[s]]]
             exact = not self.labels_matter and all(m is None or None not in m for m in memo)
@@ -106,6 +116,9 @@ class Recognizer:
                 assert automaton is not None
                 found = automaton.walk(sets, row, size)
             else:
+                if cleared:
+                    assert automaton is not None
+                    alive = self._window_check(automaton, columns, codes, cleared, row, size)
                 found = first_match(
                     self.program,
                     row,
@@ -114,6 +127,7 @@ class Recognizer:
                     labels_matter=self.labels_matter,
                     max_threads=self.max_threads,
                     alive=alive,
+                    reads=self.reads,
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -153,16 +167,53 @@ class Recognizer:
                 memo.append(column)
         return memo
 
-    def _codes(self, memo: list[list[bool | None] | None], size: int) -> list[int]:
-        """Each row's code: bit ``v`` set unless variable ``v`` surely fails there."""
+    def _codes(self, memo: list[list[bool | None] | None], size: int, columns: dict[str, Sequence[Any]]) -> list[int]:
+        """Each row's code: bit ``v`` set unless variable ``v`` surely fails
+        there (a condition that reads the match so far fails surely where its
+        row-local conjuncts do)."""
         codes = [0] * size
         for variable, column in enumerate(memo):
             bit = 1 << variable
             if column is None:
-                codes = [c | bit for c in codes]
-            else:
-                codes = [c | bit if holds is not False else c for c, holds in zip(codes, column, strict=True)]
+                column = self._maybe(variable, columns, size)
+            codes = [c | bit if holds is not False else c for c, holds in zip(codes, column, strict=True)]
         return codes
+
+    def _maybe(self, variable: int, columns: dict[str, Sequence[Any]], size: int) -> list[bool | None]:
+        compiled = self.filters[variable] if self.filters else None
+        if compiled is None:
+            return [True] * size
+        out: list[bool | None] = []
+        for row in range(size):
+            try:
+                out.append(compiled.fn(View(columns, row, (variable,), 1, 0), None) is True)
+            except RecognizeError:
+                out.append(None)
+        return out
+
+    def _window_check(
+        self,
+        automaton: Automaton,
+        columns: dict[str, Sequence[Any]],
+        codes: list[int],
+        cleared: list[int],
+        start: int,
+        size: int,
+    ) -> AliveCheck:
+        """What can complete from ``start``: each windowed variable fails past
+        its window's end."""
+        ends = {}
+        for variable, window in enumerate(self.windows):
+            if window is not None:
+                ends[variable] = window_end(columns[window.column], start, window)
+        last = max(ends.values())
+        local = codes[start : last + 1]
+        for variable, end in ends.items():
+            mask = ~(1 << variable)
+            for row in range(max(end + 1, start), last + 1):
+                local[row - start] &= mask
+        inside = automaton.completable_window(local, start, cleared[last + 1])
+        return automaton.alive(WindowRows(start, inside, cleared))
 
     def matches(self, sets: list[int], size: int) -> Iterator[tuple[int, Found]]:
         """Every match of one partition with the skip rule, by walking (row-local
@@ -325,7 +376,44 @@ def compile_clause(
         vectorize,
         automaton,
         plans,
+        _reads(conditions),
+        *_bounds(clause, variables, conditions, scope),
     )
+
+
+def _bounds(
+    clause: nodes.Clause, variables: list[str], conditions: list[Compiled | None], scope: Scope
+) -> tuple[tuple[Compiled | None, ...], tuple[Window | None, ...]]:
+    """For each condition that reads the match so far: its row-local
+    conjuncts, compiled, and its window (``bounds``)."""
+    filters: list[Compiled | None] = [None] * len(variables)
+    windows: list[Window | None] = [None] * len(variables)
+    for definition in clause.definitions:
+        variable = variables.index(definition.variable)
+        compiled = conditions[variable]
+        if compiled is None or compiled.row_local:
+            continue
+        parts = [
+            part
+            for part in local_conjuncts(definition.condition)
+            if compile_expr(part, scope, define=definition.variable).row_local
+        ]
+        if parts:
+            filters[variable] = compile_expr(conjunction(parts), scope, define=definition.variable)
+        windows[variable] = window_of(clause, definition)
+    return tuple(filters), tuple(windows)
+
+
+def _reads(conditions: list[Compiled | None]) -> tuple[Read, ...] | None:
+    """All that the conditions read of the match so far (None: any label)."""
+    reads: set[Read] = set()
+    for compiled in conditions:
+        if compiled is None or compiled.row_local:
+            continue
+        if compiled.reads is None:
+            return None
+        reads.update(compiled.reads)
+    return tuple(sorted(reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
 
 
 def _sort_keys(table: pa.Table, clause: nodes.Clause) -> list[np.ndarray]:

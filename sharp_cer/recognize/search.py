@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .matcher import Found
 from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
@@ -206,6 +207,23 @@ class Automaton:
             out[0] = first
         return out
 
+    def completable_window(self, codes: Sequence[int], first: int, following: int) -> list[int]:
+        """The sets of rows ``first .. first + len(codes) - 1`` of a partition,
+        given the set of the row after them."""
+        out = [following] * len(codes)
+        current = following
+        for i in range(len(codes) - 1, -1, -1):
+            at_start = first + i == 0
+            if at_start:
+                current = self._step(current, codes[i], True)
+            else:
+                known = self.steps[current].get(codes[i])
+                if known is None:
+                    known = self.steps[current][codes[i]] = self._step(current, codes[i], False)
+                current = known
+            out[i] = current
+        return out
+
     def viable(self, sets: Sequence[int], start: int) -> bool:
         """Can a match begin at row ``start``?"""
         return 0 in self.sets[sets[start]]
@@ -266,6 +284,22 @@ class Automaton:
     def alive(self, sets: Sequence[int]) -> AliveCheck:
         """A check for the thread-list matcher: can ``state`` at ``row`` complete?"""
         return AliveCheck(self.ids, self.sets, sets)
+
+
+class WindowRows(Sequence[int]):
+    """Per-row set ids: a window's own from its first row, the others' after it."""
+
+    def __init__(self, first: int, window: list[int], after: Sequence[int]) -> None:
+        self.first = first
+        self.window = window
+        self.after = after
+
+    def __len__(self) -> int:
+        return len(self.after)
+
+    def __getitem__(self, row: Any) -> Any:
+        at = row - self.first
+        return self.window[at] if 0 <= at < len(self.window) else self.after[row]
 
 
 class AliveCheck:
