@@ -322,7 +322,16 @@ class _Builder:
         return operand if str(c[0]) == "+" else nodes.Unary("-", operand, span)
 
     def _int_literal(self, c: list[Any], span: Span | None) -> nodes.Expr:
-        return nodes.Literal(int(c[0]), span)
+        value = int(c[0])
+        if value > 2**63:  # 2**63 itself is allowed: -9223372036854775808 is its negation
+            raise ClauseError(
+                f"integer {value} is beyond the 64-bit range",
+                self.source,
+                span,
+                hint="integers lie within -9223372036854775808 .. 9223372036854775807; write a decimal (1e20) "
+                "for a larger number",
+            )
+        return nodes.Literal(value, span)
 
     def _decimal_literal(self, c: list[Any], span: Span | None) -> nodes.Expr:
         return nodes.Literal(float(c[0]), span)

@@ -127,6 +127,16 @@ def _truth(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+_LOW, _HIGH = -(2**63), 2**63 - 1
+
+
+def _checked(value: Any) -> Any:
+    """An integer result within the 64-bit range (SQL's BIGINT), else an overflow."""
+    if type(value) is int and not _LOW <= value <= _HIGH:
+        raise OverflowError
+    return value
+
+
 def _divide(a: Any, b: Any) -> Any:
     if b == 0:
         raise ZeroDivisionError
@@ -150,10 +160,10 @@ def _concat(a: Any, b: Any) -> Any:
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "||": _concat,
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": _divide,
+    "+": lambda a, b: _checked(a + b),
+    "-": lambda a, b: _checked(a - b),
+    "*": lambda a, b: _checked(a * b),
+    "/": lambda a, b: _checked(_divide(a, b)),
     "%": _modulo,
 }
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
@@ -252,7 +262,7 @@ class _Compiler:
             operand = self.expr(node.operand, row_var)
             if node.op == "NOT":
                 return lambda view, row: None if (v := _truth(operand(view, row))) is None else not v
-            return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else -v)
+            return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else _checked(-v))
         if isinstance(node, nodes.Binary):
             return self.binary(node, row_var)
         if isinstance(node, nodes.IsNull):
@@ -308,6 +318,14 @@ class _Compiler:
                 return fn(view, row)
             except ZeroDivisionError:
                 raise MatchError("division by zero", source, span) from None
+            except OverflowError:
+                raise MatchError(
+                    "integer overflow: the result is beyond the 64-bit range",
+                    source,
+                    span,
+                    hint="integers lie within -9223372036854775808 .. 9223372036854775807; CAST is not supported, "
+                    "so compute with a decimal operand (1.0 * x) to leave the integer range",
+                ) from None
             except TypeError as err:
                 raise MatchError(
                     f"operands of incompatible types ({err})",
@@ -345,6 +363,10 @@ class _Compiler:
                 f"{node.name.upper()} takes an expression and a non-negative integer offset",
                 node,
                 found=f"{len(node.args)} arguments",
+            )
+        if arg.value >= 2**63:
+            raise self.error(
+                f"{node.name.upper()}'s offset {arg.value} is beyond the 64-bit range", arg, hint="use a smaller offset"
             )
         return int(arg.value)
 
@@ -419,7 +441,7 @@ class _Compiler:
         args = [self.expr(a, row_var) for a in node.args]
         if name == "abs" and len(args) == 1:
             (a,) = args
-            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else abs(v))
+            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else _checked(abs(v)))
         if name in ("lower", "upper") and len(args) == 1:
             (a,) = args
             upper = name == "upper"
@@ -521,12 +543,20 @@ class _Compiler:
         return self.guard(node, lambda view, row: reduce(vs) if (vs := values(view)) else None)
 
 
+def _sum(values: list[Any]) -> Any:
+    """SUM as SQL engines add BIGINTs: an overflow of any partial sum is an error."""
+    total = values[0]
+    for value in values[1:]:
+        total = _checked(total + value)
+    return _checked(total)
+
+
 def _average(values: list[Any]) -> Any:
     return sum(values) / len(values)
 
 
 _REDUCERS: dict[str, Callable[[list[Any]], Any]] = {
-    "sum": sum,
+    "sum": lambda values: _sum(values),
     "min": min,
     "max": max,
     "avg": _average,

@@ -67,8 +67,11 @@ class _Evaluator:
 
     def expr(self, node: nodes.Expr) -> Vector:
         if isinstance(node, nodes.Literal):
-            if isinstance(node.value, bool | int | float | str) or node.value is None:
-                return _scalar(node.value, self.size)
+            value = node.value
+            if isinstance(value, int) and not isinstance(value, bool) and not _LOW <= value <= _HIGH:
+                raise _Unsupported  # beyond int64: the general evaluator computes exactly
+            if isinstance(value, bool | int | float | str) or value is None:
+                return _scalar(value, self.size)
             raise _Unsupported
         if isinstance(node, nodes.Column):
             return self.values[node.name], self.valid[node.name]
@@ -78,6 +81,7 @@ class _Evaluator:
             values, valid = self.expr(node.operand)
             if node.op == "NOT":
                 return ~values.astype(bool), valid
+            _no_int_minimum(values, valid)
             return -values, valid
         if isinstance(node, nodes.Binary):
             return self.binary(node)
@@ -94,6 +98,7 @@ class _Evaluator:
     def call(self, node: nodes.Call) -> Vector:
         if node.name == "abs" and len(node.args) == 1:
             values, valid = self.expr(node.args[0])
+            _no_int_minimum(values, valid)
             return np.abs(values), valid
         if node.name not in ("prev", "next", "last") or not node.args:
             raise _Unsupported
@@ -128,8 +133,49 @@ class _Evaluator:
         if apply is None:
             raise _Unsupported
         valid = a_ok & b_ok
+        _exact_mix(a, b, valid)
         with np.errstate(all="ignore"):
-            return apply(a, b), valid
+            result = apply(a, b)
+        if op in ("+", "-", "*") and _integers(a) and _integers(b) and _overflows(op, a, b, result, valid):
+            raise _Unsupported  # numpy wraps around; the general evaluator raises the located overflow
+        return result, valid
+
+
+_LOW, _HIGH = -(2**63), 2**63 - 1
+_EXACT_FLOAT = 2**53  # integers up to this size are exact as float64
+
+
+def _integers(values: np.ndarray) -> bool:
+    return values.dtype.kind in "iu"
+
+
+def _no_int_minimum(values: np.ndarray, valid: np.ndarray) -> None:
+    """Negating int64's minimum wraps around in numpy."""
+    if _integers(values) and bool(np.any(valid & (values == np.iinfo(np.int64).min))):
+        raise _Unsupported
+
+
+def _exact_mix(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> None:
+    """numpy compares and combines a large integer with a float as two floats;
+    Python (the general evaluator) compares them exactly."""
+    for ints, other in ((a, b), (b, a)):
+        big = _integers(ints) and other.dtype.kind == "f" and np.any(valid & (np.abs(ints) > _EXACT_FLOAT))
+        if big:
+            raise _Unsupported
+
+
+def _overflows(op: str, a: np.ndarray, b: np.ndarray, result: np.ndarray, valid: np.ndarray) -> bool:
+    """Did an int64 ``a op b`` wrap around on a valid row?"""
+    if result.dtype != np.int64:
+        return True  # uint64 or mixed signedness: leave it to the exact evaluator
+    a, b = np.broadcast_to(a, result.shape), np.broadcast_to(b, result.shape)
+    if op == "+":
+        wrapped = ((a ^ result) & (b ^ result)) < 0
+    elif op == "-":
+        wrapped = ((a ^ b) & (a ^ result)) < 0
+    else:
+        wrapped = np.abs(a.astype(np.float64) * b.astype(np.float64)) >= 2.0**62  # near the edge: exact path
+    return bool(np.any(wrapped & valid))
 
 
 _NUMPY: dict[str, Callable[[Any, Any], Any]] = {
@@ -161,7 +207,7 @@ def vector_conditions(
         for definition in clause.definitions:
             result, known = evaluator.expr(definition.condition)
             out[variables.index(definition.variable)] = np.asarray(result, dtype=bool) & known
-    except (_Unsupported, TypeError):
+    except (_Unsupported, TypeError, OverflowError):
         return None
     return out
 
@@ -216,6 +262,8 @@ def measure_plan(node: nodes.Expr, sets: dict[str, frozenset[int]]) -> Plan | No
             return None
         else:
             shift = 1
+        if shift > 2**31:
+            return None  # numpy would wrap the moved row around; the general evaluator gives NULL
         shift = -shift if node.name == "prev" else shift
         node = node.args[0]
     from_last = True

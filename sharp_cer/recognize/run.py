@@ -327,6 +327,7 @@ def compile_clause(
     ``fast=False`` turns the column-wise fast path off (the tests compare both)."""
     source = clause.source
     names = set(columns)
+    _no_duplicates(columns)
     for name, span in clause.column_spans:
         if name not in names:
             raise ClauseError(
@@ -416,20 +417,51 @@ def _reads(conditions: list[Compiled | None]) -> tuple[Read, ...] | None:
     return tuple(sorted(reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
 
 
+def _no_duplicates(columns: Sequence[Any]) -> None:
+    names = [str(c) for c in columns]
+    if len(set(names)) != len(names):
+        twice = sorted({c for c in names if names.count(c) > 1})
+        raise RecognizeError(
+            f"the input has more than one column named {listing(twice)}: MATCH_RECOGNIZE reads columns by name; "
+            "rename or drop the duplicates"
+        )
+
+
 def _sort_keys(table: pa.Table, clause: nodes.Clause) -> list[np.ndarray]:
     """Dense ranks, primary key first: partition columns, then ORDER BY keys
     with their direction and NULL placement."""
+    spans = dict(reversed(clause.column_spans))
     keys = []
     for name in clause.partition:
-        keys.append(_rank(table.column(name), "ascending", "at_end"))
+        keys.append(_rank(table.column(name), "ascending", "at_end", clause, spans.get(name), "PARTITION BY", name))
     for key in clause.order:
         direction = "descending" if key.descending else "ascending"
-        keys.append(_rank(table.column(key.column), direction, "at_start" if key.nulls_first else "at_end"))
+        nulls = "at_start" if key.nulls_first else "at_end"
+        keys.append(_rank(table.column(key.column), direction, nulls, clause, key.span, "ORDER BY", key.column))
     return keys
 
 
-def _rank(column: pa.ChunkedArray, direction: str, nulls: str) -> np.ndarray:
-    ranks = pc.rank(column, sort_keys=[("", direction, nulls)], tiebreaker="dense")
+def _rank(
+    column: pa.ChunkedArray, direction: str, nulls: str, clause: nodes.Clause, span: Any, where: str, name: str
+) -> np.ndarray:
+    """Dense ranks of a sort key: NULLs (a column of only NULLs ties) and
+    categoricals (by their values) sort as SQL sorts them; other types Arrow
+    cannot sort are a located error."""
+    kind = column.type
+    if pa.types.is_null(kind):
+        return np.zeros(len(column), np.int64)
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+    try:
+        ranks = pc.rank(column, sort_keys=[("", direction, nulls)], tiebreaker="dense")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ClauseError(
+            f"{where} cannot sort column {name!r} of type {kind}",
+            clause.source,
+            span,
+            expected="a column of numbers, strings, booleans, dates, times, decimals or categories",
+            hint="sort by another column, or convert this one (e.g. a half float to float32) first",
+        ) from None
     return np.asarray(ranks.to_numpy())
 
 
@@ -548,13 +580,18 @@ def _vectorized(
             continue
         column = table.column(name)
         kind = column.type
+        if kind == pa.uint64():
+            continue  # numpy mixes uint64 with int64 as floats; the general path computes exactly
         if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
             filler: Any = False if pa.types.is_boolean(kind) else 0
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
             filler = ""
         else:
             continue  # conditions over other types take the general path
-        values[name] = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        array = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        if array.dtype.kind in "iuf":  # compute as the general path does: int64 and float64
+            array = array.astype(np.int64 if array.dtype.kind in "iu" else np.float64)
+        values[name] = array
         valid[name] = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False))
     partition = np.zeros(table.num_rows, np.int64)
     for i, (begin, end) in enumerate(partitions):
@@ -628,9 +665,10 @@ def match_recognize(frame: Any, clause: str | nodes.Clause, *, max_threads: int 
         raise RecognizeError(
             f"match_recognize takes a pandas DataFrame or an Arrow table, found {type(frame).__name__}"
         )
+    _no_duplicates(frame.column_names if is_arrow else list(frame.columns))
     try:
         table = frame if is_arrow else pa.Table.from_pandas(frame, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as err:
         raise RecognizeError(f"the DataFrame cannot be read as typed columns: {err}") from None
     result = recognize_table(table, compile_clause(parsed, table.column_names, max_threads=max_threads))
     return result if is_arrow else result.to_pandas(types_mapper=_pandas_type)
