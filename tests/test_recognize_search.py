@@ -70,6 +70,26 @@ def test_a_plus_b_without_b_has_no_viable_start() -> None:
     assert len(automaton.sets) <= 3  # the sets repeat: one look-up per row
 
 
-def test_too_many_states_is_refused() -> None:
-    pattern = parse_clause("MATCH_RECOGNIZE (PATTERN (((A{0,60}){0,60}){0,60}))").pattern
-    assert build_automaton(compile_pattern(pattern, ["A"])) is None
+def test_too_many_states_give_a_counter_free_automaton() -> None:
+    pattern = parse_clause("MATCH_RECOGNIZE (PATTERN (((A{0,60}){0,60}){0,60} F))").pattern
+    program = compile_pattern(pattern, ["A", "F"])
+    automaton = build_automaton(program)
+    assert not automaton.exact and len(automaton.ids) < len(program.code) + 1
+    sets = automaton.completable([0b01] * 50)  # F never holds: no start can match
+    assert not any(automaton.viable(sets, s) for s in range(50))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_patterns(), rows)
+def test_counter_free_sets_keep_every_match(pattern: nodes.Pattern, table: list[tuple[bool, bool, bool]]) -> None:
+    program = compile_pattern(pattern, VARIABLES)
+    automaton = Automaton.build(program, abstract=True)
+    sets = automaton.completable(_codes(table))
+
+    def condition(var: int, labels: tuple[int, ...], row: int) -> bool:
+        return table[row][var]
+
+    for start in range(len(table) + 1):
+        expected = reference_match(pattern, VARIABLES, start, len(table), condition)
+        pruned = first_match(program, start, len(table), condition, labels_matter=False, alive=automaton.alive(sets))
+        assert pruned == expected

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sharp_cer.language.source import Source, Span
+
 from .clause_errors import MatchError
 from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
 
@@ -78,6 +80,7 @@ def first_match(
     max_threads: int = DEFAULT_MAX_THREADS,
     alive: Alive | None = None,
     reads: Sequence[Read] | None = None,
+    where: tuple[Source | None, Span | None] = (None, None),
 ) -> Found | None:
     """The preferred match starting at row ``start`` of ``size`` rows, or None.
     ``alive``: which states can still complete at a row (threads elsewhere are
@@ -89,8 +92,18 @@ def first_match(
     merge = labels_matter and reads is not None
     if merge:
         labels_matter = False
+    limit = (max_threads, start, where)
     _close(
-        code, (0, (0,) * program.loops, 0, (), (), history), start, size, threads, set(), labels_matter, alive, merge
+        code,
+        (0, (0,) * program.loops, 0, (), (), history),
+        start,
+        size,
+        threads,
+        set(),
+        labels_matter,
+        alive,
+        merge,
+        limit,
     )
     found: Found | None = None
     row = start
@@ -121,16 +134,23 @@ def first_match(
                         labels_matter,
                         alive,
                         merge,
+                        limit,
                     )
         if len(following) > max_threads:
-            raise MatchError(
-                f"more than {max_threads} live threads while matching from row {start}",
-                hint="DEFINE conditions that read the match so far (aggregates, FIRST/LAST, CLASSIFIER) keep "
-                "threads apart; narrow the pattern's quantifiers or raise max_threads",
-            )
+            raise _too_many(max_threads, start, where)
         threads = following
         row += 1
     return found
+
+
+def _too_many(max_threads: int, start: int, where: tuple[Source | None, Span | None]) -> MatchError:
+    return MatchError(
+        f"more than {max_threads} live threads while matching from row {start}",
+        where[0],
+        where[1],
+        hint="DEFINE conditions that read the match so far (aggregates, FIRST/LAST, CLASSIFIER) and nested "
+        "counted quantifiers keep threads apart; narrow the pattern's quantifiers or raise max_threads",
+    )
 
 
 def _close(
@@ -143,6 +163,7 @@ def _close(
     labels_matter: bool,
     alive: Alive | None = None,
     merge: bool = False,
+    limit: tuple[int, int, tuple[Source | None, Span | None]] | None = None,
 ) -> None:
     """Follow the non-consuming instructions from ``thread`` at ``row`` in
     preference order (depth first), appending the threads that wait on a row
@@ -165,6 +186,8 @@ def _close(
         op = instruction[0]
         if op in (LABEL, MATCH):
             out.append(thread)
+            if limit is not None and len(out) > limit[0]:
+                raise _too_many(*limit)  # before a closure of nested counters runs away
         elif op == SPLIT:
             stack.append((instruction[2], counters, depth, labels, excluded, history))
             stack.append((instruction[1], counters, depth, labels, excluded, history))

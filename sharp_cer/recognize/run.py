@@ -99,7 +99,7 @@ class Recognizer:
                 cleared = automaton.completable([c & mask for c in codes])
             viable = automaton.viable_sets()
             starts = [s for s in range(size) if viable[sets[s]]]
-            exact = not self.labels_matter and all(m is None or None not in m for m in memo)
+            exact = automaton.exact and not self.labels_matter and all(m is None or None not in m for m in memo)
         alive = automaton.alive(sets) if automaton is not None else None
         row = covered = matches = index = 0
         while row < size:
@@ -128,6 +128,7 @@ class Recognizer:
                     max_threads=self.max_threads,
                     alive=alive,
                     reads=self.reads,
+                    where=(clause.source, clause.pattern_span),
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -360,7 +361,7 @@ def compile_clause(
     labels_matter = any(c is not None and not c.row_local for c in conditions)
     program = compile_pattern(clause.pattern, variables)
     automaton = build_automaton(program)
-    vectorize = fast and not labels_matter and automaton is not None
+    vectorize = fast and not labels_matter and automaton.exact
     plans: list[Plan] | None = None
     if vectorize and clause.rows == "one":
         found = [measure_plan(m.expr, sets) for m in clause.measures]

@@ -5,7 +5,7 @@ the preferred match from a start found by walking only through them.
 A *state* is what the thread-list matcher merges threads on: an instruction,
 the quantifier counters and the exclusion depth. Every state reachable from
 the program's start is numbered once (at most ``MAX_STATES``; past that the
-caller keeps the thread-list matcher and its thread guard). A *waiting*
+counters are dropped and the sets only prune the thread-list matcher). A *waiting*
 state waits on a row (``LABEL``) or is a match (``MATCH``).
 
 Going backwards over the rows' codes (bit ``v`` set: variable ``v``'s
@@ -47,7 +47,8 @@ from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPL
 
 MAX_STATES = 20_000
 """Numbered states at most; a pattern with more (nested counted quantifiers
-with large bounds) keeps the thread-list matcher."""
+with large bounds) gets a counter-free automaton that only prunes threads of
+the thread-list matcher (and its thread guard)."""
 
 _ALWAYS, _AT_START, _AT_END = 0, 1, 2
 _MATCH = -2  # waiting kind of a MATCH state; -1: not waiting; >= 0: LABEL's variable
@@ -59,12 +60,19 @@ class TooManyStates(Exception):
     """The pattern has more than ``MAX_STATES`` states."""
 
 
-def _children(code: tuple[tuple[int, ...], ...], state: State) -> list[tuple[State, int]]:
+def _children(code: tuple[tuple[int, ...], ...], state: State, abstract: bool = False) -> list[tuple[State, int]]:
     """Non-consuming successors in preference order, each with the row it
-    needs (any, the partition's first, after its last), as ``_close`` follows them."""
+    needs (any, the partition's first, after its last), as ``_close`` follows
+    them. ``abstract``: counters are dropped, so a counted loop may always
+    iterate and always leave (every real path is still a path)."""
     pc, counters, depth = state
     instruction = code[pc]
     op = instruction[0]
+    if abstract and op == LOOP:
+        either: list[tuple[State, int]] = [((pc + 1, (), depth), _ALWAYS), ((instruction[5], (), depth), _ALWAYS)]
+        return either if instruction[4] else either[::-1]
+    if abstract and op == COUNT:
+        return [((instruction[3], (), depth), _ALWAYS)]
     if op == SPLIT:
         return [((instruction[1], counters, depth), _ALWAYS), ((instruction[2], counters, depth), _ALWAYS)]
     if op == JMP:
@@ -78,7 +86,7 @@ def _children(code: tuple[tuple[int, ...], ...], state: State) -> list[tuple[Sta
     if op == LOOP:
         _, loop, low, high, greedy, leave = instruction
         count = counters[loop]
-        options = []
+        options: list[tuple[State, int]] = []
         if high < 0 or count < high:
             options.append(((pc + 1, counters, depth), _ALWAYS))
         if count >= low:
@@ -110,12 +118,15 @@ class Automaton:
     ends: dict[bool, int] = field(default_factory=dict)
     firsts: dict[tuple[int, int, bool, bool], int] = field(default_factory=dict)
     starts: dict[tuple[int, int], int] = field(default_factory=dict)
+    exact: bool = True
 
     @classmethod
-    def build(cls, program: Program, max_states: int = MAX_STATES) -> Automaton:
-        """Number the states reachable from the start (``TooManyStates`` past ``max_states``)."""
+    def build(cls, program: Program, max_states: int = MAX_STATES, abstract: bool = False) -> Automaton:
+        """Number the states reachable from the start (``TooManyStates`` past
+        ``max_states``). ``abstract``: without counters, an over-approximation
+        whose sets only prune (no walk)."""
         code = program.code
-        initial: State = (0, (0,) * program.loops, 0)
+        initial: State = (0, () if abstract else (0,) * program.loops, 0)
         ids: dict[State, int] = {initial: 0}
         order = [initial]
         kind: list[int] = []
@@ -141,14 +152,14 @@ class Automaton:
             kind.append(code[pc][1] if op == LABEL else _MATCH if op == MATCH else -1)
             excluding.append(depth > 0)
             successor.append(number((pc + 1, counters, depth)) if op == LABEL else -1)
-            edges.append([(number(child), need) for child, need in _children(code, state)])
+            edges.append([(number(child), need) for child, need in _children(code, state, abstract)])
         back: list[list[tuple[int, int]]] = [[] for _ in order]
         for source, out in enumerate(edges):
             for target, need in out:
                 back[target].append((source, need))
         labels = [i for i, k in enumerate(kind) if k >= 0]
         matches = frozenset(i for i, k in enumerate(kind) if k == _MATCH)
-        return cls(ids, kind, successor, excluding, edges, back, labels, matches)
+        return cls(ids, kind, successor, excluding, edges, back, labels, matches, exact=not abstract)
 
     # --- the backward sets ---
 
@@ -283,7 +294,7 @@ class Automaton:
 
     def alive(self, sets: Sequence[int]) -> AliveCheck:
         """A check for the thread-list matcher: can ``state`` at ``row`` complete?"""
-        return AliveCheck(self.ids, self.sets, sets)
+        return AliveCheck(self.ids, self.sets, sets, not self.exact)
 
 
 class WindowRows(Sequence[int]):
@@ -305,21 +316,25 @@ class WindowRows(Sequence[int]):
 class AliveCheck:
     """``check(row, state)``: the state, met at ``row``, can still complete a match."""
 
-    __slots__ = ("ids", "per_row", "sets")
+    __slots__ = ("abstract", "ids", "per_row", "sets")
 
-    def __init__(self, ids: dict[State, int], sets: list[frozenset[int]], per_row: Sequence[int]) -> None:
+    def __init__(
+        self, ids: dict[State, int], sets: list[frozenset[int]], per_row: Sequence[int], abstract: bool = False
+    ) -> None:
         self.ids = ids
         self.sets = sets
         self.per_row = per_row
+        self.abstract = abstract
 
     def __call__(self, row: int, state: State) -> bool:
-        number = self.ids.get(state)
+        number = self.ids.get((state[0], (), state[2]) if self.abstract else state)
         return number is not None and number in self.sets[self.per_row[row]]
 
 
-def build_automaton(program: Program) -> Automaton | None:
-    """The automaton of ``program``, or None if it has too many states."""
+def build_automaton(program: Program) -> Automaton:
+    """The automaton of ``program``; past ``MAX_STATES`` states (nested counted
+    quantifiers), its counter-free over-approximation (``exact`` False)."""
     try:
         return Automaton.build(program)
     except TooManyStates:
-        return None
+        return Automaton.build(program, max_states=2**62, abstract=True)  # bounded by the program's size
