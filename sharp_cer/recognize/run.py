@@ -528,24 +528,40 @@ def _one_row_batch(
     per_variable: list[int] = []  # first row, last row + 1 (-1, -1: none), count; per variable, per match
     numbers: list[np.ndarray] = []
     bounds: list[np.ndarray] = []
+    skip = recognizer.clause.skip
+    members = recognizer.sets[skip.variable] if skip.variable is not None else frozenset()
+    walk = automaton.walk
     for begin, end in partitions:
         size = end - begin
         sets = automaton.completable(codes[begin:end])
+        viable = automaton.viable_sets()
         found = 0
-        for start, match in recognizer.matches(sets, size):
+        row = 0
+        for start in range(size):
+            if start < row or not viable[sets[start]]:
+                continue
+            match = walk(sets, start, size)
+            assert match is not None
             found += 1
+            labels = match.labels
             starts.append(begin + start)
             ends.append(begin + match.end)
             stats = [-1, -1, 0] * width
-            row = begin + start
-            for variable in match.labels:
+            at_row = begin + start
+            for variable in labels:
                 at = 3 * variable
                 if stats[at] < 0:
-                    stats[at] = row
-                stats[at + 1] = row + 1
+                    stats[at] = at_row
+                stats[at + 1] = at_row + 1
                 stats[at + 2] += 1
-                row += 1
+                at_row += 1
             per_variable.extend(stats)
+            if skip.kind == "past_last" and labels:
+                row = match.end
+            elif skip.kind == "to_last" and len(labels) > 1 and labels[-1] in members:
+                row = start + len(labels) - 1  # the common SKIP TO LAST v: v ends the match
+            else:
+                row = recognizer._skip(start, match)
         numbers.append(np.arange(1, found + 1))
         bounds.append(np.repeat([[begin, end]], found, axis=0))
     count = len(starts)

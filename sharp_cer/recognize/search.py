@@ -118,6 +118,7 @@ class Automaton:
     ends: dict[bool, int] = field(default_factory=dict)
     firsts: dict[tuple[int, int, bool, bool], int] = field(default_factory=dict)
     starts: dict[tuple[int, int], int] = field(default_factory=dict)
+    inner: dict[int, dict[int, int]] = field(default_factory=dict)
     exact: bool = True
 
     @classmethod
@@ -280,9 +281,19 @@ class Automaton:
         excluded: list[int] = []
         state, row = 0, start
         kind, successor, excluding = self.kind, self.successor, self.excluding
-        first = self._first_waiting
+        inner = self.inner
         while True:
-            waiting = first(state, sets[row], row == 0, row == size)
+            completing = sets[row]
+            if row == 0 or row == size:
+                waiting = self._first_waiting(state, completing, row == 0, row == size)
+            else:  # the common case: one look-up keyed by the set, then the state
+                table = inner.get(completing)
+                if table is None:
+                    table = inner[completing] = {}
+                known = table.get(state)
+                if known is None:
+                    known = table[state] = self._first_waiting(state, completing, False, False)
+                waiting = known
             variable = kind[waiting]
             if variable == _MATCH:
                 return Found(row, tuple(labels), tuple(excluded))
