@@ -118,7 +118,7 @@ class Automaton:
     ends: dict[bool, int] = field(default_factory=dict)
     firsts: dict[tuple[int, int, bool, bool], int] = field(default_factory=dict)
     starts: dict[tuple[int, int], int] = field(default_factory=dict)
-    inner: dict[int, dict[int, int]] = field(default_factory=dict)
+    inner: dict[int, dict[int, tuple[int, bool, int]]] = field(default_factory=dict)
     exact: bool = True
 
     @classmethod
@@ -280,28 +280,31 @@ class Automaton:
         labels: list[int] = []
         excluded: list[int] = []
         state, row = 0, start
-        kind, successor, excluding = self.kind, self.successor, self.excluding
         inner = self.inner
         while True:
             completing = sets[row]
             if row == 0 or row == size:
-                waiting = self._first_waiting(state, completing, row == 0, row == size)
+                step = self._step_of(self._first_waiting(state, completing, row == 0, row == size))
             else:  # the common case: one look-up keyed by the set, then the state
                 table = inner.get(completing)
                 if table is None:
                     table = inner[completing] = {}
                 known = table.get(state)
                 if known is None:
-                    known = table[state] = self._first_waiting(state, completing, False, False)
-                waiting = known
-            variable = kind[waiting]
+                    known = table[state] = self._step_of(self._first_waiting(state, completing, False, False))
+                step = known
+            variable, inside, state = step
             if variable == _MATCH:
                 return Found(row, tuple(labels), tuple(excluded))
             labels.append(variable)
-            if excluding[waiting]:
+            if inside:
                 excluded.append(row)
-            state = successor[waiting]
             row += 1
+
+    def _step_of(self, waiting: int) -> tuple[int, bool, int]:
+        """A waiting state as the walk uses it: its variable (or MATCH), whether
+        its row is excluded, the state after its row."""
+        return self.kind[waiting], self.excluding[waiting], self.successor[waiting]
 
     def alive(self, sets: Sequence[int]) -> AliveCheck:
         """A check for the thread-list matcher: can ``state`` at ``row`` complete?"""
