@@ -1,10 +1,10 @@
 """RUNNING semantics in ALL ROWS PER MATCH (issue 33 item 6): a measure sees
-the match up to the current row unless FINAL is written. Hand-computed over
-five rows matched as A A B A B (v = 10, 20, 30, 40, 50).
-
-FIRST keeps Trino's reading (``FIRST(value, 2)`` is the match's third row
-from the first row on, tests/fixtures/match_recognize/trino_row_pattern_matching.json,
-``testNavigationFunctions:first_offset``), so it is not checked here."""
+the match up to the current row unless FINAL is written, FIRST included
+(Trino's documentation, "RUNNING and FINAL semantics": only the preceding
+part of the match plus the current row is visible; Trino's own test
+``first_offset`` shows the final value from the first row, and our fixture
+of it notes the deviation). Hand-computed over five rows matched as
+A A B A B (v = 10, 20, 30, 40, 50)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ MEASURES = {
     "ARRAY_AGG(A.v)": [[10], [10, 20], [10, 20], [10, 20, 40], [10, 20, 40]],
     "CLASSIFIER(B)": [None, None, "B", "B", "B"],
     "RUNNING LAST(v)": [10, 20, 30, 40, 50],
+    "FIRST(v, 1)": [None, 20, 20, 20, 20],  # no second row yet on the first
+    "FIRST(B.v)": [None, None, 30, 30, 30],  # no B row yet on the first two
+    "FIRST(A.v, 2)": [None, None, None, 40, 40],
+    "RUNNING FIRST(v, 4)": [None, None, None, None, 50],
+    "PREV(FIRST(B.v), 1)": [None, None, 20, 20, 20],
+    "FINAL FIRST(v, 1)": [20] * 5,
+    "FINAL FIRST(B.v)": [30] * 5,
     "FINAL LAST(B.v)": [50] * 5,
     "FINAL COUNT(*)": [5] * 5,
     "FINAL SUM(A.v)": [70] * 5,
@@ -52,7 +59,7 @@ def test_running_measures_by_hand() -> None:
 def test_one_row_per_match_is_final() -> None:
     out = match_recognize(
         ROWS,
-        "MATCH_RECOGNIZE (ORDER BY id MEASURES LAST(A.v, 1) AS a, RUNNING COUNT(*) AS n, CLASSIFIER() AS c "
-        "ONE ROW PER MATCH PATTERN (A A B A B))",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES LAST(A.v, 1) AS a, RUNNING COUNT(*) AS n, CLASSIFIER() AS c, "
+        "FIRST(v, 4) AS f ONE ROW PER MATCH PATTERN (A A B A B))",
     )
-    assert out.to_pylist() == [{"a": 20, "n": 5, "c": "B"}]
+    assert out.to_pylist() == [{"a": 20, "n": 5, "c": "B", "f": 50}]

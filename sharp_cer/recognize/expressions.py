@@ -92,11 +92,14 @@ _AGGREGATES = ("count", "sum", "avg", "min", "max", "array_agg", "arbitrary")
 
 def _locate(view: View, members: frozenset[int] | None, from_last: bool, offset: int, final: bool) -> int | None:
     """Row of the ``offset``-th row (from the first or the last) mapped to ``members``
-    (None: any). LAST counts back from the current row (RUNNING) or the match's
-    last row (FINAL); FIRST counts forward over every row matched so far, as
-    Trino does: in MEASURES that is the whole match, in DEFINE the rows up to
-    the tested one."""
-    visible = len(view.labels) if final or not from_last else view.running
+    (None: any). RUNNING (the default) sees the rows of the match up to the
+    current one, FINAL the whole match, for FIRST as for LAST (Trino's
+    documentation: in running semantics only the preceding part of the match
+    plus the current row is visible): in ALL ROWS PER MATCH, ``FIRST(x, 1)`` is
+    NULL on a match's first row and the second row's ``x`` from the second row
+    on. In DEFINE the current row is the tested one; in ONE ROW PER MATCH the
+    last row, so RUNNING and FINAL agree there."""
+    visible = len(view.labels) if final else view.running
     if members is None:
         index = visible - 1 - offset if from_last else offset
         return view.start + index if 0 <= index < visible else None
