@@ -525,7 +525,7 @@ def _one_row_batch(
     codes = row_codes(known, ordered.num_rows).tolist()
     starts: list[int] = []
     ends: list[int] = []
-    per_variable: list[int] = []  # first row, last row + 1 (-1, -1: none), count; per variable, per match
+    flat: list[int] = []  # every match's labels, one after the other
     numbers: list[np.ndarray] = []
     bounds: list[np.ndarray] = []
     skip = recognizer.clause.skip
@@ -546,16 +546,7 @@ def _one_row_batch(
             labels = match.labels
             starts.append(begin + start)
             ends.append(begin + match.end)
-            stats = [-1, -1, 0] * width
-            at_row = begin + start
-            for variable in labels:
-                at = 3 * variable
-                if stats[at] < 0:
-                    stats[at] = at_row
-                stats[at + 1] = at_row + 1
-                stats[at + 2] += 1
-                at_row += 1
-            per_variable.extend(stats)
+            flat.extend(labels)
             if skip.kind == "past_last" and labels:
                 row = match.end
             elif skip.kind == "to_last" and len(labels) > 1 and labels[-1] in members:
@@ -564,10 +555,8 @@ def _one_row_batch(
                 row = recognizer._skip(start, match)
         numbers.append(np.arange(1, found + 1))
         bounds.append(np.repeat([[begin, end]], found, axis=0))
-    count = len(starts)
-    table = np.asarray(per_variable, np.int64).reshape(count, width, 3)
     first, last = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
-    spans, counts = table[:, :, :2], table[:, :, 2]
+    spans, counts = _variable_stats(first, last, np.asarray(flat, np.int64), width)
     limits = np.concatenate(bounds) if bounds else np.zeros((0, 2), np.int64)
     groups = tuple(range(width))
     out: list[pa.Array] = []
@@ -583,6 +572,29 @@ def _one_row_batch(
         else:
             out.append(pa.array(np.concatenate(numbers) if numbers else np.zeros(0, np.int64)))
     return pa.array(first), out
+
+
+def _variable_stats(
+    first: np.ndarray, last: np.ndarray, labels: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per match and variable: (first row, last row + 1), (-1, -1) when the
+    variable has no row, and the row count; ``labels`` holds every match's
+    labels in order (match m has ``last[m] - first[m]`` of them)."""
+    count = len(first)
+    lengths = last - first
+    match = np.repeat(np.arange(count), lengths)
+    starts_of = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows = np.repeat(first, lengths) + (np.arange(len(labels)) - starts_of)
+    key = match * width + labels
+    big = np.iinfo(np.int64).max
+    begins = np.full(count * width, big, np.int64)
+    np.minimum.at(begins, key, rows)
+    ends = np.full(count * width, -1, np.int64)
+    np.maximum.at(ends, key, rows + 1)
+    begins[begins == big] = -1
+    spans = np.stack([begins, ends], axis=1).reshape(count, width, 2)
+    counts = np.bincount(key, minlength=count * width).reshape(count, width)
+    return spans, counts
 
 
 def _vectorized(
