@@ -21,6 +21,22 @@ in-process at least 300,000 rows/s.
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_match_recognize.py [--rows N] [--repeat K] [--no-spark]
 
 Prints the table; writes ``results/match_recognize.json``.
+
+``--scans`` times instead the scans of issues 33 and 40 that used to
+backtrack or rescan, each at three sizes (time should grow linearly), and
+checks the fast path's matches against the general path's at the smallest:
+
+- ``a_plus_b``: ``PATTERN (A+ B)`` where B never holds (fast path, 1M rows at the largest);
+- ``a_plus_b_general``: the same on the general matcher;
+- ``sum_in_define``: ``A AS SUM(A.v) >= 0`` (general matcher; B never holds);
+- ``stars``: ``PATTERN (A* A* A* A* A* F)``, F never holds;
+- ``optional_1000``: ``(A?){1000}`` with SKIP TO NEXT ROW (ALL ROWS: output grows as rows**2 / 2);
+- ``reluctant``, ``reluctant_greedy_b``, ``reluctant_next_row``, ``reluctant_time``: the CEQL-style
+  ``PATTERN (S X1*? B+? X2*? S2)`` over the stock tape, with B+, SKIP TO NEXT ROW, a time bound.
+
+    cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_match_recognize.py --scans
+
+Writes ``results/match_recognize_scans.json``.
 """
 
 from __future__ import annotations
@@ -54,6 +70,96 @@ CLAUSES = {
 }
 
 
+STOCK = (
+    "S AS type = 'SELL' AND name = 'MSFT', B AS type = 'BUY' AND name = 'ORCL', S2 AS type = 'SELL' AND name = 'AMAT'"
+)
+STOCK_MEASURES = "MEASURES S.id AS s, LAST(B.id) AS b, S2.id AS s2 ONE ROW PER MATCH"
+SCANS: dict[str, tuple[str, str, list[int], bool]] = {
+    # name: (input: ones or stocks, clause, sizes, fast path)
+    "a_plus_b": (
+        "ones",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS v = 1, B AS v = 2)",
+        [250_000, 500_000, 1_000_000],
+        True,
+    ),
+    "a_plus_b_general": (
+        "ones",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS v = 1, B AS v = 2)",
+        [25_000, 50_000, 100_000],
+        False,
+    ),
+    "sum_in_define": (
+        "ones",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS SUM(A.v) >= 0, B AS v = 2)",
+        [25_000, 50_000, 100_000],
+        False,
+    ),
+    "stars": (
+        "ones",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A* A* A* A* A* F) DEFINE A AS v = 1, F AS v = 2)",
+        [25_000, 50_000, 100_000],
+        True,
+    ),
+    "optional_1000": (
+        "ones",
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+        "PATTERN ((A?){1000}) DEFINE A AS v = 1)",
+        [100, 200, 400],
+        True,
+    ),
+    "reluctant": (
+        "stocks",
+        f"MATCH_RECOGNIZE (ORDER BY t, id {STOCK_MEASURES} PATTERN (S X1*? B+? X2*? S2) DEFINE {STOCK})",
+        [20_000, 40_000, 80_000],
+        True,
+    ),
+    "reluctant_greedy_b": (
+        "stocks",
+        f"MATCH_RECOGNIZE (ORDER BY t, id {STOCK_MEASURES} PATTERN (S X1*? B+ X2*? S2) DEFINE {STOCK})",
+        [20_000, 40_000, 80_000],
+        True,
+    ),
+    "reluctant_next_row": (
+        "stocks",
+        f"MATCH_RECOGNIZE (ORDER BY t, id {STOCK_MEASURES} AFTER MATCH SKIP TO NEXT ROW "
+        f"PATTERN (S X1*? B+? X2*? S2) DEFINE {STOCK})",
+        [20_000, 40_000, 80_000],
+        True,
+    ),
+    "reluctant_time": (
+        "stocks",
+        f"MATCH_RECOGNIZE (ORDER BY t, id {STOCK_MEASURES} AFTER MATCH SKIP TO NEXT ROW "
+        f"PATTERN (S X1*? B+? X2*? S2) DEFINE {STOCK} AND S2.t - S.t <= 60000000000)",
+        [20_000, 40_000, 80_000],
+        True,
+    ),
+}
+
+
+def scans() -> None:
+    import numpy as np
+
+    results: dict[str, Any] = {}
+    for name, (kind, text, sizes, fast) in SCANS.items():
+        clause = parse_clause(text)
+        results[name] = {}
+        for rows in sizes:
+            if kind == "ones":
+                table = pa.table({"id": np.arange(rows), "v": np.ones(rows, np.int64)})
+            else:
+                table = pa.Table.from_pandas(stocks(rows)[["id", "type", "name", "t"]], preserve_index=False)
+            recognizer = compile_clause(clause, table.column_names, fast=fast)
+            seconds, found = timed(lambda r=recognizer, t=table: recognize_table(t, r).num_rows)
+            if rows == sizes[0] and fast:
+                general = compile_clause(clause, table.column_names, fast=False)
+                assert recognize_table(table, general).num_rows == found, name
+            results[name][rows] = {"seconds": seconds, "output_rows": found}
+            print(f"{name:<20} {'fast' if fast else 'general':<8} {rows:>9,} rows {found:>7} out {seconds:8.2f} s")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "match_recognize_scans.json").write_text(json.dumps(results, indent=2))
+    print(f"wrote {RESULTS / 'match_recognize_scans.json'}")
+
+
 def tape(rows: int) -> pa.Table:
     frame = stocks(rows)[["id", "name", "price", "t"]]
     return pa.Table.from_pandas(frame, preserve_index=False)
@@ -70,7 +176,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3, help="runs of the fast path; the best is kept")
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--scans", action="store_true", help="time the linear-scan cases at three sizes")
     args = parser.parse_args()
+    if args.scans:
+        scans()
+        return
     table = tape(args.rows)
     for text in CLAUSES.values():
         match_recognize(table.slice(0, 2000), text)  # warm-up: grammar, regex compilation

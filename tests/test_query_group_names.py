@@ -11,9 +11,7 @@ from sharp_cer.planner import QueryGroup
 
 @pytest.mark.parametrize("module", [sharp_cer.planner, sharp_cer.planner.plan])
 def test_the_old_name_of_a_query_group_warns_and_is_the_new_class(module: object) -> None:
-    with pytest.warns(
-        DeprecationWarning, match="plan.Group is sharp_cer.planner.plan.QueryGroup since"
-    ):
+    with pytest.warns(DeprecationWarning, match="plan.Group is sharp_cer.planner.plan.QueryGroup since"):
         old = module.Group  # type: ignore[attr-defined]
     assert old is QueryGroup
 

@@ -105,6 +105,12 @@ def _error(clause: str) -> RecognizeError:
             "operands of incompatible types",
             "name < 3",
         ),
+        (  # issue 33 item 2: PERMUTE grew factorially with no guard
+            "MATCH_RECOGNIZE (ORDER BY id PATTERN (A PERMUTE(B, C, D, E, F, G, H, I, J, K, L, M)))",
+            RecognizeError,
+            "PERMUTE of 12 items stands for 479,001,600 orders; at most 7 items are allowed",
+            "PERMUTE(B, C, D, E, F, G, H, I, J, K, L, M)",
+        ),
         (
             "MATCH_RECOGNIZE (ORDER BY id AFTER MATCH SKIP TO A PATTERN (A B))",
             MatchError,
@@ -131,6 +137,17 @@ def test_thread_cap_is_an_error_not_a_runaway() -> None:
     clause = "MATCH_RECOGNIZE (ORDER BY id PATTERN ((A | B)+ X) DEFINE X AS COUNT(A.*) = 100, A AS true, B AS true)"
     with pytest.raises(MatchError, match="more than 1000 live threads"):
         match_recognize(many, clause, max_threads=1000)
+
+
+def test_nested_permutes_are_limited_by_their_expansion() -> None:
+    six = "PERMUTE(A, B, C, D, E, F)"
+    error = _error(f"MATCH_RECOGNIZE (ORDER BY id PATTERN (PERMUTE({six}, {six}, {six})))")
+    assert "the pattern expands to about" in str(error) and error.span is not None  # type: ignore[attr-defined]
+
+
+def test_permute_of_seven_runs() -> None:
+    clause = "MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (PERMUTE(A, B, C, D, E, F, G)))"
+    assert match_recognize(ROWS, clause).num_rows == 0  # seven rows needed, four given
 
 
 def test_readme_example_runs() -> None:

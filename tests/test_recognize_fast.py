@@ -86,4 +86,4 @@ def test_fast_path_is_taken_for_the_v_shape() -> None:
         "DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price))"
     )
     recognizer = compile_clause(clause, ["s", "t", "price"])
-    assert recognizer.fast is not None and recognizer.plans is not None
+    assert recognizer.vectorize and recognizer.automaton is not None and recognizer.plans is not None

@@ -9,6 +9,7 @@ Concatenation(items=(Variable(name='A'), Quantified(body=Variable(name='B'), low
 from __future__ import annotations
 
 import functools
+import math
 from importlib import resources
 from typing import Any
 
@@ -321,7 +322,16 @@ class _Builder:
         return operand if str(c[0]) == "+" else nodes.Unary("-", operand, span)
 
     def _int_literal(self, c: list[Any], span: Span | None) -> nodes.Expr:
-        return nodes.Literal(int(c[0]), span)
+        value = int(c[0])
+        if value > 2**63:  # 2**63 itself is allowed: -9223372036854775808 is its negation
+            raise ClauseError(
+                f"integer {value} is beyond the 64-bit range",
+                self.source,
+                span,
+                hint="integers lie within -9223372036854775808 .. 9223372036854775807; write a decimal (1e20) "
+                "for a larger number",
+            )
+        return nodes.Literal(value, span)
 
     def _decimal_literal(self, c: list[Any], span: Span | None) -> nodes.Expr:
         return nodes.Literal(float(c[0]), span)
@@ -378,6 +388,47 @@ def _walk_patterns(node: nodes.Pattern) -> list[nodes.Pattern]:
     elif isinstance(node, nodes.Quantified | nodes.Exclusion):
         out.extend(_walk_patterns(node.body))
     return out
+
+
+MAX_PERMUTE = 7
+"""PERMUTE lists at most this many items: it stands for every order of them
+(7 items: 5,040 orders)."""
+
+MAX_PATTERN_SIZE = 100_000
+"""A pattern compiles to at most this many instructions, PERMUTE expanded."""
+
+
+def _pattern_size(node: nodes.Pattern) -> int:
+    """Instructions the pattern compiles to, about (PERMUTE: every order)."""
+    if isinstance(node, nodes.Permute):
+        return math.factorial(len(node.items)) * (2 + sum(_pattern_size(i) for i in node.items))
+    if isinstance(node, nodes.Concatenation | nodes.Alternation):
+        return 2 * len(node.items) + sum(_pattern_size(i) for i in node.items)
+    if isinstance(node, nodes.Quantified | nodes.Exclusion):
+        return 2 + _pattern_size(node.body)
+    return 1
+
+
+def _check_permutes(clause: nodes.Clause) -> None:
+    source = clause.source
+    for node in _walk_patterns(clause.pattern):
+        if isinstance(node, nodes.Permute) and len(node.items) > MAX_PERMUTE:
+            raise ClauseError(
+                f"PERMUTE of {len(node.items)} items stands for {math.factorial(len(node.items)):,} orders; "
+                f"at most {MAX_PERMUTE} items are allowed",
+                source,
+                node.span,
+                hint="list fewer items, or write the orders that matter as an alternation",
+            )
+    size = _pattern_size(clause.pattern)
+    if size > MAX_PATTERN_SIZE:
+        raise ClauseError(
+            f"the pattern expands to about {size:,} instructions (PERMUTE counts every order); "
+            f"at most {MAX_PATTERN_SIZE:,} are allowed",
+            source,
+            clause.pattern_span,
+            hint="nest fewer PERMUTEs or give them fewer items",
+        )
 
 
 def _check(clause: nodes.Clause, subset_spans: dict[str, Span | None]) -> None:
@@ -437,6 +488,7 @@ def _check(clause: nodes.Clause, subset_spans: dict[str, Span | None]) -> None:
                     node.span,
                     hint="remove the exclusion or the WITH UNMATCHED ROWS option",
                 )
+    _check_permutes(clause)
     names = [m.name for m in clause.measures]
     for measure in clause.measures:
         if names.count(measure.name) > 1:

@@ -75,6 +75,15 @@ class Compiled:
 
     fn: Fn
     row_local: bool
+    reads: tuple[Read, ...] | None = ()
+    """What a DEFINE condition reads of the match so far, beyond the start and
+    the row count: None when it may read any row's label (then threads are
+    told apart by all their labels)."""
+
+
+Read = tuple[frozenset[int], str, int]
+"""``(members, kind, k)``: the first (``kind`` "first") or last ("last") ``k + 1``
+rows mapped to ``members``, or all of them ("all"), with their labels."""
 
 
 _NAVIGATIONS = ("prev", "next", "first", "last")
@@ -83,11 +92,14 @@ _AGGREGATES = ("count", "sum", "avg", "min", "max", "array_agg", "arbitrary")
 
 def _locate(view: View, members: frozenset[int] | None, from_last: bool, offset: int, final: bool) -> int | None:
     """Row of the ``offset``-th row (from the first or the last) mapped to ``members``
-    (None: any). LAST counts back from the current row (RUNNING) or the match's
-    last row (FINAL); FIRST counts forward over every row matched so far, as
-    Trino does: in MEASURES that is the whole match, in DEFINE the rows up to
-    the tested one."""
-    visible = len(view.labels) if final or not from_last else view.running
+    (None: any). RUNNING (the default) sees the rows of the match up to the
+    current one, FINAL the whole match, for FIRST as for LAST (Trino's
+    documentation: in running semantics only the preceding part of the match
+    plus the current row is visible): in ALL ROWS PER MATCH, ``FIRST(x, 1)`` is
+    NULL on a match's first row and the second row's ``x`` from the second row
+    on. In DEFINE the current row is the tested one; in ONE ROW PER MATCH the
+    last row, so RUNNING and FINAL agree there."""
+    visible = len(view.labels) if final else view.running
     if members is None:
         index = visible - 1 - offset if from_last else offset
         return view.start + index if 0 <= index < visible else None
@@ -118,6 +130,16 @@ def _truth(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+_LOW, _HIGH = -(2**63), 2**63 - 1
+
+
+def _checked(value: Any) -> Any:
+    """An integer result within the 64-bit range (SQL's BIGINT), else an overflow."""
+    if type(value) is int and not _LOW <= value <= _HIGH:
+        raise OverflowError
+    return value
+
+
 def _divide(a: Any, b: Any) -> Any:
     if b == 0:
         raise ZeroDivisionError
@@ -141,10 +163,10 @@ def _concat(a: Any, b: Any) -> Any:
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "||": _concat,
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": _divide,
+    "+": lambda a, b: _checked(a + b),
+    "-": lambda a, b: _checked(a - b),
+    "*": lambda a, b: _checked(a * b),
+    "/": lambda a, b: _checked(_divide(a, b)),
     "%": _modulo,
 }
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
@@ -162,6 +184,8 @@ class _Compiler:
         self.scope = scope
         self.define = define
         self.row_local = True
+        self.reads: set[Read] = set()
+        self.any_label = False
 
     def error(self, message: str, node: Any, cls: type[ClauseError] = ClauseError, **kw: Any) -> ClauseError:
         return cls(message, self.scope.source, getattr(node, "span", None), **kw)
@@ -204,6 +228,12 @@ class _Compiler:
         own = self.scope.sets[self.define]
         if not (from_last and offset == 0 and (members is None or own <= members)):
             self.row_local = False
+            if members is not None:  # the universal variable's rows follow from the start and the row
+                self.reads.add((members, "last" if from_last else "first", offset))
+
+    def read_all(self, members: frozenset[int] | None) -> None:
+        if self.define is not None and members is not None:
+            self.reads.add((members, "all", 0))
 
     # --- the tree ---
 
@@ -235,7 +265,7 @@ class _Compiler:
             operand = self.expr(node.operand, row_var)
             if node.op == "NOT":
                 return lambda view, row: None if (v := _truth(operand(view, row))) is None else not v
-            return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else -v)
+            return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else _checked(-v))
         if isinstance(node, nodes.Binary):
             return self.binary(node, row_var)
         if isinstance(node, nodes.IsNull):
@@ -291,6 +321,14 @@ class _Compiler:
                 return fn(view, row)
             except ZeroDivisionError:
                 raise MatchError("division by zero", source, span) from None
+            except OverflowError:
+                raise MatchError(
+                    "integer overflow: the result is beyond the 64-bit range",
+                    source,
+                    span,
+                    hint="integers lie within -9223372036854775808 .. 9223372036854775807; CAST is not supported, "
+                    "so compute with a decimal operand (1.0 * x) to leave the integer range",
+                ) from None
             except TypeError as err:
                 raise MatchError(
                     f"operands of incompatible types ({err})",
@@ -328,6 +366,10 @@ class _Compiler:
                 f"{node.name.upper()} takes an expression and a non-negative integer offset",
                 node,
                 found=f"{len(node.args)} arguments",
+            )
+        if arg.value >= 2**63:
+            raise self.error(
+                f"{node.name.upper()}'s offset {arg.value} is beyond the 64-bit range", arg, hint="use a smaller offset"
             )
         return int(arg.value)
 
@@ -372,6 +414,9 @@ class _Compiler:
             if row_var is not None:
                 row_var.append(variable)
 
+                if self.define is not None:
+                    self.any_label = True
+
                 def classifier_at(view: View, row: int | None) -> Any:
                     if row is None or not 0 <= row - view.start < len(view.labels):
                         return None
@@ -380,6 +425,8 @@ class _Compiler:
                 return classifier_at
             if self.define is not None:
                 self.row_local = False
+                if members is not None:
+                    self.reads.add((members, "last", 0))
 
             def classifier(view: View, row: int | None) -> Any:
                 at = _locate(view, members, True, 0, final)
@@ -397,7 +444,7 @@ class _Compiler:
         args = [self.expr(a, row_var) for a in node.args]
         if name == "abs" and len(args) == 1:
             (a,) = args
-            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else abs(v))
+            return self.guard(node, lambda view, row: None if (v := a(view, row)) is None else _checked(abs(v)))
         if name in ("lower", "upper") and len(args) == 1:
             (a,) = args
             upper = name == "upper"
@@ -479,10 +526,12 @@ class _Compiler:
             if name != "count":
                 raise self.error(f"{name.upper()}(*) is not defined", arg, hint="only COUNT takes *")
             members = self.members(arg.variable, arg)
+            self.read_all(members)
             return lambda view, row: len(_rows(view, members, final))
         variables: list[str | None] = []
         inner = self.expr(arg, variables)
         members = self.members(self.single_var(variables, node), node)
+        self.read_all(members)
 
         if name == "array_agg":  # keeps NULLs, in match order
             return lambda view, row: [inner(view, r) for r in _rows(view, members, final)] or None
@@ -497,12 +546,20 @@ class _Compiler:
         return self.guard(node, lambda view, row: reduce(vs) if (vs := values(view)) else None)
 
 
+def _sum(values: list[Any]) -> Any:
+    """SUM as SQL engines add BIGINTs: an overflow of any partial sum is an error."""
+    total = values[0]
+    for value in values[1:]:
+        total = _checked(total + value)
+    return _checked(total)
+
+
 def _average(values: list[Any]) -> Any:
     return sum(values) / len(values)
 
 
 _REDUCERS: dict[str, Callable[[list[Any]], Any]] = {
-    "sum": sum,
+    "sum": lambda values: _sum(values),
     "min": min,
     "max": max,
     "avg": _average,
@@ -526,4 +583,5 @@ def compile_expr(node: nodes.Expr, scope: Scope, *, define: str | None = None) -
     """Compile a measure (``define`` None) or the DEFINE condition of variable ``define``."""
     compiler = _Compiler(scope, define)
     fn = compiler.expr(node)
-    return Compiled(fn, compiler.row_local)
+    reads = None if compiler.any_label else tuple(sorted(compiler.reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
+    return Compiled(fn, compiler.row_local, reads)

@@ -1,9 +1,10 @@
 """The fast path for DEFINE conditions that read only their own row and rows
 at physical offsets from it: each is evaluated once over whole columns with
-numpy, and a row's variables become one code (a bit per variable), so the
-pattern can run over codes as text with Python's ``re``, whose preference
-order (greedy and reluctant quantifiers, alternatives left to right) is the
-pattern's.
+numpy, and a row's variables become one code (a bit per variable), over
+which the pattern's automaton (``search``) finds the matches without
+backtracking. ONE ROW PER MATCH measures that read a column at a
+variable's first or last row, counts and match numbers are computed for all
+matches at once.
 
 >>> import numpy as np
 >>> from sharp_cer.recognize.clause_parser import parse_clause
@@ -12,14 +13,12 @@ pattern's.
 ...                           {"v": np.ones(4, bool)}, np.zeros(4, np.int64))
 >>> conds[1].tolist()
 [False, True, True, False]
->>> fast = compile_regex(c.pattern, ["A", "B"])
->>> labels_of(fast, fast.regex.search(codes_to_text(row_codes(conds, 4)), 0))
-[0, 1, 1]
+>>> row_codes(conds, 4).tolist()
+[1, 3, 3, 1]
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +26,6 @@ from typing import Any
 import numpy as np
 
 from . import nodes
-
-_BASE = 0x100  # row codes become characters from here on: no newline among them
-_MAX_VARIABLES = 10  # a variable's character class lists 2**(variables-1) codes
 
 
 class _Unsupported(Exception):
@@ -71,8 +67,11 @@ class _Evaluator:
 
     def expr(self, node: nodes.Expr) -> Vector:
         if isinstance(node, nodes.Literal):
-            if isinstance(node.value, bool | int | float | str) or node.value is None:
-                return _scalar(node.value, self.size)
+            value = node.value
+            if isinstance(value, int) and not isinstance(value, bool) and not _LOW <= value <= _HIGH:
+                raise _Unsupported  # beyond int64: the general evaluator computes exactly
+            if isinstance(value, bool | int | float | str) or value is None:
+                return _scalar(value, self.size)
             raise _Unsupported
         if isinstance(node, nodes.Column):
             return self.values[node.name], self.valid[node.name]
@@ -82,6 +81,7 @@ class _Evaluator:
             values, valid = self.expr(node.operand)
             if node.op == "NOT":
                 return ~values.astype(bool), valid
+            _no_int_minimum(values, valid)
             return -values, valid
         if isinstance(node, nodes.Binary):
             return self.binary(node)
@@ -98,6 +98,7 @@ class _Evaluator:
     def call(self, node: nodes.Call) -> Vector:
         if node.name == "abs" and len(node.args) == 1:
             values, valid = self.expr(node.args[0])
+            _no_int_minimum(values, valid)
             return np.abs(values), valid
         if node.name not in ("prev", "next", "last") or not node.args:
             raise _Unsupported
@@ -132,8 +133,49 @@ class _Evaluator:
         if apply is None:
             raise _Unsupported
         valid = a_ok & b_ok
+        _exact_mix(a, b, valid)
         with np.errstate(all="ignore"):
-            return apply(a, b), valid
+            result = apply(a, b)
+        if op in ("+", "-", "*") and _integers(a) and _integers(b) and _overflows(op, a, b, result, valid):
+            raise _Unsupported  # numpy wraps around; the general evaluator raises the located overflow
+        return result, valid
+
+
+_LOW, _HIGH = -(2**63), 2**63 - 1
+_EXACT_FLOAT = 2**53  # integers up to this size are exact as float64
+
+
+def _integers(values: np.ndarray) -> bool:
+    return values.dtype.kind in "iu"
+
+
+def _no_int_minimum(values: np.ndarray, valid: np.ndarray) -> None:
+    """Negating int64's minimum wraps around in numpy."""
+    if _integers(values) and bool(np.any(valid & (values == np.iinfo(np.int64).min))):
+        raise _Unsupported
+
+
+def _exact_mix(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> None:
+    """numpy compares and combines a large integer with a float as two floats;
+    Python (the general evaluator) compares them exactly."""
+    for ints, other in ((a, b), (b, a)):
+        big = _integers(ints) and other.dtype.kind == "f" and np.any(valid & (np.abs(ints) > _EXACT_FLOAT))
+        if big:
+            raise _Unsupported
+
+
+def _overflows(op: str, a: np.ndarray, b: np.ndarray, result: np.ndarray, valid: np.ndarray) -> bool:
+    """Did an int64 ``a op b`` wrap around on a valid row?"""
+    if result.dtype != np.int64:
+        return True  # uint64 or mixed signedness: leave it to the exact evaluator
+    a, b = np.broadcast_to(a, result.shape), np.broadcast_to(b, result.shape)
+    if op == "+":
+        wrapped = ((a ^ result) & (b ^ result)) < 0
+    elif op == "-":
+        wrapped = ((a ^ b) & (a ^ result)) < 0
+    else:
+        wrapped = np.abs(a.astype(np.float64) * b.astype(np.float64)) >= 2.0**62  # near the edge: exact path
+    return bool(np.any(wrapped & valid))
 
 
 _NUMPY: dict[str, Callable[[Any, Any], Any]] = {
@@ -165,7 +207,7 @@ def vector_conditions(
         for definition in clause.definitions:
             result, known = evaluator.expr(definition.condition)
             out[variables.index(definition.variable)] = np.asarray(result, dtype=bool) & known
-    except (_Unsupported, TypeError):
+    except (_Unsupported, TypeError, OverflowError):
         return None
     return out
 
@@ -176,99 +218,6 @@ def row_codes(conditions: Sequence[np.ndarray | None], size: int) -> np.ndarray:
     for i, condition in enumerate(conditions):
         codes |= (np.ones(size, bool) if condition is None else condition).astype(np.int64) << i
     return codes
-
-
-def codes_to_text(codes: np.ndarray) -> str:
-    """Row codes as a string, one character per row."""
-    return (codes.astype(np.uint32) + _BASE).tobytes().decode("utf-32-le")
-
-
-@dataclass(frozen=True)
-class FastPattern:
-    """A pattern as a Python regular expression over row codes; ``groups[g]`` is
-    the variable of capturing group ``g + 1``, which spans that variable's rows."""
-
-    regex: re.Pattern[str]
-    groups: tuple[int, ...]
-
-
-def labels_of(fast: FastPattern, match: re.Match[str]) -> list[int]:
-    """The variable of each row of a match, from its groups' spans (groups
-    that took part in the match are in row order and cover it)."""
-    labels: list[int] = []
-    spans = match.regs
-    for g, variable in enumerate(fast.groups, start=1):
-        begin, end = spans[g]
-        if begin >= 0:
-            labels += [variable] * (end - begin)
-    return labels
-
-
-def _min_length(node: nodes.Pattern) -> int:
-    if isinstance(node, nodes.Variable):
-        return 1
-    if isinstance(node, nodes.Concatenation | nodes.Permute):
-        return sum(_min_length(i) for i in node.items)
-    if isinstance(node, nodes.Alternation):
-        return min(_min_length(i) for i in node.items)
-    if isinstance(node, nodes.Quantified):
-        return node.low * _min_length(node.body)
-    if isinstance(node, nodes.Exclusion):
-        return _min_length(node.body)
-    return 0
-
-
-def compile_regex(pattern: nodes.Pattern, variables: list[str]) -> FastPattern | None:
-    """The pattern as a regular expression, or None where labels could not be
-    read back from groups (a quantified group, an exclusion) or an iteration
-    could be empty (whose handling in ``re`` we do not rely on)."""
-    if len(variables) > _MAX_VARIABLES:
-        return None
-    ids = {name: i for i, name in enumerate(variables)}
-    groups: list[int] = []
-    codes = range(1 << len(variables))
-
-    def cls(variable: int) -> str:
-        chars = "".join(chr(_BASE + c) for c in codes if c >> variable & 1)
-        return f"[{re.escape(chars)}]" if chars else "(?!)"
-
-    def quantifier(node: nodes.Quantified) -> str:
-        high = "" if node.high is None else str(node.high)
-        text = f"{{{node.low},{high}}}"
-        return text + ("" if node.greedy else "?")
-
-    def walk(node: nodes.Pattern) -> str | None:
-        if isinstance(node, nodes.Variable):
-            groups.append(ids[node.name])
-            return f"({cls(ids[node.name])})"
-        if isinstance(node, nodes.Quantified):
-            if _min_length(node.body) == 0:
-                return None
-            if isinstance(node.body, nodes.Variable):
-                groups.append(ids[node.body.name])
-                return f"({cls(ids[node.body.name])}{quantifier(node)})"
-            return None
-        if isinstance(node, nodes.Concatenation | nodes.Alternation | nodes.Permute):
-            items = node.items
-            if isinstance(node, nodes.Permute):
-                items = nodes.permutations_in_order(node.items).items
-                node = nodes.Alternation(items)
-            parts = [walk(i) for i in items]
-            if any(p is None for p in parts):
-                return None
-            joined = ("|" if isinstance(node, nodes.Alternation) else "").join(p or "" for p in parts)
-            return f"(?:{joined})"
-        if isinstance(node, nodes.Anchor):
-            return r"\A" if node.kind == "start" else r"\Z"
-        return None
-
-    text = walk(pattern)
-    if text is None:
-        return None
-    try:
-        return FastPattern(re.compile(text), tuple(groups))
-    except (OverflowError, re.error):  # a bound beyond what re repeats: the general matcher has no such limit
-        return None
 
 
 # --- ONE ROW PER MATCH measures over all matches at once ----------------------
@@ -313,6 +262,8 @@ def measure_plan(node: nodes.Expr, sets: dict[str, frozenset[int]]) -> Plan | No
             return None
         else:
             shift = 1
+        if shift > 2**31:
+            return None  # numpy would wrap the moved row around; the general evaluator gives NULL
         shift = -shift if node.name == "prev" else shift
         node = node.args[0]
     from_last = True
@@ -353,12 +304,9 @@ def plan_rows(
     return np.where(first == big, -1, first)
 
 
-def plan_counts(
-    plan: Counter, starts: np.ndarray, ends: np.ndarray, spans: np.ndarray, groups: tuple[int, ...]
-) -> np.ndarray:
-    """Each match's row count for ``COUNT(*)``/``COUNT(v.*)``."""
+def plan_counts(plan: Counter, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each match's row count for ``COUNT(*)``/``COUNT(v.*)``; ``counts[m, v]``
+    is variable v's row count in match m."""
     if plan.members is None:
         return np.asarray(ends - starts)
-    chosen = [g for g, v in enumerate(groups) if v in plan.members]
-    lengths = spans[:, chosen, 1] - spans[:, chosen, 0]
-    return np.asarray(np.where(spans[:, chosen, 0] >= 0, lengths, 0).sum(axis=1))
+    return np.asarray(counts[:, sorted(plan.members)].sum(axis=1))

@@ -25,12 +25,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sharp_cer.language.source import Source, Span
+
 from .clause_errors import MatchError
 from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
 
 Condition = Callable[[int, tuple[int, ...], int], bool]
 """``condition(variable, labels, row)``: does ``row`` fit ``variable`` when the
 match so far has ``labels`` (ending with ``variable`` for ``row`` itself)?"""
+
+Alive = Callable[[int, tuple[int, tuple[int, ...], int]], bool]
+"""``alive(row, (pc, counters, depth))``: can a thread in that state at ``row`` still complete?"""
 
 DEFAULT_MAX_THREADS = 100_000
 
@@ -44,8 +49,25 @@ class Found:
     excluded: tuple[int, ...]
 
 
-# A thread: (pc, counters, exclusion depth, labels, excluded rows)
-Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
+# A thread: (pc, counters, exclusion depth, labels, excluded rows, history)
+Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...], tuple[object, ...]]
+
+Read = tuple[frozenset[int], str, int]
+"""What conditions read of the match so far (``expressions.Read``): the first
+or last ``k + 1`` rows mapped to a set of variables, or all of them."""
+
+
+def _remember(history: tuple[object, ...], reads: Sequence[Read], row: int, variable: int) -> tuple[object, ...]:
+    """``history`` (one tuple of (row, label) per read) after ``row`` got ``variable``."""
+    out: list[object] = []
+    for (members, kind, k), kept in zip(reads, history, strict=True):
+        assert isinstance(kept, tuple)
+        if variable in members and (kind != "first" or len(kept) <= k):
+            kept = (*kept, (row, variable))
+            if kind == "last" and len(kept) > k + 1:
+                kept = kept[1:]
+        out.append(kept)
+    return tuple(out)
 
 
 def first_match(
@@ -56,18 +78,40 @@ def first_match(
     *,
     labels_matter: bool,
     max_threads: int = DEFAULT_MAX_THREADS,
+    alive: Alive | None = None,
+    reads: Sequence[Read] | None = None,
+    where: tuple[Source | None, Span | None] = (None, None),
 ) -> Found | None:
-    """The preferred match starting at row ``start`` of ``size`` rows, or None."""
+    """The preferred match starting at row ``start`` of ``size`` rows, or None.
+    ``alive``: which states can still complete at a row (threads elsewhere are
+    dropped). ``reads``: all that the conditions read of the labels (None:
+    anything), so threads that agree on it merge even when labels matter."""
     code = program.code
     threads: list[Thread] = []
-    _close(code, (0, (0,) * program.loops, 0, (), ()), start, size, threads, set(), labels_matter)
+    history: tuple[object, ...] = tuple(() for _ in reads) if reads is not None else ()
+    merge = labels_matter and reads is not None
+    if merge:
+        labels_matter = False
+    limit = (max_threads, start, where)
+    _close(
+        code,
+        (0, (0,) * program.loops, 0, (), (), history),
+        start,
+        size,
+        threads,
+        set(),
+        labels_matter,
+        alive,
+        merge,
+        limit,
+    )
     found: Found | None = None
     row = start
     while threads:
         following: list[Thread] = []
         seen: set[tuple[object, ...]] = set()
         for thread in threads:
-            pc, counters, depth, labels, excluded = thread
+            pc, counters, depth, labels, excluded, history = thread
             instruction = code[pc]
             if instruction[0] == MATCH:
                 found = Found(row, labels, excluded)
@@ -77,16 +121,36 @@ def first_match(
                 grown = (*labels, variable)
                 if condition(variable, grown, row):
                     moved = (*excluded, row) if depth else excluded
-                    _close(code, (pc + 1, counters, depth, grown, moved), row + 1, size, following, seen, labels_matter)
+                    if merge:
+                        assert reads is not None
+                        history = _remember(history, reads, row, variable)
+                    _close(
+                        code,
+                        (pc + 1, counters, depth, grown, moved, history),
+                        row + 1,
+                        size,
+                        following,
+                        seen,
+                        labels_matter,
+                        alive,
+                        merge,
+                        limit,
+                    )
         if len(following) > max_threads:
-            raise MatchError(
-                f"more than {max_threads} live threads while matching from row {start}",
-                hint="DEFINE conditions that read the match so far (aggregates, FIRST/LAST, CLASSIFIER) keep "
-                "threads apart; narrow the pattern's quantifiers or raise max_threads",
-            )
+            raise _too_many(max_threads, start, where)
         threads = following
         row += 1
     return found
+
+
+def _too_many(max_threads: int, start: int, where: tuple[Source | None, Span | None]) -> MatchError:
+    return MatchError(
+        f"more than {max_threads} live threads while matching from row {start}",
+        where[0],
+        where[1],
+        hint="DEFINE conditions that read the match so far (aggregates, FIRST/LAST, CLASSIFIER) and nested "
+        "counted quantifiers keep threads apart; narrow the pattern's quantifiers or raise max_threads",
+    )
 
 
 def _close(
@@ -97,6 +161,9 @@ def _close(
     out: list[Thread],
     seen: set[tuple[object, ...]],
     labels_matter: bool,
+    alive: Alive | None = None,
+    merge: bool = False,
+    limit: tuple[int, int, tuple[Source | None, Span | None]] | None = None,
 ) -> None:
     """Follow the non-consuming instructions from ``thread`` at ``row`` in
     preference order (depth first), appending the threads that wait on a row
@@ -104,37 +171,45 @@ def _close(
     stack = [thread]
     while stack:
         thread = stack.pop()
-        pc, counters, depth, labels, excluded = thread
-        key: tuple[object, ...] = (pc, counters, depth, labels) if labels_matter else (pc, counters, depth)
+        pc, counters, depth, labels, excluded, history = thread
+        key: tuple[object, ...] = (pc, counters, depth)
+        if labels_matter:
+            key = (pc, counters, depth, labels)
+        elif merge:
+            key = (pc, counters, depth, history)
         if key in seen:
             continue
         seen.add(key)
+        if alive is not None and not alive(row, (pc, counters, depth)):
+            continue  # no match can complete from here
         instruction = code[pc]
         op = instruction[0]
         if op in (LABEL, MATCH):
             out.append(thread)
+            if limit is not None and len(out) > limit[0]:
+                raise _too_many(*limit)  # before a closure of nested counters runs away
         elif op == SPLIT:
-            stack.append((instruction[2], counters, depth, labels, excluded))
-            stack.append((instruction[1], counters, depth, labels, excluded))
+            stack.append((instruction[2], counters, depth, labels, excluded, history))
+            stack.append((instruction[1], counters, depth, labels, excluded, history))
         elif op == JMP:
-            stack.append((instruction[1], counters, depth, labels, excluded))
+            stack.append((instruction[1], counters, depth, labels, excluded, history))
         elif op == START:
             if row == 0:
-                stack.append((pc + 1, counters, depth, labels, excluded))
+                stack.append((pc + 1, counters, depth, labels, excluded, history))
         elif op == END:
             if row == size:
-                stack.append((pc + 1, counters, depth, labels, excluded))
+                stack.append((pc + 1, counters, depth, labels, excluded, history))
         elif op in (EXCL_IN, EXCL_OUT):
-            stack.append((pc + 1, counters, depth + (1 if op == EXCL_IN else -1), labels, excluded))
+            stack.append((pc + 1, counters, depth + (1 if op == EXCL_IN else -1), labels, excluded, history))
         elif op == LOOP:
             _, loop, low, high, greedy, leave = instruction
             count = counters[loop]
             options = []
             if high < 0 or count < high:
-                options.append((pc + 1, counters, depth, labels, excluded))
+                options.append((pc + 1, counters, depth, labels, excluded, history))
             if count >= low:
                 reset = (*counters[:loop], 0, *counters[loop + 1 :])
-                options.append((leave, reset, depth, labels, excluded))
+                options.append((leave, reset, depth, labels, excluded, history))
             if not greedy:
                 options.reverse()
             stack.extend(reversed(options))
@@ -142,4 +217,4 @@ def _close(
             assert op == COUNT
             _, loop, cap, head = instruction
             counted = (*counters[:loop], min(counters[loop] + 1, cap), *counters[loop + 1 :])
-            stack.append((head, counted, depth, labels, excluded))
+            stack.append((head, counted, depth, labels, excluded, history))

@@ -19,8 +19,8 @@ search starts.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,25 +32,14 @@ from sharp_cer.errors import RecognizeError
 from sharp_cer.language.diagnostics import did_you_mean, listing
 
 from . import nodes
+from .bounds import Window, conjunction, local_conjuncts, window_end, window_of
 from .clause_errors import ClauseError, MatchError
 from .clause_parser import parse_clause
-from .expressions import Compiled, Scope, View, compile_expr
-from .fast_path import (
-    Counter,
-    FastPattern,
-    Locator,
-    Plan,
-    codes_to_text,
-    compile_regex,
-    labels_of,
-    measure_plan,
-    plan_counts,
-    plan_rows,
-    row_codes,
-    vector_conditions,
-)
+from .expressions import Compiled, Read, Scope, View, compile_expr
+from .fast_path import Counter, Locator, Plan, measure_plan, plan_counts, plan_rows, row_codes, vector_conditions
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .program import Program, compile_pattern
+from .search import AliveCheck, Automaton, WindowRows, build_automaton
 from .types import measure_types
 
 
@@ -67,8 +56,11 @@ class Recognizer:
     labels_matter: bool
     max_threads: int
     vectorize: bool
-    fast: FastPattern | None
+    automaton: Automaton | None
     plans: list[Plan] | None
+    reads: tuple[Read, ...] | None = None
+    filters: tuple[Compiled | None, ...] = ()
+    windows: tuple[Window | None, ...] = ()
 
     def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
         """Input columns before and after the measures: ONE ROW PER MATCH keeps
@@ -92,29 +84,41 @@ class Recognizer:
         clause = self.clause
         sources: list[int] = []
         values: list[list[Any]] = []
-        text = codes_to_text(row_codes(known, size)) if known is not None and self.fast is not None else None
-        memo: list[list[bool | None]] = []
-        if known is None:
-            memo = [[None] * size for _ in self.variables]
-        elif text is None:
-            memo = [[True] * size if k is None else k.tolist() for k in known]
-        row = covered = matches = 0
+        memo = self._memo(columns, size, known)
+        automaton = self.automaton
+        sets: list[int] = []
+        starts: list[int] = list(range(size))
+        exact = False
+        windowed = [v for v, w in enumerate(self.windows) if w is not None]
+        cleared: list[int] = []
+        if automaton is not None:
+            codes = self._codes(memo, size, columns)
+            sets = automaton.completable(codes)
+            if windowed:  # past every window, the windowed variables fail
+                mask = ~sum(1 << v for v in windowed)
+                cleared = automaton.completable([c & mask for c in codes])
+            viable = automaton.viable_sets()
+            starts = [s for s in range(size) if viable[sets[s]]]
+            exact = automaton.exact and not self.labels_matter and all(m is None or None not in m for m in memo)
+        alive = automaton.alive(sets) if automaton is not None else None
+        row = covered = matches = index = 0
         while row < size:
-            if text is not None:
-                assert self.fast is not None
-                hit = self.fast.regex.search(text, row)
-                if hit is None or hit.start() >= size:
-                    begin, found = size, None
-                else:
-                    begin, found = hit.start(), Found(hit.end(), labels_of(self.fast, hit), ())
-                if clause.empty == "unmatched":
-                    for skipped in range(max(row, covered), begin):
-                        sources.append(skipped)
-                        values.append([None] * len(self.measures))
-                if found is None:
-                    break
-                row = begin
+            index = bisect.bisect_left(starts, row, index)
+            begin = starts[index] if index < len(starts) else size
+            if clause.empty == "unmatched":
+                for skipped in range(max(row, covered), begin):
+                    sources.append(skipped)
+                    values.append([None] * len(self.measures))
+            if begin >= size:
+                break
+            row = begin
+            if exact:
+                assert automaton is not None
+                found = automaton.walk(sets, row, size)
             else:
+                if cleared:
+                    assert automaton is not None
+                    alive = self._window_check(automaton, columns, codes, cleared, row, size)
                 found = first_match(
                     self.program,
                     row,
@@ -122,6 +126,9 @@ class Recognizer:
                     self._condition(columns, row, matches + 1, memo),
                     labels_matter=self.labels_matter,
                     max_threads=self.max_threads,
+                    alive=alive,
+                    reads=self.reads,
+                    where=(clause.source, clause.pattern_span),
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -135,45 +142,97 @@ class Recognizer:
             row = self._skip(row, found)
         return sources, values
 
-    def search_all(self, text: str) -> tuple[list[int], list[int]]:
-        """Every match of the regex path in one partition's text, in order,
-        with the skip rule: match starts, and each match's group spans
-        flattened (begin, end per group, the whole match first)."""
-        assert self.fast is not None
-        search = self.fast.regex.search
-        size = len(text)
-        starts: list[int] = []
-        spans: list[tuple[tuple[int, int], ...]] = []
-        skip = self.clause.skip
-        members = self.sets[skip.variable] if skip.variable is not None else frozenset()
-        targets = [g for g, v in enumerate(self.fast.groups, start=1) if v in members]
-        kind = skip.kind
-        # one group for the skip's variable (the common case) is read without a call
-        (only,) = targets if len(targets) == 1 else (0,)
-        row = 0
-        while row < size:
-            hit = search(text, row)
-            if hit is None or hit.start() >= size:
-                break  # an empty match after the last row is no match: searches start at rows
-            regs = hit.regs
-            start, end = regs[0]
-            starts.append(start)
-            spans.append(regs)
-            if kind == "past_last":
-                row = end if end > start else start + 1
-            elif kind == "next_row" or end == start:
-                row = start + 1
-            elif only and regs[only][0] >= 0 and regs[only][1] > regs[only][0]:
-                row = regs[only][1] - 1 if kind == "to_last" else regs[only][0]
-                if row == start:
-                    row = self._skip_to(start, end, [regs[only]])  # the standard's error
+    def _memo(
+        self, columns: dict[str, Sequence[Any]], size: int, known: list[np.ndarray | None] | None
+    ) -> list[list[bool | None] | None]:
+        """Each row-local condition on every row (None for the others): from
+        the fast path's arrays, or evaluated here; a row whose evaluation
+        fails (division by zero, an overflow) stays unknown, so the matcher
+        raises the located error only if it tests that row, as it would lazily."""
+        if known is not None:
+            return [[True] * size if k is None else k.tolist() for k in known]
+        memo: list[list[bool | None] | None] = []
+        for variable, compiled in enumerate(self.conditions):
+            if compiled is None:
+                memo.append([True] * size)
+            elif not compiled.row_local:
+                memo.append(None)
             else:
-                row = self._skip_to(start, end, [regs[g] for g in targets])
-        flat = itertools.chain.from_iterable(itertools.chain.from_iterable(spans))
-        return starts, list(flat)
+                fn = compiled.fn
+                column: list[bool | None] = []
+                for row in range(size):
+                    try:
+                        column.append(fn(View(columns, row, (variable,), 1, 0), None) is True)
+                    except RecognizeError:
+                        column.append(None)
+                memo.append(column)
+        return memo
+
+    def _codes(self, memo: list[list[bool | None] | None], size: int, columns: dict[str, Sequence[Any]]) -> list[int]:
+        """Each row's code: bit ``v`` set unless variable ``v`` surely fails
+        there (a condition that reads the match so far fails surely where its
+        row-local conjuncts do)."""
+        codes = [0] * size
+        for variable, column in enumerate(memo):
+            bit = 1 << variable
+            if column is None:
+                column = self._maybe(variable, columns, size)
+            codes = [c | bit if holds is not False else c for c, holds in zip(codes, column, strict=True)]
+        return codes
+
+    def _maybe(self, variable: int, columns: dict[str, Sequence[Any]], size: int) -> list[bool | None]:
+        compiled = self.filters[variable] if self.filters else None
+        if compiled is None:
+            return [True] * size
+        out: list[bool | None] = []
+        for row in range(size):
+            try:
+                out.append(compiled.fn(View(columns, row, (variable,), 1, 0), None) is True)
+            except RecognizeError:
+                out.append(None)
+        return out
+
+    def _window_check(
+        self,
+        automaton: Automaton,
+        columns: dict[str, Sequence[Any]],
+        codes: list[int],
+        cleared: list[int],
+        start: int,
+        size: int,
+    ) -> AliveCheck:
+        """What can complete from ``start``: each windowed variable fails past
+        its window's end."""
+        ends = {}
+        for variable, window in enumerate(self.windows):
+            if window is not None:
+                ends[variable] = window_end(columns[window.column], start, window)
+        last = max(ends.values())
+        local = codes[start : last + 1]
+        for variable, end in ends.items():
+            mask = ~(1 << variable)
+            for row in range(max(end + 1, start), last + 1):
+                local[row - start] &= mask
+        inside = automaton.completable_window(local, start, cleared[last + 1])
+        return automaton.alive(WindowRows(start, inside, cleared))
+
+    def matches(self, sets: list[int], size: int) -> Iterator[tuple[int, Found]]:
+        """Every match of one partition with the skip rule, by walking (row-local
+        conditions, all known): its start and the match."""
+        automaton = self.automaton
+        assert automaton is not None
+        viable = automaton.viable_sets()
+        row = 0
+        for start in (s for s in range(size) if viable[sets[s]]):
+            if start < row:
+                continue
+            found = automaton.walk(sets, start, size)
+            assert found is not None
+            yield start, found
+            row = self._skip(start, found)
 
     def _condition(
-        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None]]
+        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None] | None]
     ) -> Condition:
         conditions = self.conditions
 
@@ -182,10 +241,12 @@ class Recognizer:
             if compiled is None:
                 return True  # an undefined variable matches every row
             if compiled.row_local:
-                known = memo[variable][row]
-                if known is None:
+                column = memo[variable]
+                assert column is not None
+                known = column[row]
+                if known is None:  # its evaluation failed: raise the located error now
                     known = compiled.fn(View(columns, row, (variable,), 1, match_number), None) is True
-                    memo[variable][row] = known
+                    column[row] = known
                 return known
             return compiled.fn(View(columns, start, labels, len(labels), match_number), None) is True
 
@@ -267,6 +328,7 @@ def compile_clause(
     ``fast=False`` turns the column-wise fast path off (the tests compare both)."""
     source = clause.source
     names = set(columns)
+    _no_duplicates(columns)
     for name, span in clause.column_spans:
         if name not in names:
             raise ClauseError(
@@ -298,9 +360,10 @@ def compile_clause(
     measures = [compile_expr(m.expr, scope) for m in clause.measures]
     labels_matter = any(c is not None and not c.row_local for c in conditions)
     program = compile_pattern(clause.pattern, variables)
-    regex = compile_regex(clause.pattern, variables) if fast and not labels_matter else None
+    automaton = build_automaton(program)
+    vectorize = fast and not labels_matter and automaton.exact
     plans: list[Plan] | None = None
-    if regex is not None and clause.rows == "one":
+    if vectorize and clause.rows == "one":
         found = [measure_plan(m.expr, sets) for m in clause.measures]
         plans = [p for p in found if p is not None] if all(p is not None for p in found) else None
     return Recognizer(
@@ -312,26 +375,94 @@ def compile_clause(
         measures,
         labels_matter,
         max_threads,
-        fast and not labels_matter,
-        regex,
+        vectorize,
+        automaton,
         plans,
+        _reads(conditions),
+        *_bounds(clause, variables, conditions, scope),
     )
+
+
+def _bounds(
+    clause: nodes.Clause, variables: list[str], conditions: list[Compiled | None], scope: Scope
+) -> tuple[tuple[Compiled | None, ...], tuple[Window | None, ...]]:
+    """For each condition that reads the match so far: its row-local
+    conjuncts, compiled, and its window (``bounds``)."""
+    filters: list[Compiled | None] = [None] * len(variables)
+    windows: list[Window | None] = [None] * len(variables)
+    for definition in clause.definitions:
+        variable = variables.index(definition.variable)
+        compiled = conditions[variable]
+        if compiled is None or compiled.row_local:
+            continue
+        parts = [
+            part
+            for part in local_conjuncts(definition.condition)
+            if compile_expr(part, scope, define=definition.variable).row_local
+        ]
+        if parts:
+            filters[variable] = compile_expr(conjunction(parts), scope, define=definition.variable)
+        windows[variable] = window_of(clause, definition)
+    return tuple(filters), tuple(windows)
+
+
+def _reads(conditions: list[Compiled | None]) -> tuple[Read, ...] | None:
+    """All that the conditions read of the match so far (None: any label)."""
+    reads: set[Read] = set()
+    for compiled in conditions:
+        if compiled is None or compiled.row_local:
+            continue
+        if compiled.reads is None:
+            return None
+        reads.update(compiled.reads)
+    return tuple(sorted(reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
+
+
+def _no_duplicates(columns: Sequence[Any]) -> None:
+    names = [str(c) for c in columns]
+    if len(set(names)) != len(names):
+        twice = sorted({c for c in names if names.count(c) > 1})
+        raise RecognizeError(
+            f"the input has more than one column named {listing(twice)}: MATCH_RECOGNIZE reads columns by name; "
+            "rename or drop the duplicates"
+        )
 
 
 def _sort_keys(table: pa.Table, clause: nodes.Clause) -> list[np.ndarray]:
     """Dense ranks, primary key first: partition columns, then ORDER BY keys
     with their direction and NULL placement."""
+    spans = dict(reversed(clause.column_spans))
     keys = []
     for name in clause.partition:
-        keys.append(_rank(table.column(name), "ascending", "at_end"))
+        keys.append(_rank(table.column(name), "ascending", "at_end", clause, spans.get(name), "PARTITION BY", name))
     for key in clause.order:
         direction = "descending" if key.descending else "ascending"
-        keys.append(_rank(table.column(key.column), direction, "at_start" if key.nulls_first else "at_end"))
+        nulls = "at_start" if key.nulls_first else "at_end"
+        keys.append(_rank(table.column(key.column), direction, nulls, clause, key.span, "ORDER BY", key.column))
     return keys
 
 
-def _rank(column: pa.ChunkedArray, direction: str, nulls: str) -> np.ndarray:
-    ranks = pc.rank(column, sort_keys=[("", direction, nulls)], tiebreaker="dense")
+def _rank(
+    column: pa.ChunkedArray, direction: str, nulls: str, clause: nodes.Clause, span: Any, where: str, name: str
+) -> np.ndarray:
+    """Dense ranks of a sort key: NULLs (a column of only NULLs ties) and
+    categoricals (by their values) sort as SQL sorts them; other types Arrow
+    cannot sort are a located error."""
+    kind = column.type
+    if pa.types.is_null(kind):
+        return np.zeros(len(column), np.int64)
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+    try:
+        ranks = pc.rank(column, sort_keys=[("", direction, nulls)], tiebreaker="dense")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ClauseError(
+            f"{where} cannot sort column {name!r} of type {kind}",
+            clause.source,
+            span,
+            expected="a column of numbers, strings, booleans, dates, times, decimals or categories",
+            hint="sort by another column, or convert this one (e.g. a half float to float32) first",
+        ) from None
     return np.asarray(ranks.to_numpy())
 
 
@@ -384,44 +515,86 @@ def recognize_table(table: pa.Table, recognizer: Recognizer) -> pa.Table:
 def _one_row_batch(
     ordered: pa.Table, recognizer: Recognizer, partitions: list[tuple[int, int]], known: list[np.ndarray | None]
 ) -> tuple[pa.Array, list[pa.Array]]:
-    """ONE ROW PER MATCH on the fast path: the regex finds the matches, and
-    the measures (columns at the first or last row of a variable, counts,
-    match numbers) are computed for all matches at once, so Python touches
-    each match once, not each row."""
-    assert recognizer.fast is not None and recognizer.plans is not None
-    groups = recognizer.fast.groups
-    text = codes_to_text(row_codes(known, ordered.num_rows))
+    """ONE ROW PER MATCH on the fast path: the automaton walks each match,
+    and the measures (columns at the first or last row of a variable, counts,
+    match numbers) are computed for all matches at once from each match's
+    first and last row and row count per variable."""
+    automaton, plans = recognizer.automaton, recognizer.plans
+    assert automaton is not None and plans is not None
+    width = len(recognizer.variables)
+    codes = row_codes(known, ordered.num_rows).tolist()
     starts: list[int] = []
-    flat: list[int] = []
+    ends: list[int] = []
+    flat: list[int] = []  # every match's labels, one after the other
     numbers: list[np.ndarray] = []
     bounds: list[np.ndarray] = []
+    skip = recognizer.clause.skip
+    members = recognizer.sets[skip.variable] if skip.variable is not None else frozenset()
+    walk = automaton.walk
     for begin, end in partitions:
-        found, spans = recognizer.search_all(text[begin:end])
-        starts.extend(begin + f for f in found)
-        flat.extend(spans)
-        numbers.append(np.arange(1, len(found) + 1))
-        bounds.append(np.repeat([[begin, end]], len(found), axis=0))
-    count = len(starts)
-    spans_all = np.asarray(flat, np.int64).reshape(count, len(groups) + 1, 2)
-    offsets = np.asarray(starts, np.int64) - spans_all[:, 0, 0]  # partition begin of each match
-    used = spans_all[:, :, 0] >= 0
-    spans_all = spans_all + np.where(used, offsets[:, None], 0)[:, :, None]
-    first, last = spans_all[:, 0, 0], spans_all[:, 0, 1]
-    group_spans = spans_all[:, 1:, :]
+        size = end - begin
+        sets = automaton.completable(codes[begin:end])
+        viable = automaton.viable_sets()
+        found = 0
+        row = 0
+        for start in range(size):
+            if start < row or not viable[sets[start]]:
+                continue
+            match = walk(sets, start, size)
+            assert match is not None
+            found += 1
+            labels = match.labels
+            starts.append(begin + start)
+            ends.append(begin + match.end)
+            flat.extend(labels)
+            if skip.kind == "past_last" and labels:
+                row = match.end
+            elif skip.kind == "to_last" and len(labels) > 1 and labels[-1] in members:
+                row = start + len(labels) - 1  # the common SKIP TO LAST v: v ends the match
+            else:
+                row = recognizer._skip(start, match)
+        numbers.append(np.arange(1, found + 1))
+        bounds.append(np.repeat([[begin, end]], found, axis=0))
+    first, last = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    spans, counts = _variable_stats(first, last, np.asarray(flat, np.int64), width)
     limits = np.concatenate(bounds) if bounds else np.zeros((0, 2), np.int64)
+    groups = tuple(range(width))
     out: list[pa.Array] = []
-    for plan in recognizer.plans:
+    for plan in plans:
         if isinstance(plan, Locator):
-            rows = plan_rows(plan, first, last, group_spans, groups)
+            rows = plan_rows(plan, first, last, spans, groups)
             moved = rows + plan.shift
             ok = (rows >= 0) & (moved >= limits[:, 0]) & (moved < limits[:, 1])
             index = pa.array(np.where(ok, moved, 0), mask=~ok)
             out.append(ordered.column(plan.column).take(index).combine_chunks())
         elif isinstance(plan, Counter):
-            out.append(pa.array(plan_counts(plan, first, last, group_spans, groups)))
+            out.append(pa.array(plan_counts(plan, first, last, counts)))
         else:
             out.append(pa.array(np.concatenate(numbers) if numbers else np.zeros(0, np.int64)))
     return pa.array(first), out
+
+
+def _variable_stats(
+    first: np.ndarray, last: np.ndarray, labels: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per match and variable: (first row, last row + 1), (-1, -1) when the
+    variable has no row, and the row count; ``labels`` holds every match's
+    labels in order (match m has ``last[m] - first[m]`` of them)."""
+    count = len(first)
+    lengths = last - first
+    match = np.repeat(np.arange(count), lengths)
+    starts_of = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows = np.repeat(first, lengths) + (np.arange(len(labels)) - starts_of)
+    key = match * width + labels
+    big = np.iinfo(np.int64).max
+    begins = np.full(count * width, big, np.int64)
+    np.minimum.at(begins, key, rows)
+    ends = np.full(count * width, -1, np.int64)
+    np.maximum.at(ends, key, rows + 1)
+    begins[begins == big] = -1
+    spans = np.stack([begins, ends], axis=1).reshape(count, width, 2)
+    counts = np.bincount(key, minlength=count * width).reshape(count, width)
+    return spans, counts
 
 
 def _vectorized(
@@ -436,13 +609,18 @@ def _vectorized(
             continue
         column = table.column(name)
         kind = column.type
+        if kind == pa.uint64():
+            continue  # numpy mixes uint64 with int64 as floats; the general path computes exactly
         if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
             filler: Any = False if pa.types.is_boolean(kind) else 0
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
             filler = ""
         else:
             continue  # conditions over other types take the general path
-        values[name] = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        array = np.asarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False))
+        if array.dtype.kind in "iuf":  # compute as the general path does: int64 and float64
+            array = array.astype(np.int64 if array.dtype.kind in "iu" else np.float64)
+        values[name] = array
         valid[name] = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False))
     partition = np.zeros(table.num_rows, np.int64)
     for i, (begin, end) in enumerate(partitions):
@@ -516,9 +694,10 @@ def match_recognize(frame: Any, clause: str | nodes.Clause, *, max_threads: int 
         raise RecognizeError(
             f"match_recognize takes a pandas DataFrame or an Arrow table, found {type(frame).__name__}"
         )
+    _no_duplicates(frame.column_names if is_arrow else list(frame.columns))
     try:
         table = frame if is_arrow else pa.Table.from_pandas(frame, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as err:
         raise RecognizeError(f"the DataFrame cannot be read as typed columns: {err}") from None
     result = recognize_table(table, compile_clause(parsed, table.column_names, max_threads=max_threads))
     return result if is_arrow else result.to_pandas(types_mapper=_pandas_type)
