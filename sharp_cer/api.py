@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -202,7 +202,12 @@ class Detector:
         return cls(builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options})
 
     def feed(
-        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        *,
+        arrivals: Any = None,
+        quota: int | None = None,
+        emit: Callable[[list[Match]], Any] | None = None,
     ) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes, in order of their end; they
@@ -210,17 +215,50 @@ class Detector:
         the events' arrivals in seconds (a float array, one per event: the
         rows loaded), for events replayed on a timeline of the caller's
         (default: the pace's, or now). ``quota``: how many matches are
-        still wanted (None: all; ``Engine.process``)."""
+        still wanted (None: all; ``Engine.process``).
+
+        With ``emit``, the matches go to it as they are enumerated, in
+        lists in end order, and are neither returned nor kept: memory holds
+        the live state and a fixed buffer, however many matches the batch
+        completes (``Engine.process``).
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A ; A WITHIN 2 EVENTS")], s, tenants={"q": "t"})
+        >>> import pandas as pd
+        >>> got = []
+        >>> d.feed(pd.DataFrame({"type": ["A"] * 3, "x": [1, 2, 3]}), emit=got.extend), d.matches
+        ([], [])
+        >>> [(m.start, m.end, m.tenant) for m in got]
+        [(0, 1, 't'), (0, 2, 't'), (1, 2, 't')]
+        """
+        if emit is not None:
+            self._process(events, arrivals, quota, None, self._with_tenants(emit))
+            return []
         found: list[Match] = self._process(events, arrivals, quota, None)
         if self.tenants:
-            tenants = self.tenants
-            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+            found = self._tenanted(found)
         if not self.engine.count_only:
             self.matches.extend(found)
         return found
 
+    def _tenanted(self, found: list[Match]) -> list[Match]:
+        """The matches with their queries' tenants."""
+        tenants = self.tenants
+        return [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+
+    def _with_tenants(self, emit: Callable[[list[Match]], Any]) -> Callable[[list[Match]], Any]:
+        """``emit``, given the matches with their tenants."""
+        if not self.tenants:
+            return emit
+        return lambda found: emit(self._tenanted(found))
+
     def feed_lines(
-        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        *,
+        arrivals: Any = None,
+        quota: int | None = None,
+        emit: Callable[[list[str]], Any] | None = None,
     ) -> list[str]:
         """``feed``, returning the matches' output lines (``Match.to_json``,
         tenants included) instead of the matches. A detector of one query
@@ -236,9 +274,17 @@ class Detector:
         """
         if len(self.plan.queries) != 1 or self.history:
             # several queries' matches are ordered by the caller (see ``feed``)
+            if emit is not None:
+                lined = emit
+
+                def as_lines(found: list[Match]) -> None:
+                    lined([m.to_json() for m in found])
+
+                self.feed(events, arrivals=arrivals, quota=quota, emit=as_lines)
+                return []
             return [m.to_json() for m in self.feed(events, arrivals=arrivals, quota=quota)]
         tenants = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
-        lines: list[str] = self._process(events, arrivals, quota, tenants)
+        lines: list[str] = self._process(events, arrivals, quota, tenants, emit)
         return lines
 
     def _process(
@@ -247,9 +293,11 @@ class Detector:
         arrivals: Any,
         quota: int | None,
         tenants: Mapping[str, str | None] | None,
+        emit: Callable[[list[Any]], Any] | None = None,
     ) -> list[Any]:
         """Load, check the order and run the engine (``feed``; with
-        ``tenants``, ``feed_lines``): matches, or their lines."""
+        ``tenants``, ``feed_lines``): matches, or their lines (none with
+        ``emit``: they went to it)."""
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
@@ -269,12 +317,20 @@ class Detector:
         parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
         engine = self.engine
         found: list[Any] = []
+        emitted = [0]
+        if emit is not None:
+            given = emit
+
+            def emit(out: list[Any]) -> None:
+                emitted[0] += len(out)
+                given(out)
+
         for part, at in parts:
-            left = None if quota is None else quota - len(found)  # the quota runs over the parts
+            left = None if quota is None else quota - len(found) - emitted[0]  # the quota runs over the parts
             if tenants is None:
-                found.extend(engine.process(part, at, quota=left))
+                found.extend(engine.process(part, at, quota=left, emit=emit))
             else:
-                found.extend(engine.process_lines(part, tenants, at, quota=left))
+                found.extend(engine.process_lines(part, tenants, at, quota=left, emit=emit))
         return found
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
