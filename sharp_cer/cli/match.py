@@ -9,8 +9,8 @@ import io
 import itertools
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SharpCerError
@@ -19,6 +19,7 @@ from ..language import Schema, Workload, load_workload
 from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_option
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
+from .outputs import atomic_output, check_outputs, write_atomic
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     (see ``ShedOptions``); a fraction bound reads the events twice.
     """
     from ..events.batch import LoadTally
-    from ..sinks import check_out, open_sink
+    from ..sinks import check_out
 
     shed = shed or ShedOptions()
     problem = options.problem() or shed.problem(options.count, options.engine)
@@ -193,10 +194,12 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         return EXIT_INVALID
     try:
         check_out(options.out)
+        given = [options.events, options.workload, options.schema, *options.queries]
+        check_outputs(given, [("--out", options.out), ("--stats", shed.stats)])
         inputs = _inputs(options)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
         tally = LoadTally(options.events)
-        with open_sink(options.out, out) if not options.count else _no_sink() as sink:
+        with _sink(options, out) as sink:
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
             else:
@@ -408,7 +411,7 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         footer += f"; shed by {shed.shedder}: {stats['events_shed']} events (per query group)"
     summary = summary_table(detector) if shedder is not None or judges(judged, shed) else ""
     if shed.stats is not None:
-        Path(shed.stats).write_text(json.dumps(shed_stats(detector, shed), indent=2))
+        write_atomic(shed.stats, json.dumps(shed_stats(detector, shed), indent=2))
     if detector.engine.crowded_events:
         from ..engine.runtime import EVENT_BLOCK
 
@@ -416,6 +419,22 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
     return _Outcome(detector.counts, footer, summary)
+
+
+@contextmanager
+def _sink(options: MatchOptions, out: TextIO) -> Iterator[Any]:
+    """Where the matches go: nowhere (``--count``), ``out``, or ``--out``
+    through a temporary file renamed onto it at the end (``outputs``)."""
+    from ..sinks import open_sink
+
+    if options.count:
+        yield _no_sink()
+    elif options.out is None:
+        with open_sink(None, out) as sink:
+            yield sink
+    else:
+        with atomic_output(options.out) as temporary, open_sink(str(temporary), out) as sink:
+            yield sink
 
 
 def _no_sink() -> Any:

@@ -17,6 +17,7 @@ from ..language import Workload, load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .inputs import events_problem
+from .outputs import atomic_output, check_outputs, write_atomic
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,13 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
         print("error: --conf takes KEY=VALUE, such as spark.executor.memory=4g", file=err)
         return EXIT_INVALID
     target = Path(options.out)
+    plot = Path(options.plot) if options.plot else target / "latency.png"
+    try:
+        outputs = [("--plot", str(plot)), ("the summary", str(target / "summary.json"))]
+        check_outputs([options.workload, options.events], outputs)
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
     target.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
     spark = spark_session(options.master, log=str(target / "spark.log"), **settings)
@@ -133,9 +141,12 @@ def run(options: RunOptions, out: TextIO, err: TextIO) -> int:
         f"({summary.rows / seconds:,.0f} events/s; Spark started in {started - began:.1f} s)",
         file=out,
     )
-    (target / "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
-    plot = Path(options.plot) if options.plot else target / "latency.png"
-    summary.plot(str(plot))
+    write_atomic(str(target / "summary.json"), json.dumps(summary.to_json(), indent=2))
+    if plot.suffix:
+        with atomic_output(str(plot)) as temporary:
+            summary.plot(str(temporary))
+    else:
+        summary.plot(str(plot))
     where = "" if options.format == "console" else f"matches -> {target / 'matches'} ({options.format}); "
     print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}", file=out)
     return EXIT_OK

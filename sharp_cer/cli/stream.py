@@ -14,6 +14,7 @@ from ..errors import SharpCerError, SurfaceError
 from ..language import load_workload
 from .arguments import SHEDDER_NAMES
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
+from .outputs import write_atomic
 
 
 @dataclass(frozen=True)
@@ -120,5 +121,5 @@ def stream(options: StreamOptions, out: TextIO, err: TextIO) -> int:
     except (BrokenPipeError, ConnectionResetError) as exc:  # PySpark's connection to a worker broke
         return lost_worker(exc, Path(options.out, "spark.log"), err)
     print(summary.render(), file=out)
-    Path(options.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
+    write_atomic(str(Path(options.out, "summary.json")), json.dumps(summary.to_json(), indent=2))
     return EXIT_OK
