@@ -28,7 +28,7 @@ from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
-from sharp_cer.events.loaders import load_arrow, load_pandas
+from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
 from sharp_cer.planner import Plan, compile_plan
@@ -124,6 +124,7 @@ class Detector:
         self.reports: list[LoadReport] = []
         self._batches: list[EventBatch] = []
         self._next_position = 0  # the position of the next loaded row
+        self._latest_time = StreamProgress().latest  # the latest primary time loaded (lateness across feeds)
         self._last_position = -1
 
     @classmethod
@@ -360,7 +361,12 @@ class Detector:
 
     def _load(self, table: Any) -> EventBatch:
         loader = load_arrow if isinstance(table, pa.Table) else load_pandas
-        batch, report = loader(table, self.schema, strict=self.strict, allowed_lateness=self.allowed_lateness)
+        # lateness is judged against the latest time of every feed so far, as in one call
+        progress = StreamProgress(0, self._latest_time)
+        batch, report = loader(
+            table, self.schema, strict=self.strict, allowed_lateness=self.allowed_lateness, progress=progress
+        )
+        self._latest_time = progress.latest
         offset = self._next_position
         self._next_position += report.read
         self.reports.append(report)
