@@ -16,17 +16,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
-from sharp_cer.errors import SurfaceError
+from sharp_cer.errors import SurfaceError, kind_of
 from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
@@ -119,6 +120,8 @@ class Detector:
             bounds=bounds,
         )
         self.history = history and not count_only
+        if tenants is not None and not isinstance(tenants, Mapping):
+            raise SurfaceError(f"Detector: tenants name each query's tenant: expected a dict, found {kind_of(tenants)}")
         self.tenants = dict(tenants or {})
         self.matches: list[Match] = []
         self.reports: list[LoadReport] = []
@@ -138,7 +141,8 @@ class Detector:
         'q'
         """
         checked = [
-            (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name)) for name, q in queries
+            (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name))
+            for name, q in _named_queries(queries, schema)
         ]
         return cls(compile_plan(checked, counting=options.get("count_only", False)), schema, **options)
 
@@ -176,6 +180,11 @@ class Detector:
         >>> d.allowed_lateness, d.tenants, d.shedder.config.bounds
         (5, {'q': 't'}, {})
         """
+        if not isinstance(workload, Workload):
+            raise SurfaceError(
+                f"Detector.from_workload takes a Workload, found {kind_of(workload)}\n"
+                "  hint: load_workload(path) or parse_workload(text) makes one"
+            )
         config = DetectorConfig(shedder=shedder, seed=seed, count_only=options.get("count_only", False))
         return cls.from_builder(DetectorBuilder.for_workload(workload, config), reference_ms=reference_ms, **options)
 
@@ -299,9 +308,18 @@ class Detector:
         """Load, check the order and run the engine (``feed``; with
         ``tenants``, ``feed_lines``): matches, or their lines (none with
         ``emit``: they went to it)."""
+        events = _events_given(events)
+        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, int) or quota < 0):
+            raise SurfaceError(
+                f"feed: quota is how many matches are still wanted: expected None or an int >= 0, found {quota!r}"
+            )
+        if emit is not None and not callable(emit):
+            raise SurfaceError(f"feed: emit takes each list of matches: expected a function, found {kind_of(emit)}")
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
+        if arrivals is not None:
+            arrivals = _arrivals_given(arrivals, len(batch))
         if len(batch):
             if int(batch.positions[0]) <= self._last_position:
                 raise SurfaceError(
@@ -315,7 +333,7 @@ class Detector:
             self._batches.clear()
             self.matches = []
         self._batches.append(batch)
-        parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
+        parts = [(batch, arrivals)] if arrivals is not None else self._arrivals(batch)
         engine = self.engine
         found: list[Any] = []
         emitted = [0]
@@ -377,6 +395,8 @@ class Detector:
     def events_of(self, match: Match) -> dict[str, list[dict[str, Any]]]:
         """Each variable of a match with its events' attributes, from the
         latest feed (every feed with ``history=True``); see the module example."""
+        if not isinstance(match, Match):
+            raise SurfaceError(f"events_of takes a Match (one of feed's or of matches), found {kind_of(match)}")
         rows: dict[int, dict[str, Any]] = {}
         wanted = {p for positions in match.vars.values() for p in positions}
         kept = self._batches[0].positions[:1] if self._batches and len(self._batches[0]) else None
@@ -451,6 +471,15 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
     >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
     [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
     """
+    if isinstance(matches, Match) or not isinstance(matches, Sequence | Iterable) or isinstance(matches, str):
+        raise SurfaceError(f"matches_to_arrow takes a list of Match, found {kind_of(matches)}")
+    matches = list(matches)
+    wrong = next((m for m in matches if not isinstance(m, Match)), None)
+    if wrong is not None:
+        raise SurfaceError(
+            f"matches_to_arrow takes a list of Match, found a list holding {kind_of(wrong)}\n"
+            "  hint: pass Detector.feed's matches (or Detector.matches)"
+        )
     return pa.table(
         {
             "query": [m.query for m in matches],
@@ -462,3 +491,86 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
         },
         schema=MATCH_SCHEMA,
     )
+
+
+#: a query's name, as the workload loader takes it
+_NAME = "a name of its own (a non-empty str)"
+
+
+def _named_queries(queries: Any, schema: Any) -> list[tuple[str, Any]]:
+    """The (name, query) pairs of ``from_queries``, checked: a schema, a
+    list of pairs, each name a distinct non-empty str (the workload
+    loader's rule), each query a text or a CheckedQuery."""
+    if not isinstance(schema, Schema):
+        raise SurfaceError(
+            f"Detector.from_queries takes a Schema, found {kind_of(schema)}\n"
+            '  hint: Schema.parse("CREATE STREAM ...") makes one of its text'
+        )
+    if isinstance(queries, str | bytes | Mapping) or not isinstance(queries, Sequence | Iterable):
+        raise SurfaceError(
+            f"Detector.from_queries takes a list of (name, query) pairs, found {kind_of(queries)}\n"
+            '  hint: [("q", "SELECT * WHERE ...")]'
+            + ("; for a dict, list(d.items())" if isinstance(queries, Mapping) else "")
+        )
+    pairs: list[tuple[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, pair in enumerate(queries):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise SurfaceError(
+                f"query {i + 1}: expected a (name, query) pair, found {kind_of(pair)}"
+                + (f" of length {len(pair)}" if isinstance(pair, tuple | list) else "")
+            )
+        name, query = pair
+        if not isinstance(name, str) or not name:
+            raise SurfaceError(f"query {i + 1} needs a name\n  expected: {_NAME}\n  found: {name!r}")
+        if name in seen:
+            raise SurfaceError(
+                f"two queries are named {name}\n  expected: a distinct name per query\n"
+                f"  found: '{name}' (also query {seen[name] + 1})\n"
+                "  hint: names identify queries in outputs; rename one"
+            )
+        seen[name] = i
+        if not isinstance(query, str | CheckedQuery):
+            raise SurfaceError(
+                f"query {name}: expected the query's text (SELECT ...) or a CheckedQuery, found {kind_of(query)}"
+            )
+        pairs.append((name, query))
+    return pairs
+
+
+def _events_given(events: Any) -> Any:
+    """What ``feed`` takes, checked: an EventBatch, a pandas DataFrame or an
+    Arrow table (an Arrow record batch is taken as a table)."""
+    if isinstance(events, pa.RecordBatch):
+        return pa.Table.from_batches([events])
+    if isinstance(events, EventBatch | pa.Table):
+        return events
+    import pandas as pd
+
+    if isinstance(events, pd.DataFrame):
+        return events
+    hint = "pd.DataFrame(rows) makes a frame of a list of dicts or a dict of lists"
+    if isinstance(events, str | bytes):
+        hint = "load a file with sharp_cer.events.loaders (load_csv, load_jsonl, load_parquet) and feed the batch"
+    raise SurfaceError(
+        f"feed takes an EventBatch, a pandas DataFrame or an Arrow table, found {kind_of(events)}\n  hint: {hint}"
+    )
+
+
+def _arrivals_given(arrivals: Any, events: int) -> npt.NDArray[np.float64]:
+    """``feed``'s arrivals, checked: one finite number of seconds per event loaded."""
+    try:
+        given = np.asarray(arrivals, dtype=np.float64)
+    except (TypeError, ValueError):
+        given = None
+    if given is None or given.ndim != 1 or not np.isfinite(given).all():
+        raise SurfaceError(
+            f"feed: arrivals are the events' arrival times: expected a 1-d array of finite seconds, found "
+            f"{arrivals!r:.80}"
+        )
+    if len(given) != events:
+        raise SurfaceError(
+            f"feed: arrivals are one per event loaded: expected {events}, found {len(given)}\n"
+            "  hint: rows that are dead-lettered have no arrival; give one per row of the batch loaded"
+        )
+    return given

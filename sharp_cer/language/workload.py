@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from sharp_cer.errors import LanguageError, kind_of
+
 from .checker import CheckedQuery, parse_and_check
 from .diagnostics import (
     ContradictoryOptionsError,
@@ -332,7 +334,19 @@ def load_workload(path: str | Path) -> Workload:
 def parse_workload(
     text: str, name: str = "<workload>", *, base: Path | None = None, path: Path | None = None
 ) -> Workload:
-    """Parse and check a workload given as TOML text."""
+    """Parse and check a workload given as TOML text.
+
+    >>> parse_workload(None)
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.LanguageError: parse_workload takes the workload's TOML text, found None
+      hint: load_workload(path) reads a workload file
+    """
+    if not isinstance(text, str):
+        raise LanguageError(
+            f"parse_workload takes the workload's TOML text, found {kind_of(text)}\n"
+            "  hint: load_workload(path) reads a workload file"
+        )
     import tomllib  # here: a match with --schema reads no TOML, and the import costs ~1.5 ms
 
     source = Source(text, name)
