@@ -37,6 +37,7 @@ from sharp_cer.planner import Plan, compile_plan
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sharp_cer.latency_summary import Summary
     from sharp_cer.shedding import ShedConfig
 
 
@@ -369,13 +370,23 @@ class Detector:
             for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(batch)], strict=True)
         ]
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> Summary:
         """Per query: tenant, matches, cuts by lever and latency against
         the bound (``sharp_cer.latency_summary``; latency needs
-        ``record_latency=True``)."""
-        from .latency_summary import query_summaries
+        ``record_latency=True``), as a ``Summary`` record: a mapping of
+        query names to their rows, printed as a table.
 
-        return query_summaries(self.engine, self.shedder, self.tenants)
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s)
+        >>> import pandas as pd
+        >>> _ = d.feed(pd.DataFrame({"type": ["A"], "x": [1]}))
+        >>> summary = d.summary()
+        >>> summary["q"]["matches"], str(summary).splitlines()[1].split()[:2]
+        (1, ['q', '1'])
+        """
+        from .latency_summary import Summary, query_summaries
+
+        return Summary(query_summaries(self.engine, self.shedder, self.tenants))
 
     def _load(self, table: Any) -> EventBatch:
         loader = load_arrow if isinstance(table, pa.Table) else load_pandas

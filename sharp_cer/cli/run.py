@@ -187,6 +187,22 @@ def _detect(options: RunOptions, workload: Workload, spark: Any, target: Path, e
         return complete(detection, target, "", options.format)
 
 
+def as_jsonl(folder: Path) -> None:
+    """Name the JSON lines files Spark wrote into a local ``folder``
+    ``.jsonl`` (Spark names them ``.json``), as ``--format jsonl`` says.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "part-00000-x.json").write_text("{}\\n"), (folder / "_SUCCESS").write_text("")
+    >>> as_jsonl(folder); sorted(p.name for p in folder.iterdir())
+    ['_SUCCESS', 'part-00000-x.jsonl']
+    """
+    if not folder.is_dir():
+        return  # not a local folder (a cluster's file system): left as Spark named them
+    for part in folder.glob("part-*.json"):
+        part.rename(part.with_suffix(".jsonl"))
+
+
 def complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
     """Run a Spark detection once: write its matches to ``target/PREFIXmatches``
     as Parquet or JSON lines (or show some on the console) and its dead
@@ -199,9 +215,13 @@ def complete(detection: Any, target: Path, prefix: str, format: str) -> Any:
             return detection.summary()
         writer = detection.matches.write.mode("overwrite")
         (writer.parquet if format == "parquet" else writer.json)(str(target / f"{prefix}matches"))
+        if format == "jsonl":
+            as_jsonl(target / f"{prefix}matches")
         letters = detection.dead_letters
         if letters.limit(1).count():
             letters.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
+            if format == "jsonl":
+                as_jsonl(target / f"{prefix}dead_letters")
         return detection.summary()
     finally:
         detection.close()
