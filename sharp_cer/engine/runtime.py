@@ -669,8 +669,8 @@ class QueryGroupRunner:
         # a strategy or LIMIT chooses among all candidates: no early stop there
         quota = engine._quota if query.strategy not in SELECT and limit is None else None
         if quota is None and shedder is None and projection.plain and not engine.debug:
-            found = self._plain(query, projection, walk.run(nodes), position, cost, out)
-            self._out(query, cost, walk, found, out, began, floor)
+            plain = self._plain(query, projection, walk.run(nodes), position, cost, out)
+            self._out(query, cost, walk, plain, out, began, floor)
             return
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
