@@ -310,11 +310,6 @@ def _write(
     return writer.left
 
 
-#: the most matches of one end held back to be ordered by query (several
-#: queries); an event with more has them written as they come
-_HELD = 10_000
-
-
 class _Crowding:
     """Warns, once, when an event completes more matches of one query than
     the engine enumerates at once (``engine.runtime.EVENT_BLOCK``)."""
@@ -355,6 +350,11 @@ class _Writer:
         self.ordered = len(inputs.queries) == 1
         self.order = {name: i for i, (name, _) in enumerate(inputs.queries)}
         self.held: list[Any] = []
+        from ..engine.runtime import EVENT_BLOCK
+
+        # the most matches of one end held back to be ordered by query: more
+        # only when some query's are crowded (warned), and they are then written as they come
+        self.most = EVENT_BLOCK * len(inputs.queries)
 
     def take(self, found: list[Any]) -> None:
         """Write what the engine emitted (matches, or their lines), holding back the latest end's."""
@@ -371,7 +371,7 @@ class _Writer:
         self.held = pending[cut:]
         if cut:
             self._put(_sorted(pending[:cut], self.order))
-        if len(self.held) > _HELD:
+        if len(self.held) > self.most:
             self._flush()
 
     def end_chunk(self) -> None:
