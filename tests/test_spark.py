@@ -273,7 +273,8 @@ def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.
     written = [
         json.loads(line) for f in sorted((out / "matches").glob("*.jsonl")) for line in f.read_text().splitlines()
     ]
-    assert written and not list((out / "matches").glob("*.json"))  # --format jsonl writes .jsonl files
+    # --format jsonl writes .jsonl files (Spark names them .json)
+    assert list((out / "matches").glob("*.jsonl")) and not list((out / "matches").glob("*.json"))
     assert Counter(m["query"] for m in written) == Counter({k: v for k, v in truth.counts.items() if v})
     summary = json.loads((out / "summary.json").read_text())
     assert {q: v["matches"] for q, v in summary["queries"].items()} == truth.counts
