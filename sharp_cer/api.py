@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -310,7 +311,7 @@ class Detector:
         ``tenants``, ``feed_lines``): matches, or their lines (none with
         ``emit``: they went to it)."""
         events = _events_given(events)
-        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, int) or quota < 0):
+        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, numbers.Integral) or quota < 0):
             raise SurfaceError(
                 f"feed: quota is how many matches are still wanted: expected None or an int >= 0, found {quota!r}"
             )
