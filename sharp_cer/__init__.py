@@ -28,6 +28,7 @@ _LAZY = {
     "detect": "sharp_cer.api",
     "matches_to_arrow": "sharp_cer.api",
     "match_recognize": "sharp_cer.recognize",
+    "Pace": "sharp_cer.engine.queueing",
 }
 
 __all__ = ["SharpCerError", "__version__", *_LAZY]

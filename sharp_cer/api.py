@@ -16,19 +16,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
-from sharp_cer.errors import SurfaceError
+from sharp_cer.errors import SurfaceError, kind_of
 from sharp_cer.events.batch import EventBatch, LoadReport
-from sharp_cer.events.loaders import load_arrow, load_pandas
+from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
 from sharp_cer.planner import Plan, compile_plan
@@ -36,6 +38,7 @@ from sharp_cer.planner import Plan, compile_plan
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sharp_cer.latency_summary import Summary
     from sharp_cer.shedding import ShedConfig
 
 
@@ -119,11 +122,14 @@ class Detector:
             bounds=bounds,
         )
         self.history = history and not count_only
+        if tenants is not None and not isinstance(tenants, Mapping):
+            raise SurfaceError(f"Detector: tenants name each query's tenant: expected a dict, found {kind_of(tenants)}")
         self.tenants = dict(tenants or {})
         self.matches: list[Match] = []
         self.reports: list[LoadReport] = []
         self._batches: list[EventBatch] = []
         self._next_position = 0  # the position of the next loaded row
+        self._latest_time = StreamProgress().latest  # the latest primary time loaded (lateness across feeds)
         self._last_position = -1
 
     @classmethod
@@ -137,7 +143,8 @@ class Detector:
         'q'
         """
         checked = [
-            (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name)) for name, q in queries
+            (name, q if isinstance(q, CheckedQuery) else parse_and_check(q, schema, name))
+            for name, q in _named_queries(queries, schema)
         ]
         return cls(compile_plan(checked, counting=options.get("count_only", False)), schema, **options)
 
@@ -175,6 +182,11 @@ class Detector:
         >>> d.allowed_lateness, d.tenants, d.shedder.config.bounds
         (5, {'q': 't'}, {})
         """
+        if not isinstance(workload, Workload):
+            raise SurfaceError(
+                f"Detector.from_workload takes a Workload, found {kind_of(workload)}\n"
+                "  hint: load_workload(path) or parse_workload(text) makes one"
+            )
         config = DetectorConfig(shedder=shedder, seed=seed, count_only=options.get("count_only", False))
         return cls.from_builder(DetectorBuilder.for_workload(workload, config), reference_ms=reference_ms, **options)
 
@@ -202,7 +214,12 @@ class Detector:
         return cls(builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options})
 
     def feed(
-        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        *,
+        arrivals: Any = None,
+        quota: int | None = None,
+        emit: Callable[[list[Match]], Any] | None = None,
     ) -> list[Match]:
         """Process a batch (or a pandas / Arrow table, loaded by the schema)
         and return the matches it completes, in order of their end; they
@@ -210,17 +227,50 @@ class Detector:
         the events' arrivals in seconds (a float array, one per event: the
         rows loaded), for events replayed on a timeline of the caller's
         (default: the pace's, or now). ``quota``: how many matches are
-        still wanted (None: all; ``Engine.process``)."""
+        still wanted (None: all; ``Engine.process``).
+
+        With ``emit``, the matches go to it as they are enumerated, in
+        lists in end order, and are neither returned nor kept: memory holds
+        the live state and a fixed buffer, however many matches the batch
+        completes (``Engine.process``).
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A ; A WITHIN 2 EVENTS")], s, tenants={"q": "t"})
+        >>> import pandas as pd
+        >>> got = []
+        >>> d.feed(pd.DataFrame({"type": ["A"] * 3, "x": [1, 2, 3]}), emit=got.extend), d.matches
+        ([], [])
+        >>> [(m.start, m.end, m.tenant) for m in got]
+        [(0, 1, 't'), (0, 2, 't'), (1, 2, 't')]
+        """
+        if emit is not None:
+            self._process(events, arrivals, quota, None, self._with_tenants(emit))
+            return []
         found: list[Match] = self._process(events, arrivals, quota, None)
         if self.tenants:
-            tenants = self.tenants
-            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+            found = self._tenanted(found)
         if not self.engine.count_only:
             self.matches.extend(found)
         return found
 
+    def _tenanted(self, found: list[Match]) -> list[Match]:
+        """The matches with their queries' tenants."""
+        tenants = self.tenants
+        return [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+
+    def _with_tenants(self, emit: Callable[[list[Match]], Any]) -> Callable[[list[Match]], Any]:
+        """``emit``, given the matches with their tenants."""
+        if not self.tenants:
+            return emit
+        return lambda found: emit(self._tenanted(found))
+
     def feed_lines(
-        self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        *,
+        arrivals: Any = None,
+        quota: int | None = None,
+        emit: Callable[[list[str]], Any] | None = None,
     ) -> list[str]:
         """``feed``, returning the matches' output lines (``Match.to_json``,
         tenants included) instead of the matches. A detector of one query
@@ -236,9 +286,17 @@ class Detector:
         """
         if len(self.plan.queries) != 1 or self.history:
             # several queries' matches are ordered by the caller (see ``feed``)
+            if emit is not None:
+                lined = emit
+
+                def as_lines(found: list[Match]) -> None:
+                    lined([m.to_json() for m in found])
+
+                self.feed(events, arrivals=arrivals, quota=quota, emit=as_lines)
+                return []
             return [m.to_json() for m in self.feed(events, arrivals=arrivals, quota=quota)]
         tenants = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
-        lines: list[str] = self._process(events, arrivals, quota, tenants)
+        lines: list[str] = self._process(events, arrivals, quota, tenants, emit)
         return lines
 
     def _process(
@@ -247,12 +305,23 @@ class Detector:
         arrivals: Any,
         quota: int | None,
         tenants: Mapping[str, str | None] | None,
+        emit: Callable[[list[Any]], Any] | None = None,
     ) -> list[Any]:
         """Load, check the order and run the engine (``feed``; with
-        ``tenants``, ``feed_lines``): matches, or their lines."""
+        ``tenants``, ``feed_lines``): matches, or their lines (none with
+        ``emit``: they went to it)."""
+        events = _events_given(events)
+        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, numbers.Integral) or quota < 0):
+            raise SurfaceError(
+                f"feed: quota is how many matches are still wanted: expected None or an int >= 0, found {quota!r}"
+            )
+        if emit is not None and not callable(emit):
+            raise SurfaceError(f"feed: emit takes each list of matches: expected a function, found {kind_of(emit)}")
         if not self.history:
             self.reports.clear()
         batch = events if isinstance(events, EventBatch) else self._load(events)
+        if arrivals is not None:
+            arrivals = _arrivals_given(arrivals, len(batch))
         if len(batch):
             if int(batch.positions[0]) <= self._last_position:
                 raise SurfaceError(
@@ -266,15 +335,23 @@ class Detector:
             self._batches.clear()
             self.matches = []
         self._batches.append(batch)
-        parts = [(batch, np.asarray(arrivals, dtype=np.float64))] if arrivals is not None else self._arrivals(batch)
+        parts = [(batch, arrivals)] if arrivals is not None else self._arrivals(batch)
         engine = self.engine
         found: list[Any] = []
+        emitted = [0]
+        if emit is not None:
+            given = emit
+
+            def emit(out: list[Any]) -> None:
+                emitted[0] += len(out)
+                given(out)
+
         for part, at in parts:
-            left = None if quota is None else quota - len(found)  # the quota runs over the parts
+            left = None if quota is None else quota - len(found) - emitted[0]  # the quota runs over the parts
             if tenants is None:
-                found.extend(engine.process(part, at, quota=left))
+                found.extend(engine.process(part, at, quota=left, emit=emit))
             else:
-                found.extend(engine.process_lines(part, tenants, at, quota=left))
+                found.extend(engine.process_lines(part, tenants, at, quota=left, emit=emit))
         return found
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
@@ -294,17 +371,32 @@ class Detector:
             for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(batch)], strict=True)
         ]
 
-    def summary(self) -> dict[str, dict[str, Any]]:
+    def summary(self) -> Summary:
         """Per query: tenant, matches, cuts by lever and latency against
         the bound (``sharp_cer.latency_summary``; latency needs
-        ``record_latency=True``)."""
-        from .latency_summary import query_summaries
+        ``record_latency=True``), as a ``Summary`` record: a mapping of
+        query names to their rows, printed as a table.
 
-        return query_summaries(self.engine, self.shedder, self.tenants)
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s)
+        >>> import pandas as pd
+        >>> _ = d.feed(pd.DataFrame({"type": ["A"], "x": [1]}))
+        >>> summary = d.summary()
+        >>> summary["q"]["matches"], str(summary).splitlines()[1].split()[:2]
+        (1, ['q', '1'])
+        """
+        from .latency_summary import Summary, query_summaries
+
+        return Summary(query_summaries(self.engine, self.shedder, self.tenants))
 
     def _load(self, table: Any) -> EventBatch:
         loader = load_arrow if isinstance(table, pa.Table) else load_pandas
-        batch, report = loader(table, self.schema, strict=self.strict, allowed_lateness=self.allowed_lateness)
+        # lateness is judged against the latest time of every feed so far, as in one call
+        progress = StreamProgress(0, self._latest_time)
+        batch, report = loader(
+            table, self.schema, strict=self.strict, allowed_lateness=self.allowed_lateness, progress=progress
+        )
+        self._latest_time = progress.latest
         offset = self._next_position
         self._next_position += report.read
         self.reports.append(report)
@@ -315,6 +407,8 @@ class Detector:
     def events_of(self, match: Match) -> dict[str, list[dict[str, Any]]]:
         """Each variable of a match with its events' attributes, from the
         latest feed (every feed with ``history=True``); see the module example."""
+        if not isinstance(match, Match):
+            raise SurfaceError(f"events_of takes a Match (one of feed's or of matches), found {kind_of(match)}")
         rows: dict[int, dict[str, Any]] = {}
         wanted = {p for positions in match.vars.values() for p in positions}
         kept = self._batches[0].positions[:1] if self._batches and len(self._batches[0]) else None
@@ -389,6 +483,15 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
     >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
     [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
     """
+    if isinstance(matches, Match) or not isinstance(matches, Sequence | Iterable) or isinstance(matches, str):
+        raise SurfaceError(f"matches_to_arrow takes a list of Match, found {kind_of(matches)}")
+    matches = list(matches)
+    wrong = next((m for m in matches if not isinstance(m, Match)), None)
+    if wrong is not None:
+        raise SurfaceError(
+            f"matches_to_arrow takes a list of Match, found a list holding {kind_of(wrong)}\n"
+            "  hint: pass Detector.feed's matches (or Detector.matches)"
+        )
     return pa.table(
         {
             "query": [m.query for m in matches],
@@ -400,3 +503,86 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
         },
         schema=MATCH_SCHEMA,
     )
+
+
+#: a query's name, as the workload loader takes it
+_NAME = "a name of its own (a non-empty str)"
+
+
+def _named_queries(queries: Any, schema: Any) -> list[tuple[str, Any]]:
+    """The (name, query) pairs of ``from_queries``, checked: a schema, a
+    list of pairs, each name a distinct non-empty str (the workload
+    loader's rule), each query a text or a CheckedQuery."""
+    if not isinstance(schema, Schema):
+        raise SurfaceError(
+            f"Detector.from_queries takes a Schema, found {kind_of(schema)}\n"
+            '  hint: Schema.parse("CREATE STREAM ...") makes one of its text'
+        )
+    if isinstance(queries, str | bytes | Mapping) or not isinstance(queries, Sequence | Iterable):
+        raise SurfaceError(
+            f"Detector.from_queries takes a list of (name, query) pairs, found {kind_of(queries)}\n"
+            '  hint: [("q", "SELECT * WHERE ...")]'
+            + ("; for a dict, list(d.items())" if isinstance(queries, Mapping) else "")
+        )
+    pairs: list[tuple[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, pair in enumerate(queries):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise SurfaceError(
+                f"query {i + 1}: expected a (name, query) pair, found {kind_of(pair)}"
+                + (f" of length {len(pair)}" if isinstance(pair, tuple | list) else "")
+            )
+        name, query = pair
+        if not isinstance(name, str) or not name:
+            raise SurfaceError(f"query {i + 1} needs a name\n  expected: {_NAME}\n  found: {name!r}")
+        if name in seen:
+            raise SurfaceError(
+                f"two queries are named {name}\n  expected: a distinct name per query\n"
+                f"  found: '{name}' (also query {seen[name] + 1})\n"
+                "  hint: names identify queries in outputs; rename one"
+            )
+        seen[name] = i
+        if not isinstance(query, str | CheckedQuery):
+            raise SurfaceError(
+                f"query {name}: expected the query's text (SELECT ...) or a CheckedQuery, found {kind_of(query)}"
+            )
+        pairs.append((name, query))
+    return pairs
+
+
+def _events_given(events: Any) -> Any:
+    """What ``feed`` takes, checked: an EventBatch, a pandas DataFrame or an
+    Arrow table (an Arrow record batch is taken as a table)."""
+    if isinstance(events, pa.RecordBatch):
+        return pa.Table.from_batches([events])
+    if isinstance(events, EventBatch | pa.Table):
+        return events
+    import pandas as pd
+
+    if isinstance(events, pd.DataFrame):
+        return events
+    hint = "pd.DataFrame(rows) makes a frame of a list of dicts or a dict of lists"
+    if isinstance(events, str | bytes):
+        hint = "load a file with sharp_cer.events.loaders (load_csv, load_jsonl, load_parquet) and feed the batch"
+    raise SurfaceError(
+        f"feed takes an EventBatch, a pandas DataFrame or an Arrow table, found {kind_of(events)}\n  hint: {hint}"
+    )
+
+
+def _arrivals_given(arrivals: Any, events: int) -> npt.NDArray[np.float64]:
+    """``feed``'s arrivals, checked: one finite number of seconds per event loaded."""
+    try:
+        given = np.asarray(arrivals, dtype=np.float64)
+    except (TypeError, ValueError):
+        given = None
+    if given is None or given.ndim != 1 or not np.isfinite(given).all():
+        raise SurfaceError(
+            f"feed: arrivals are the events' arrival times: expected a 1-d array of finite seconds, found "
+            f"{arrivals!r:.80}"
+        )
+    if len(given) != events:
+        raise SurfaceError(
+            f"feed: arrivals are one per event loaded: expected {events}, found {len(given)}\n"
+            "  hint: rows that are dead-lettered have no arrival; give one per row of the batch loaded"
+        )
+    return given

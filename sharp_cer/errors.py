@@ -49,3 +49,20 @@ class MissingExtraError(SharpCerError, ImportError):
     extra) or matplotlib and pydot (the ``plot`` extra). Any layer may raise
     it, through ``sharp_cer._extras.require``; it is an ``ImportError`` too,
     so code that guards an import the usual way still catches it."""
+
+
+def kind_of(value: object) -> str:
+    """What a value is, for a message saying what arrived: its type's name,
+    with the type of its first item for a list, tuple or dict.
+
+    >>> kind_of(None), kind_of([{"a": 1}]), kind_of({"a": [1]}), kind_of("x")
+    ('None', 'list of dict', 'dict of list', 'str')
+    """
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    if isinstance(value, list | tuple) and value:
+        return f"{name} of {type(value[0]).__name__}"
+    if isinstance(value, dict) and value:
+        return f"{name} of {type(next(iter(value.values()))).__name__}"
+    return name

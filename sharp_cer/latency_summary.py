@@ -23,7 +23,8 @@ q            1      -           -    4.50 / 4.50 / 5.94 / 6.00          4 / 6   
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sharp_cer.engine import Engine
@@ -64,10 +65,47 @@ def query_summaries(
     return out
 
 
-def render(summaries: dict[str, dict[str, Any]]) -> str:
-    """The summaries as a table, one line per query."""
+@dataclass(frozen=True, eq=False)
+class Summary(Mapping[str, dict[str, Any]]):
+    """What ``Detector.summary()`` returns: per query (by name, in plan
+    order), its row (see the module docstring); ``str()`` is the table
+    ``render`` prints, ``to_json()`` plain data for JSON.
+
+    >>> row = {"matches": 2, "bound_ms": None, "bound_units": None,
+    ...        "cuts": {"events": 0, "partial_matches": 0, "enumerations_cut_short": 0}}
+    >>> summary = Summary({"a_query_with_a_long_descriptive_name": row})
+    >>> summary["a_query_with_a_long_descriptive_name"]["matches"], len(summary)
+    (2, 1)
+    >>> header, row = str(summary).splitlines()  # the name column as wide as the longest name
+    >>> row.split()[:2], header.index("matches") + 7 == row.index(" 2 ") + 2
+    (['a_query_with_a_long_descriptive_name', '2'], True)
+    """
+
+    queries: Mapping[str, dict[str, Any]]
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return self.queries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.queries)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __str__(self) -> str:
+        return render(self.queries)
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        """Plain dicts, as ``--stats`` writes them."""
+        return dict(self.queries)
+
+
+def render(summaries: Mapping[str, dict[str, Any]]) -> str:
+    """The summaries as a table, one line per query; the query column is
+    as wide as the longest name (at least 22), so columns stay aligned."""
+    wide = max([22, *map(len, summaries)])
     head = (
-        f"{'query':<22} {'matches':>8} {'bound':>12} {'over bound':>11}  "
+        f"{'query':<{wide}} {'matches':>8} {'bound':>12} {'over bound':>11}  "
         f"{'latency ms mean / p50 / p99 / max':<36} {'units mean / p99':<17} cut: events / PMs / enumerations"
     )
     lines = [head]
@@ -84,7 +122,7 @@ def render(summaries: dict[str, dict[str, Any]]) -> str:
         unit_figures = f"{units['mean']:,.0f} / {units['p99']:,.0f}" if units else "-"
         cuts = row["cuts"]
         lines.append(
-            f"{name:<22} {row['matches']:>8} {bound:>12} {over:>11}  {figures:<36} {unit_figures:<17} "
+            f"{name:<{wide}} {row['matches']:>8} {bound:>12} {over:>11}  {figures:<36} {unit_figures:<17} "
             f"{cuts['events']} / {cuts['partial_matches']} / {cuts['enumerations_cut_short']}"
         )
     return "\n".join(lines)

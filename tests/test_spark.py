@@ -271,8 +271,10 @@ def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.
     truth = Detector.from_workload(workload, history=False)
     truth.feed(generate(workload.generator or "", 2500, seed=0))
     written = [
-        json.loads(line) for f in sorted((out / "matches").glob("*.json")) for line in f.read_text().splitlines()
+        json.loads(line) for f in sorted((out / "matches").glob("*.jsonl")) for line in f.read_text().splitlines()
     ]
+    # --format jsonl writes .jsonl files (Spark names them .json)
+    assert list((out / "matches").glob("*.jsonl")) and not list((out / "matches").glob("*.json"))
     assert Counter(m["query"] for m in written) == Counter({k: v for k, v in truth.counts.items() if v})
     summary = json.loads((out / "summary.json").read_text())
     assert {q: v["matches"] for q, v in summary["queries"].items()} == truth.counts

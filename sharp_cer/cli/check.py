@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from ..errors import SharpCerError
 from ..language import Schema, load_workload, parse_and_check
+from ..language.diagnostics import counted
 from ..language.files import read_source
 from ..language.source import Source
 from .exits import EXIT_INVALID, EXIT_OK
@@ -73,7 +74,8 @@ def _check_one(path: Path, schema: Schema | None, out: TextIO, err: TextIO) -> b
         for warning in workload.warnings():
             print(warning, file=err)
         print(
-            f"ok {path}: workload {workload.name}, {len(workload.queries)} queries, {len(workload.tenants)} tenants",
+            f"ok {path}: workload {workload.name}, {counted(len(workload.queries), 'query', 'queries')}, "
+            f"{counted(len(workload.tenants), 'tenant')}",
             file=out,
         )
     elif path.suffix == ".core":

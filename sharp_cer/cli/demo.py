@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from .._extras import check as check_extras
 from ..errors import SharpCerError
 from ..language import Workload, load_workload
+from ..language.diagnostics import counted
 from ..language.printer import window as window_text
 from ..planner import compile_plan
 from ..planner.explain import explain
@@ -126,19 +127,11 @@ def _show(path: Path, workload: Workload, checked_ms: float, out: TextIO, err: T
     """What a workload holds: its queries, tenants, weights, windows; its warnings on ``err``."""
     print(f"\n== {workload.name} ({path}) — {workload.description}", file=out)
     print(
-        f"   {len(workload.queries)} queries, tenants: {', '.join(workload.tenants)}; checked in {checked_ms:.1f} ms",
+        f"   {counted(len(workload.queries), 'query', 'queries')}, tenants: {', '.join(workload.tenants)}; "
+        f"checked in {checked_ms:.1f} ms",
         file=out,
     )
-    header = f"   {'query':<22} {'tenant':<18} {'weight':>6} {'strategy':<8} {'window':<22} shed"
-    print(header, file=out)
-    for q in workload.queries:
-        query = q.checked.query
-        win = window_text(query.within) if query.within else "-"
-        print(
-            f"   {q.name:<22} {q.tenant:<18} {q.weight:>6g} {query.effective_strategy:<8} "
-            f"{win:<22} {'yes' if q.shed else 'no'}",
-            file=out,
-        )
+    print(queries_by_tenant(workload), file=out)
     figures = explain(compile_plan([(q.name, q.checked) for q in workload.queries]))
     print(
         f"   shared plan: {figures['states_shared']} prefix states, {figures['states_separate']} if each query "
@@ -147,6 +140,54 @@ def _show(path: Path, workload: Workload, checked_ms: float, out: TextIO, err: T
     )
     for warning in workload.warnings():
         print(warning, file=err)
+
+
+def queries_by_tenant(workload: Workload) -> str:
+    """A workload's queries grouped by tenant (in the order tenants first
+    appear): weight, strategy, window and whether they may be shed; the
+    columns as wide as the longest name.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('''
+    ... [workload]
+    ... name = "w"
+    ... schema = "CREATE STREAM S { EVENT A { x:int } }"
+    ... [[query]]
+    ... name = "a_rather_long_query_name_indeed"
+    ... tenant = "acme"
+    ... text = "SELECT * WHERE A WITHIN 3 EVENTS"
+    ... [[query]]
+    ... name = "b"
+    ... tenant = "globex"
+    ... text = "SELECT * WHERE A WITHIN 3 EVENTS"
+    ... [[query]]
+    ... name = "c"
+    ... tenant = "acme"
+    ... text = "SELECT * WHERE A WITHIN 3 EVENTS"
+    ... ''')
+    >>> print(queries_by_tenant(w))  # doctest: +NORMALIZE_WHITESPACE
+       tenant acme: 2 queries
+         query                            weight strategy window                 shed
+         a_rather_long_query_name_indeed       1 ALL      3 EVENTS               yes
+         c                                     1 ALL      3 EVENTS               yes
+       tenant globex: 1 query
+         query                            weight strategy window                 shed
+         b                                     1 ALL      3 EVENTS               yes
+    """
+    wide = max([22, *(len(q.name) for q in workload.queries)])
+    lines: list[str] = []
+    for tenant in workload.tenants:
+        mine = [q for q in workload.queries if q.tenant == tenant]
+        lines.append(f"   tenant {tenant}: {counted(len(mine), 'query', 'queries')}")
+        lines.append(f"     {'query':<{wide}} {'weight':>6} {'strategy':<8} {'window':<22} shed")
+        for q in mine:
+            query = q.checked.query
+            win = window_text(query.within) if query.within else "-"
+            lines.append(
+                f"     {q.name:<{wide}} {q.weight:>6g} {query.effective_strategy:<8} {win:<22} "
+                f"{'yes' if q.shed else 'no'}"
+            )
+    return "\n".join(lines)
 
 
 def _generate(path: Path, workload: Workload, out_dir: Path, events: int, out: TextIO) -> Generated:

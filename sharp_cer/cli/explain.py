@@ -18,6 +18,7 @@ from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK
 from .folders import file_problem
 from .inputs import load_events, schema_and_queries
+from .outputs import atomic_output, check_outputs, write_atomic
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def explain_plan(
             return EXIT_INVALID
     generate = 20_000 if generate is None else generate
     try:
+        check_outputs([*files, schema_file, events_file], [("--dot", dot_file), ("--png", png_file)])
         generator: str | None = None
         if len(files) == 1 and files[0].endswith(".toml") and schema_file is None:
             workload = load_workload(files[0])
@@ -128,8 +130,11 @@ def explain_plan(
         figures = explain(plan, _run_once(plan, schema, events_file, generator, generate))
         figures["planning_seconds"] = planned
         if dot_file is not None:
-            Path(dot_file).write_text(to_dot(plan))
-        if png_file is not None:
+            write_atomic(dot_file, to_dot(plan))
+        if png_file is not None and Path(png_file).suffix:
+            with atomic_output(png_file) as temporary:
+                draw(plan, temporary)
+        elif png_file is not None:
             draw(plan, png_file)
     except OSError as exc:  # reading the inputs or writing --dot / --png
         print(f"error: {exc.filename}: {exc.strerror}", file=err)

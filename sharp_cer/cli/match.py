@@ -5,13 +5,12 @@ file), or counted."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import itertools
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SharpCerError, SurfaceError
@@ -21,6 +20,7 @@ from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_opt
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
 from .letters import LetterTally, LetterWriter
+from .outputs import atomic_output, check_outputs, write_atomic
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     (see ``ShedOptions``); a fraction bound reads the events twice.
     """
     from ..events.batch import LoadTally
-    from ..sinks import check_out, open_sink
+    from ..sinks import check_out
 
     shed = shed or ShedOptions()
     problem = options.problem() or shed.problem(options.count, options.engine)
@@ -228,6 +228,10 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         return EXIT_INVALID
     try:
         check_out(options.out, options.format)
+        given = [options.events, options.workload, options.schema, *options.queries]
+        check_outputs(
+            given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
+        )
         letters_problem = _letters_problem(options)
         if letters_problem is not None:
             raise SurfaceError(letters_problem)
@@ -236,10 +240,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         if sketch is not None:
             raise SurfaceError(sketch)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
-        with (
-            _letters_file(options.dead_letters) as letters,
-            open_sink(options.out, out, options.format) if not options.count else _no_sink() as sink,
-        ):
+        with _letters_file(options.dead_letters) as letters, _sink(options, out) as sink:
             tally = LetterTally(LoadTally(options.events), letters, options.dead_letters)
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
@@ -328,29 +329,112 @@ def _by_engine(
         record_service=False,  # the summary reads the queue log, whose memory does not grow
         pace=shed.pace,
     )
-    left = _write(options, inputs, detector, chunks, *to)
+    left = _write(options, inputs, detector, chunks, *to, err)
     return _engine_outcome(options, shed, detector, judged, left)
 
 
 def _write(
-    options: MatchOptions, inputs: _Inputs, detector: Detector, chunks: Any, tally: Any, sink: Any
+    options: MatchOptions, inputs: _Inputs, detector: Detector, chunks: Any, tally: Any, sink: Any, err: TextIO
 ) -> int | None:
-    """Feed the chunks and write their matches in order, up to the limit; the matches the limit has left."""
-    left = options.limit
+    """Feed the chunks and write their matches as the engine enumerates
+    them, in order, up to the limit; the matches the limit has left."""
     # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
     as_lines = sink.lines and len(inputs.queries) == 1 and not options.count
+    writer = _Writer(inputs, sink, options.limit, as_lines, _Crowding(detector, err))
     for batch, report in chunks:
-        if left is not None and left <= 0 and not options.count:
+        if writer.left is not None and writer.left <= 0 and not options.count:
             break
         tally.add(report)
-        quota = left if not options.count else None  # matches still wanted: the engine stops at them
-        chunk: list[Any] = (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota)
-        # one query's come in order (Engine.process)
-        chunk = inputs.to_write(chunk, left, ordered=len(inputs.queries) == 1)
-        if left is not None:
-            left -= len(chunk)
-        (sink.write_lines if as_lines else sink.write)(chunk)
-    return left
+        quota = writer.left if not options.count else None  # matches still wanted: the engine stops at them
+        (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota, emit=writer.take)
+        writer.end_chunk()
+    return writer.left
+
+
+class _Crowding:
+    """Warns, once, when an event completes more matches of one query than
+    the engine enumerates at once (``engine.runtime.EVENT_BLOCK``)."""
+
+    def __init__(self, detector: Detector, err: TextIO) -> None:
+        self.engine = detector.engine
+        self.err = err
+        self.warned = False
+
+    def check(self) -> None:
+        """Warn if an event has been crowded since the run began."""
+        if self.warned or not self.engine.crowded_events:
+            return
+        from ..engine.runtime import EVENT_BLOCK
+
+        self.warned = True
+        print(
+            f"warning: the event at position {self.engine.crowded_at} completes more than {EVENT_BLOCK:,} "
+            f"matches of one query: they are written as they are enumerated, {EVENT_BLOCK:,} at a time, each "
+            "block in order of start (not the whole event's)\n"
+            "  hint: --limit N stops after N matches; --count counts them without writing them",
+            file=self.err,
+        )
+
+
+class _Writer:
+    """Writes the matches the engine emits as it goes (``Detector.feed``
+    with ``emit``): in end order, and at one end by query as given, then
+    start and events (the reference's order; one query's come so), at most
+    ``left`` of them (None: all). Only the matches of the latest end are
+    held back, as another query group may still add to it."""
+
+    def __init__(self, inputs: _Inputs, sink: Any, left: int | None, as_lines: bool, crowding: _Crowding) -> None:
+        self.sink = sink
+        self.crowding = crowding
+        self.left = left
+        self.as_lines = as_lines
+        self.ordered = len(inputs.queries) == 1
+        self.order = {name: i for i, (name, _) in enumerate(inputs.queries)}
+        self.held: list[Any] = []
+        from ..engine.runtime import EVENT_BLOCK
+
+        # the most matches of one end held back to be ordered by query: more
+        # only when some query's are crowded (warned), and they are then written as they come
+        self.most = EVENT_BLOCK * len(inputs.queries)
+
+    def take(self, found: list[Any]) -> None:
+        """Write what the engine emitted (matches, or their lines), holding back the latest end's."""
+        self.crowding.check()
+        if self.ordered:
+            self._put(found)
+            return
+        if not found:
+            return
+        pending = self.held + found if self.held else found
+        last, cut = pending[-1].end, len(pending)
+        while cut and pending[cut - 1].end == last:
+            cut -= 1
+        self.held = pending[cut:]
+        if cut:
+            self._put(_sorted(pending[:cut], self.order))
+        if len(self.held) > self.most:
+            self._flush()
+
+    def end_chunk(self) -> None:
+        """A chunk is done: no later match ends where its matches do."""
+        self._flush()
+
+    def _flush(self) -> None:
+        held, self.held = self.held, []
+        if held:
+            self._put(_sorted(held, self.order))
+
+    def _put(self, found: list[Any]) -> None:
+        if self.left is not None:
+            found = found[: max(self.left, 0)]
+            self.left -= len(found)
+        if found:
+            (self.sink.write_lines if self.as_lines else self.sink.write)(found)
+
+
+def _sorted(found: list[Any], order: dict[str, int]) -> list[Any]:
+    """Matches by end, then by query as given, start and events (the reference's order within an end)."""
+    return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
 
 def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, judged: Any, left: int | None) -> _Outcome:
@@ -368,7 +452,11 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         footer += f"; shed by {shed.shedder}: {stats['events_shed']} events (per query group)"
     summary = summary_table(detector) if shedder is not None or judges(judged, shed) else ""
     if shed.stats is not None:
-        Path(shed.stats).write_text(json.dumps(shed_stats(detector, shed), indent=2))
+        write_atomic(shed.stats, json.dumps(shed_stats(detector, shed), indent=2))
+    if detector.engine.crowded_events:
+        from ..engine.runtime import EVENT_BLOCK
+
+        footer += f"; events with more than {EVENT_BLOCK:,} matches of one query: {detector.engine.crowded_events}"
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
     return _Outcome(detector.counts, footer, summary)
@@ -385,13 +473,13 @@ def _letters_problem(options: MatchOptions) -> str | None:
     return file_problem(options.dead_letters, "--dead-letters")
 
 
-@contextlib.contextmanager
+@contextmanager
 def _letters_file(path: str | None) -> Iterator[LetterWriter | None]:
     """The ``--dead-letters`` writer (None without the flag)."""
     if path is None:
         yield None
         return
-    with open(path, "w", encoding="utf-8") as stream:
+    with atomic_output(path) as temporary, open(temporary, "w", encoding="utf-8") as stream:
         yield LetterWriter(stream)
 
 
@@ -405,6 +493,23 @@ def _first_rows(chunks: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
         if len(chunk[0]):
             return chunk, itertools.chain(head, chunks)
     return None, iter(head)
+
+
+@contextmanager
+def _sink(options: MatchOptions, out: TextIO) -> Iterator[Any]:
+    """Where the matches go: nowhere (``--count``), ``out``, or ``--out``
+    through a temporary file renamed onto it at the end (``outputs``)."""
+    from ..sinks import open_sink, out_format
+
+    if options.count:
+        yield _no_sink()
+    elif options.out is None:
+        with open_sink(None, out, options.format) as sink:
+            yield sink
+    else:
+        kind = out_format(options.out, options.format)
+        with atomic_output(options.out) as temporary, open_sink(str(temporary), out, kind) as sink:
+            yield sink
 
 
 def _no_sink() -> Any:

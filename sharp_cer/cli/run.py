@@ -18,6 +18,7 @@ from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path
 from .inputs import events_problem
+from .outputs import atomic_output, check_outputs, write_atomic
 from .signals import SignalGuard, guarded
 
 
@@ -136,6 +137,13 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
+    plot = Path(options.plot) if options.plot else target / "latency.png"
+    try:
+        outputs = [("--plot", str(plot)), ("the summary", str(target / "summary.json"))]
+        check_outputs([options.workload, options.events], outputs)
+    except SharpCerError as exc:
+        print(exc, file=err)
+        return EXIT_INVALID
     began = time.perf_counter()
     spark = guard.start(lambda: spark_session(options.master, log=str(target / "spark.log"), **settings))
     started = time.perf_counter()
@@ -158,9 +166,12 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
         f"({summary.rows / seconds:,.0f} events/s; Spark started in {started - began:.1f} s)",
         file=out,
     )
-    (target / "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
-    plot = Path(options.plot) if options.plot else target / "latency.png"
-    summary.plot(str(plot))
+    write_atomic(str(target / "summary.json"), json.dumps(summary.to_json(), indent=2))
+    if plot.suffix:
+        with atomic_output(str(plot)) as temporary:
+            summary.plot(str(temporary))
+    else:
+        summary.plot(str(plot))
     where = "" if options.format == "console" else f"matches -> {target / 'matches'} ({options.format}); "
     letters = f"; dead letters -> {options.dead_letters}" if options.dead_letters is not None else ""
     print(f"  {where}summary -> {target / 'summary.json'}; plot -> {plot}{letters}", file=out)
@@ -236,6 +247,22 @@ def _detect(options: RunOptions, workload: Workload, spark: Any, target: Path, e
         return complete(detection, target, "", options.format, (options.dead_letters, source))
 
 
+def as_jsonl(folder: Path) -> None:
+    """Name the JSON lines files Spark wrote into a local ``folder``
+    ``.jsonl`` (Spark names them ``.json``), as ``--format jsonl`` says.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "part-00000-x.json").write_text("{}\\n"), (folder / "_SUCCESS").write_text("")
+    >>> as_jsonl(folder); sorted(p.name for p in folder.iterdir())
+    ['_SUCCESS', 'part-00000-x.jsonl']
+    """
+    if not folder.is_dir():
+        return  # not a local folder (a cluster's file system): left as Spark named them
+    for part in folder.glob("part-*.json"):
+        part.rename(part.with_suffix(".jsonl"))
+
+
 def complete(
     detection: Any, target: Path, prefix: str, format: str, letters: tuple[str | None, str] = (None, "")
 ) -> Any:
@@ -253,9 +280,13 @@ def complete(
             return detection.summary()
         writer = detection.matches.write.mode("overwrite")
         (writer.parquet if format == "parquet" else writer.json)(str(target / f"{prefix}matches"))
+        if format == "jsonl":
+            as_jsonl(target / f"{prefix}matches")
         rejected = detection.dead_letters
         if rejected.limit(1).count():
             rejected.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
+            if format == "jsonl":
+                as_jsonl(target / f"{prefix}dead_letters")
         if letters[0] is not None:
             _write_letters(rejected, letters[0], letters[1])
         return detection.summary()

@@ -144,5 +144,5 @@ def shed_stats(detector: Any, options: ShedOptions) -> dict[str, Any]:
         "events": stats["events"],
         "events_shed": stats["events_shed"],
         "wall_seconds": stats["wall_seconds"],
-        "queries": detector.summary(),
+        "queries": detector.summary().to_json(),
     }

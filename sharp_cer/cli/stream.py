@@ -15,6 +15,7 @@ from ..language import load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path, seconds_problem
+from .outputs import write_atomic
 from .signals import SignalGuard, guarded
 
 
@@ -207,7 +208,7 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
     print(summary.render(), file=out)
     if options.dead_letters is not None:
         print(f"  dead letters -> {options.dead_letters}", file=out)
-    Path(options.out, "summary.json").write_text(json.dumps(summary.to_json(), indent=2))
+    write_atomic(str(Path(options.out, "summary.json")), json.dumps(summary.to_json(), indent=2))
     if guard.asked.signal == "SIGINT":
         return EXIT_INTERRUPTED
     return EXIT_OK

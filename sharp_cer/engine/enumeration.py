@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from .conditions import Env, FilterCheck, Summaries
 from .predicate_bits import OutOfDomain
-from .tecs import OUTPUT, UNION, Node
+from .tecs import BOTTOM, OUTPUT, UNION, Node
 
 # A path is a linked list of marks, latest first: (pos, label, values, rest).
 _Path = tuple[int, int, Any, Any] | None
@@ -424,34 +424,78 @@ def count_matches(
     window, by dynamic programming over the tECS: each node is counted once
     however many paths reach it (``steps[0]`` adds the nodes counted).
 
+    The tests are one window test, monotone in the start (a start passes,
+    so does every later one). Each node keeps its count with the largest
+    start the test rejected and the smallest it accepted below it
+    (``Node.tally``): a later count whose test still rejects the one and
+    accepts the other reuses it without walking below, since no start of the
+    node lies between them. So a count walks only the nodes whose window
+    edge moved past one of their starts since they were last counted, not
+    every live node at every event. (A cut branch, ``tecs.cut_old_branches``,
+    only held starts below every later window: a tally that counted one
+    fails the test on its smallest accepted start and is redone.)
+
     >>> from sharp_cer.engine.tecs import bottom, extend, merge, union
     >>> b = bottom(1, 1, 1)
     >>> chain = extend(union(extend(b, 2, 0), extend(b, 3, 0)), 4, 0)  # {2,4} and {3,4}
     >>> count_matches([merge([extend(chain, 5, 0), chain])], lambda k: True, lambda v: True)
     4
+    >>> root = merge([extend(bottom(7, 7, 7), 8, 0), extend(bottom(4, 4, 4), 8, 0)])
+    >>> walked = [0]
+    >>> count_matches([root], lambda s: s >= 3, lambda s: s >= 3, walked), walked
+    (2, [5])
+    >>> count_matches([root], lambda s: s >= 4, lambda s: s >= 4, walked), walked  # no start crossed
+    (2, [5])
+    >>> count_matches([root], lambda s: s >= 5, lambda s: s >= 5, walked)  # the start at 4 left the window
+    1
     """
-    memo: dict[int, int] = {}
     visited = 0
+    total = 0
     for root in roots:
         if not key_test(root.maxkey):
             continue
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
             n, expanded = stack.pop()
-            if id(n) in memo:
-                continue
             kind = n.kind
-            children = [n.left] if kind == OUTPUT else [n.left, n.right] if kind == UNION else []
-            live = [c for c in children if c is not None and (c is n.left or key_test(c.maxkey))]
-            if not expanded and any(id(c) not in memo for c in live):
+            if not expanded:
+                if _fresh(n.tally, value_test):
+                    continue
+                if kind == BOTTOM:
+                    visited += 1
+                    v = n.value
+                    if value_test(v):
+                        n.tally = (1, None, v)
+                    else:
+                        n.tally = (0, v if v == v else None, None)  # NaN: no value, in no window
+                    continue
                 stack.append((n, True))
-                stack.extend((c, False) for c in live if id(c) not in memo)
+                stack.append((n.left, False))  # type: ignore[arg-type]
+                right = n.right
+                if kind == UNION and right is not None and key_test(right.maxkey):
+                    stack.append((right, False))
                 continue
             visited += 1
-            if kind in (OUTPUT, UNION):
-                memo[id(n)] = sum(memo[id(c)] for c in live)
-            else:
-                memo[id(n)] = 1 if value_test(n.value) else 0
+            count, rejected, accepted = n.left.tally  # type: ignore[union-attr]
+            right = n.right
+            if kind == UNION and right is not None:
+                if key_test(right.maxkey):
+                    more, low, high = right.tally
+                    count += more
+                    if low is not None and (rejected is None or low > rejected):
+                        rejected = low
+                    if high is not None and (accepted is None or high < accepted):
+                        accepted = high
+                elif right.maxkey == right.maxkey and (rejected is None or right.maxkey > rejected):
+                    rejected = right.maxkey  # its starts are at most its key: rejected too
+            n.tally = (count, rejected, accepted)
+        total += root.tally[0]
     if steps is not None:
         steps[0] += visited
-    return sum(memo.get(id(r), 0) for r in roots)
+    return total
+
+
+def _fresh(tally: Any, test: Callable[[float], bool]) -> bool:
+    """Whether a node's tally holds under ``test``: it still rejects the
+    largest start rejected and accepts the smallest accepted."""
+    return tally is not None and (tally[1] is None or not test(tally[1])) and (tally[2] is None or test(tally[2]))

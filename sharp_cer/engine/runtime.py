@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import gc
 import heapq
+import itertools
 import operator
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
@@ -83,6 +84,15 @@ _MIN_STRETCH = 16
 #: Nodes a partition creates before its first cut of out-of-window branches
 #: (the default of ``Engine(cut_after=...)``).
 CUT_AFTER = 256
+#: With an ``emit`` (``Engine.process``): the matches held before they go
+#: out, at the end of an event's step; and the matches of one query at one
+#: event enumerated, ordered and put out together. An event with more
+#: (``Engine.crowded_events``) puts them out in blocks of this many, each in
+#: end order (start, then events) but not the event's whole, and one path
+#: whose events a path of another block shares with other labels is not
+#: merged with it (``selection.distinct``).
+FLUSH_AT = 1024
+EVENT_BLOCK = 10_000
 
 
 #: the walk of a query no shedder controls
@@ -234,6 +244,8 @@ class QueryGroupRunner:
                 done += 1
                 if backlog is not None:
                     backlog.done(i, spent + self.steps_here)
+                if len(out) >= FLUSH_AT and self.engine._emit is not None:
+                    self.engine.flush(out)
                 if clock.events + i + 1 >= state.next_sweep:
                     if progress is not None:
                         state.latest_time = max(state.latest_time, progress[i])
@@ -670,7 +682,8 @@ class QueryGroupRunner:
         # a strategy or LIMIT chooses among all candidates: no early stop there
         quota = engine._quota if query.strategy not in SELECT and limit is None else None
         if quota is None and shedder is None and projection.plain and not engine.debug:
-            self._out(query, cost, walk, self._plain(query, projection, walk, nodes, position), out, began, floor)
+            plain = self._plain(query, projection, walk.run(nodes), position, cost, out)
+            self._out(query, cost, walk, plain, out, began, floor)
             return
         seen: set[tuple[int, tuple[tuple[int, int], ...]]] | None = set() if engine.debug else None
         candidates: list[tuple[int, tuple[tuple[int, int], ...]]] = []
@@ -741,21 +754,59 @@ class QueryGroupRunner:
                 test, test, checks=self.checks[qid], summaries=self.summaries, prune=engine.prune, order=engine.order
             )
         projection = compiled.projections[qid]
-        self._out(query, cost, walk, self._plain(query, projection, walk, nodes, position), out, 0.0, floor)
+        plain = self._plain(query, projection, walk.run(nodes), position, cost, out)
+        self._out(query, cost, walk, plain, out, 0.0, floor)
 
     def _plain(
-        self, query: QueryPlan, projection: Projection, walk: Walk | Replay, nodes: list[Node], position: int
+        self,
+        query: QueryPlan,
+        projection: Projection,
+        paths: Iterator[tuple[Node, tuple[tuple[int, int], ...]]],
+        position: int,
+        cost: QueryCost,
+        out: list[Any],
     ) -> list[Any]:
-        """The matches of a walk where every candidate is a match and
-        nothing chooses among them: no candidate list, and ``distinct``
-        only when two share their events; for ``process_lines``, no Match
-        objects either where no two matches share their events."""
+        """The matches of a walk's ``paths`` where every candidate is a
+        match and nothing chooses among them (``_block``). With an emit, or
+        only counting, they are taken EVENT_BLOCK at a time, so one event's
+        matches never need more memory than a block: every block but the
+        last goes out (or is counted) here, the last is returned."""
+        engine = self.engine
+        if engine._emit is None and not engine.count_only:
+            return self._block(query, projection, paths, position)
+        chunk = list(itertools.islice(paths, EVENT_BLOCK))
+        while len(chunk) == EVENT_BLOCK:
+            more = list(itertools.islice(paths, EVENT_BLOCK))
+            if not more:
+                break
+            found = self._block(query, projection, chunk, position)
+            if not engine.count_only:
+                if engine.crowded_at != position:
+                    engine.crowded_events += 1
+                    engine.crowded_at = position
+                out.extend(found)
+                engine.flush(out)
+            cost.matches += len(found)
+            chunk = more
+        return self._block(query, projection, chunk, position)
+
+    def _block(
+        self,
+        query: QueryPlan,
+        projection: Projection,
+        paths: Iterable[tuple[Node, tuple[tuple[int, int], ...]]],
+        position: int,
+    ) -> list[Any]:
+        """The matches of ``paths``, every one a match: no candidate list,
+        and ``distinct`` only when two share their events; for
+        ``process_lines``, no Match objects either where no two matches
+        share their events."""
         engine = self.engine
         if engine._lines is not None and projection.every_event:
             # nor Match objects: each match's (start, positions, labels),
             # then its line from a template of its labels, unless two
             # matches share their events
-            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in walk.run(nodes)])
+            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in paths])
             if len(rows) > 1:
                 rows.sort(key=_START_EVENTS)
                 keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
@@ -766,7 +817,7 @@ class QueryGroupRunner:
             matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
         else:
             make = projection.match
-            matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in walk.run(nodes)]
+            matches = [make(bottom_node.pos, position, marks) for bottom_node, marks in paths]
         if len(matches) > 1 and len({(m.start, m.events) for m in matches}) < len(matches):
             matches = distinct(matches)
         return self._put(query, matches)
@@ -980,6 +1031,11 @@ class Engine:
         # ``process_lines``), set for the call only
         self._quota: int | None = None
         self._lines: Mapping[str, str | None] | None = None
+        self._emit: Any = None
+        #: events whose matches of one query were more than EVENT_BLOCK,
+        #: put out in blocks (with an emit: ``process``), and the latest
+        self.crowded_events = 0
+        self.crowded_at: int | None = None
         lone = skip and shedder is None  # the density and relevance tests hold
         self.compiled = [
             CompiledQueryGroup(
@@ -1007,7 +1063,9 @@ class Engine:
         """The server serving the events (``observers.server``)."""
         return self.observers.server
 
-    def process(self, batch: EventBatch, arrivals: Any = None, *, quota: int | None = None) -> list[Match]:
+    def process(
+        self, batch: EventBatch, arrivals: Any = None, *, quota: int | None = None, emit: Any = None
+    ) -> list[Match]:
         """Feed a batch (positions must keep increasing across batches) and
         return the matches its events complete, in order of their end (one
         query's matches at one end by start, then output events).
@@ -1017,6 +1075,14 @@ class Engine:
         stops, even within one event's, and so does processing; the matches
         out are true ones, the first in end order for one query group.
 
+        With ``emit`` (a function taking a list), the matches go to it as
+        they are enumerated instead of being returned (the result is
+        empty): in lists of about FLUSH_AT, each in end order and after the
+        ones before (the query groups run event by event), so memory holds
+        the live state and this buffer, not the batch's matches; an event's
+        matches of one query beyond EVENT_BLOCK go out in blocks
+        (``crowded_events``).
+
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
         >>> from sharp_cer.planner import compile_plan
@@ -1024,11 +1090,20 @@ class Engine:
         >>> engine = Engine(compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 3 EVENTS", s))]))
         >>> [(m.start, m.end) for m in engine.process(load_csv("A,1\\nA,1\\nB,1\\n", s)[0])]
         [(0, 2), (1, 2)]
+        >>> got = []
+        >>> Engine(engine.plan).process(load_csv("A,1\\nB,1\\n", s)[0], emit=got.extend), got[0].events
+        ([], (0, 1))
         """
-        return cast(list[Match], self._run(batch, arrivals, quota, None))
+        return cast(list[Match], self._run(batch, arrivals, quota, None, emit))
 
     def process_lines(
-        self, batch: EventBatch, tenants: Mapping[str, str | None], arrivals: Any = None, *, quota: int | None = None
+        self,
+        batch: EventBatch,
+        tenants: Mapping[str, str | None],
+        arrivals: Any = None,
+        *,
+        quota: int | None = None,
+        emit: Any = None,
     ) -> list[str]:
         """``process``, returning the matches' output lines
         (``Match.to_json``, each query's tenant from ``tenants``) instead of
@@ -1049,10 +1124,21 @@ class Engine:
                 f"Engine.process_lines needs a plan of one query group, found {len(self.runners)}: the matches "
                 "of several are ordered by their ends\n  hint: use Detector.feed_lines, which handles several queries"
             )
-        return cast(list[str], self._run(batch, arrivals, quota, tenants))
+        return cast(list[str], self._run(batch, arrivals, quota, tenants, emit))
+
+    def flush(self, out: list[Any]) -> None:
+        """Put the matches held in ``out`` out to the emit, if there is one (``process``)."""
+        if self._emit is not None and out:
+            self._emit(out[:])
+            out.clear()
 
     def _run(
-        self, batch: EventBatch, arrivals: Any, quota: int | None, lines: Mapping[str, str | None] | None
+        self,
+        batch: EventBatch,
+        arrivals: Any,
+        quota: int | None,
+        lines: Mapping[str, str | None] | None,
+        emit: Any = None,
     ) -> list[Any]:
         # Python's cycle collector would walk every live node, match and
         # per-event list again and again within a batch (a fourth to a third
@@ -1061,11 +1147,13 @@ class Engine:
         # paused for the batch and left as it was after.
         collecting = gc.isenabled()
         gc.disable()
-        self._quota, self._lines = quota, lines
+        self._quota, self._lines, self._emit = quota, lines, emit
         try:
-            return self._process(batch, arrivals)
+            out = self._process(batch, arrivals)
+            self.flush(out)
+            return out
         finally:
-            self._quota = self._lines = None
+            self._quota = self._lines = self._emit = None
             if collecting:
                 gc.enable()
 
@@ -1086,7 +1174,8 @@ class Engine:
         observers = self.observers
         if self.shedder is not None:
             observers.backlog = Backlog(observers.server, arrivals, units, began)
-        if observers.backlog is not None and len(self.runners) > 1:
+        if (observers.backlog is not None or self._emit is not None) and len(self.runners) > 1:
+            # event by event: one server's queue, or matches out in end order as they come
             update += self._lockstep(batch, atoms, out, units, floors)
         else:
             for runner in self.runners:

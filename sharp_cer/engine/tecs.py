@@ -41,7 +41,7 @@ class Node:
     <Output pos=5 max-start=3>
     """
 
-    __slots__ = ("kind", "label", "left", "mask", "maxkey", "maxstart", "pos", "right", "summary", "value")
+    __slots__ = ("kind", "label", "left", "mask", "maxkey", "maxstart", "pos", "right", "summary", "tally", "value")
 
     def __init__(
         self,
@@ -69,6 +69,9 @@ class Node:
         # load shedding by view clears bits, and a walk for a query never
         # enters a node without its bit (-1: every query)
         self.mask = -1
+        # counting (``enumeration.count_matches``): the node's paths in a
+        # window, with the starts that bound where that count stays valid
+        self.tally: Any = None
 
     def __repr__(self) -> str:
         name = ("Bottom", "Output", "Union")[self.kind]

@@ -212,7 +212,7 @@ def iter_csv(
             return True
         return False
 
-    progress = _Progress()
+    progress = StreamProgress()
     with _open_bytes(source, name) as data:
         layouts = {e.name: tuple(e.attributes) for e in etypes}
         # fields arrow parses exactly as the patterns do (hexadecimal refused by the reader)
@@ -292,7 +292,7 @@ def iter_jsonl(
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
     name = _source_name(source, "<jsonl text>")
-    progress = _Progress()
+    progress = StreamProgress()
     with _open_bytes(source, name) as data:
         for block, first_line in line_blocks(data, block_bytes):
             fast = _read_jsonl_block(block, name, etypes, first_line)
@@ -342,7 +342,7 @@ def iter_parquet(
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
     name = str(path)
-    progress = _Progress()
+    progress = StreamProgress()
 
     def fail(exc: Exception) -> EventsError:
         return _error(name, "cannot read the Parquet file", "a readable Parquet file", str(exc), None)
@@ -376,6 +376,7 @@ def load_pandas(
     strict: bool = False,
     allowed_lateness: int = 0,
     stream: str | None = None,
+    progress: StreamProgress | None = None,
 ) -> tuple[EventBatch, LoadReport]:
     """Load a DataFrame with a ``type`` column and attribute columns (other
     columns and the index are ignored); NA in an attribute the row's type
@@ -402,7 +403,7 @@ def load_pandas(
     if duplicated:
         raise _error(name, "duplicate columns", "one column per name", listing(duplicated), "rename the duplicates")
     columns = {str(c): _pandas_column(df[c]) for c in wanted}
-    return _judge(_read_table(columns, len(df), name, "NA"), etypes, kinds, strict, lateness)
+    return _judge(_read_table(columns, len(df), name, "NA"), etypes, kinds, strict, lateness, progress)
 
 
 def load_arrow(
@@ -412,6 +413,7 @@ def load_arrow(
     strict: bool = False,
     allowed_lateness: int = 0,
     stream: str | None = None,
+    progress: StreamProgress | None = None,
 ) -> tuple[EventBatch, LoadReport]:
     """Load a pyarrow Table with a ``type`` column and attribute columns
     (other columns are ignored). Primary times may be integers (nanoseconds),
@@ -428,7 +430,7 @@ def load_arrow(
     lateness = _check_lateness(allowed_lateness)
     name = "<arrow table>"
     raw = _read_table(_arrow_columns(table, name), table.num_rows, name, "null")
-    return _judge(raw, etypes, kinds, strict, lateness)
+    return _judge(raw, etypes, kinds, strict, lateness, progress)
 
 
 # ---------------------------------------------------------------- inputs
@@ -519,7 +521,7 @@ def _judge_block(
     kinds: dict[str, str],
     strict: bool,
     lateness: int,
-    progress: _Progress,
+    progress: StreamProgress,
 ) -> tuple[EventBatch, LoadReport]:
     return _judge(_csv_raw(block, name, etypes), etypes, kinds, strict, lateness, progress, block.skipped)
 
@@ -1045,9 +1047,10 @@ def _safe(parse: Callable[[list[str]], Any], values: list[str]) -> Any:
 
 
 @dataclass
-class _Progress:
+class StreamProgress:
     """Where a stream read in chunks stands: the next row's position and
-    the largest primary time accepted so far."""
+    the largest primary time accepted so far. ``load_pandas`` and
+    ``load_arrow`` take one to judge lateness across calls (``Detector.feed``)."""
 
     position: int = 0
     latest: int = _I64_MIN
@@ -1059,12 +1062,12 @@ def _judge(
     kinds: dict[str, str],
     strict: bool,
     lateness: int,
-    progress: _Progress | None = None,
+    progress: StreamProgress | None = None,
     skipped: int = 0,
 ) -> tuple[EventBatch, LoadReport]:
     """Find each row's first problem, split off the bad rows, build the batch
     (numbered on from ``progress``, which it advances)."""
-    progress = progress if progress is not None else _Progress()
+    progress = progress if progress is not None else StreamProgress()
     n = raw.n
     problems = dict(raw.pre)
     bad = np.zeros(n, dtype=np.bool_)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sharp_cer.errors import LanguageError, kind_of
+
 from . import ast
 from .diagnostics import (
     AggregateOverSingleEventError,
@@ -89,7 +91,18 @@ def parse_and_check(text: str, schema: Schema, name: str = "<query>", *, source:
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> parse_and_check("SELECT * WHERE A WITHIN 3 EVENTS", s).query.within
     EventWindow(count=3)
+    >>> parse_and_check(None, s, "q")
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.LanguageError: query q: expected the query's text (SELECT ...), found None
     """
+    if source is None and not isinstance(text, str):
+        raise LanguageError(f"query {name}: expected the query's text (SELECT ...), found {kind_of(text)}")
+    if not isinstance(schema, Schema):
+        raise LanguageError(
+            f"query {name}: expected a Schema to check it against, found {kind_of(schema)}\n"
+            '  hint: Schema.parse("CREATE STREAM ...") makes one of its text'
+        )
     src = source or Source(text, name)
     return check_query(parse_query(src.text, source=src), schema, src)
 

@@ -230,6 +230,15 @@ def listing(names: Iterable[str], limit: int = 12) -> str:
     return text + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun, plural unless ``n`` is one.
+
+    >>> counted(1, "query", "queries"), counted(3, "PSD cluster"), counted(0, "tenant")
+    ('1 query', '3 PSD clusters', '0 tenants')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def text_kind(text: str) -> str | None:
     """What a text looks like: a ``workload`` (TOML), a ``schema`` or a
     ``query``, judged by its first statement; None when it is none of these.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sharp_cer.errors import LanguageError, kind_of
+
 from . import ast
 from .diagnostics import SchemaError, did_you_mean, listing
 from .parser import parse_stream_declarations
@@ -45,7 +47,19 @@ class Schema:
 
     @classmethod
     def parse(cls, text: str, name: str = "<schema>", *, source: Source | None = None) -> Schema:
-        """Parse and validate ``CREATE STREAM`` declarations."""
+        """Parse and validate ``CREATE STREAM`` declarations.
+
+        >>> Schema.parse(None)
+        Traceback (most recent call last):
+        ...
+        sharp_cer.errors.LanguageError: Schema.parse takes the schema's text (CREATE STREAM ...), found None
+          hint: give the text, e.g. Schema.parse(Path("s.core").read_text())
+        """
+        if source is None and not isinstance(text, str):
+            raise LanguageError(
+                f"Schema.parse takes the schema's text (CREATE STREAM ...), found {kind_of(text)}\n"
+                '  hint: give the text, e.g. Schema.parse(Path("s.core").read_text())'
+            )
         src = source or Source(text, name)
         return cls.from_declarations(parse_stream_declarations(src.text, source=src), src)
 

@@ -31,12 +31,15 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from sharp_cer.errors import LanguageError, kind_of
 
 from .checker import CheckedQuery, parse_and_check
 from .diagnostics import (
@@ -229,28 +232,44 @@ def sheddable(checked: CheckedQuery) -> bool:
 
 
 class _Locator:
-    """Finds keys of a TOML text by line, since tomllib reports no positions."""
+    """Finds keys of a TOML text by line, since tomllib reports no positions.
+
+    The text is scanned once: which lines start inside a multi-line string,
+    which lines open a table, and each table's header lines (per name, on
+    first use), so locating every query of a large workload stays linear.
+    """
 
     def __init__(self, text: str) -> None:
         self.lines = lines_of(text)
+        # whether each line starts inside a multi-line string: the parity of
+        # the triple quotes before it (comment lines skipped: a quote inside
+        # one opens nothing)
+        self.inside: list[bool] = []
+        count = 0
+        for line in self.lines:
+            self.inside.append(count % 2 == 1)
+            if not line.lstrip().startswith("#"):
+                count += line.count('"""') + line.count("'''")
+        # the lines that open a table (a block ends at the next one)
+        self.openers = [i for i, line in enumerate(self.lines) if not self.inside[i] and _OPENER.match(line)]
+        self.headers: dict[tuple[str, bool], list[int]] = {}
+
+    def _starts(self, table: str, array: bool) -> list[int]:
+        found = self.headers.get((table, array))
+        if found is None:
+            header = re.compile(
+                r"\s*\[\[\s*" + re.escape(table) + r"\s*\]\]" if array else r"\s*\[\s*" + re.escape(table) + r"\s*\]"
+            )
+            found = self.headers[table, array] = [i for i, line in enumerate(self.lines) if header.match(line)]
+        return found
 
     def _block(self, table: str, index: int) -> tuple[int, int]:
-        header = re.compile(
-            r"\s*\[\[\s*" + re.escape(table) + r"\s*\]\]" if index >= 0 else r"\s*\[\s*" + re.escape(table) + r"\s*\]"
-        )
-        starts = [i for i, line in enumerate(self.lines) if header.match(line)]
+        starts = self._starts(table, index >= 0)
         pick = starts[index] if index >= 0 and index < len(starts) else (starts[0] if starts else -1)
         if pick < 0:
             return (0, len(self.lines))
-        end = next(
-            (
-                i
-                for i in range(pick + 1, len(self.lines))
-                if re.match(r"\s*\[", self.lines[i]) and not _inside_string(self.lines, i)
-            ),
-            len(self.lines),
-        )
-        return (pick, end)
+        after = bisect.bisect_right(self.openers, pick)
+        return (pick, self.openers[after] if after < len(self.openers) else len(self.lines))
 
     def key(self, table: str, index: int, key: str | None) -> Span:
         start, end = self._block(table, index)
@@ -316,10 +335,8 @@ def _toml_error(exc: tomllib.TOMLDecodeError, source: Source) -> WorkloadError:
     )
 
 
-def _inside_string(lines: list[str], index: int) -> bool:
-    # Comment lines are skipped: a quote inside one opens nothing.
-    count = sum(line.count('"""') + line.count("'''") for line in lines[:index] if not line.lstrip().startswith("#"))
-    return count % 2 == 1
+#: a line that opens a table: ``[name]`` or ``[[name]]``
+_OPENER = re.compile(r"\s*\[")
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -332,7 +349,19 @@ def load_workload(path: str | Path) -> Workload:
 def parse_workload(
     text: str, name: str = "<workload>", *, base: Path | None = None, path: Path | None = None
 ) -> Workload:
-    """Parse and check a workload given as TOML text."""
+    """Parse and check a workload given as TOML text.
+
+    >>> parse_workload(None)
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.LanguageError: parse_workload takes the workload's TOML text, found None
+      hint: load_workload(path) reads a workload file
+    """
+    if not isinstance(text, str):
+        raise LanguageError(
+            f"parse_workload takes the workload's TOML text, found {kind_of(text)}\n"
+            "  hint: load_workload(path) reads a workload file"
+        )
     import tomllib  # here: a match with --schema reads no TOML, and the import costs ~1.5 ms
 
     source = Source(text, name)

@@ -38,6 +38,7 @@ import networkx as nx
 from sharp_cer._extras import require
 from sharp_cer.language import ast, printer
 from sharp_cer.language.checker import conjuncts
+from sharp_cer.language.diagnostics import counted
 
 from .compile import erase_variables, group_automaton, is_cross, normal_form
 from .plan import Plan, QueryGroup
@@ -228,10 +229,11 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
     ...     "transitions_shared": 0, "transitions_separate": 0, "group_details": [],
     ...     "predicates": {"atoms": 0, "per_event_shared": 0.0, "per_event_separate": 0.0,
     ...                    "weighted_by": "event types, uniformly"}}).splitlines()[0])
-    1 queries in 0 groups (0 sharing states)
+    1 query in 0 groups (0 sharing states)
     """
     lines = [
-        f"{figures['queries']} queries in {figures['groups']} groups ({figures['shared_groups']} sharing states)",
+        f"{counted(figures['queries'], 'query', 'queries')} in {counted(figures['groups'], 'group')} "
+        f"({figures['shared_groups']} sharing states)",
         f"prefix states: {figures['states_shared']} shared, {figures['states_separate']} if run alone"
         + _ratio(figures["states_separate"], figures["states_shared"]),
         f"transitions:   {figures['transitions_shared']} shared, {figures['transitions_separate']} if run alone"
@@ -266,7 +268,7 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
     for g in details[:max_groups]:
         partition = "[" + ", ".join(g["partition_by"]) + "]" if g["partition_by"] else "-"
         lines.append(
-            f"\ngroup {g['group']}: {len(g['queries'])} queries ({', '.join(g['queries'][:6])}"
+            f"\ngroup {g['group']}: {counted(len(g['queries']), 'query', 'queries')} ({', '.join(g['queries'][:6])}"
             f"{', ...' if len(g['queries']) > 6 else ''}); partition {partition}; window {g['window']}; "
             + ("shares states" if g["shares_states"] and len(g["queries"]) > 1 else "")
             + ("runs alone: its strategy, consumption or LIMIT" if not g["shares_states"] else "")
@@ -276,7 +278,7 @@ def render(figures: Mapping[str, Any], max_groups: int = 20) -> str:
         lines.append(
             f"  prefix states {g['states_shared']} (alone {g['states_separate']}), "
             f"transitions {g['transitions_shared']} (alone {g['transitions_separate']}), "
-            f"{len(g['clusters'])} PSD clusters"
+            f"{counted(len(g['clusters']), 'PSD cluster')}"
         )
         for c in g["clusters"][:8]:
             lines.append(f"  PSD {c['psd']}: states {c['states']} -> {', '.join(c['queries'][:6])}")
@@ -390,7 +392,8 @@ def draw(plan: Plan, path: str | Path, max_states: int = 400) -> None:
     )
     shown = sum(len(g.queries) for _, g in chosen)
     axes.set_title(
-        f"shared-prefix graphs of {len(chosen)} of {len(plan.groups)} groups ({shown} queries); "
+        f"shared-prefix graphs of {len(chosen)} of {counted(len(plan.groups), 'group')} "
+        f"({counted(shown, 'query', 'queries')}); "
         "colour = PSD cluster, large = prefix state"
     )
     axes.set_axis_off()

@@ -502,9 +502,10 @@ class StreamSummary:
             f"  end-to-end latency, ms (file arrival to match emission; settings: {waits}"
             f"watermark {self.watermark_ms} ms of event time):",
         ]
+        wide = max([22, *map(len, self.end_to_end)])
         for query, figures in self.end_to_end.items():
             lines.append(
-                f"    {query:<22} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
+                f"    {query:<{wide}} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
                 f"p99 {figures['p99']:>8,.0f}  max {figures['max']:>8,.0f}"
             )
         if self.skipped:

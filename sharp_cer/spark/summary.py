@@ -106,12 +106,15 @@ class Summary:
         """A table per query and a line per tenant."""
         dead = sum(self.dead_letters.values())
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.dead_letters.items()))
+        # columns as wide as the longest name, so they stay aligned
+        wide = max([22, *(len(q.name) for q in self.queries)])
+        tenant_wide = max([18, *(len(q.tenant) for q in self.queries)])
         lines = [
             f"{self.workload}: {self.rows:,} rows, {self.rows - dead:,} events, {dead:,} dead-lettered"
             + (f" ({kinds})" if kinds else "")
             + f"; {self.engines:,} engines (lane x key group)"
             + (f"; shedder {self.shedder}, {self.events_shed:,} events shed" if self.shedder else ""),
-            f"  {'query':<22} {'tenant':<18} {'matches':>9} {'p50':>7} {'p99':>8} {'max':>9} "
+            f"  {'query':<{wide}} {'tenant':<{tenant_wide}} {'matches':>9} {'p50':>7} {'p99':>8} {'max':>9} "
             f"{'ms mean / p50 / p99 / max':<30} {'bound':>18} {'over':>7} cut: events / PMs / enumerations",
         ]
         for q in self.queries:
@@ -119,7 +122,8 @@ class Summary:
             ms = " / ".join(f"{q.latency_ms[k]:.2f}" for k in ("mean", "p50", "p99", "max")) if q.latency_ms else "-"
             cuts = " / ".join(f"{q.cuts.get(k, 0):,}" for k in CUTS)
             lines.append(
-                f"  {q.name:<22} {q.tenant:<18} {q.matches:>9,} {q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f} "
+                f"  {q.name:<{wide}} {q.tenant:<{tenant_wide}} {q.matches:>9,} "
+                f"{q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f} "
                 f"{ms:<30} {q.bound:>18} {over:>7} {cuts}"
             )
         lines.append(
