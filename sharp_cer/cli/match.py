@@ -229,12 +229,12 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     try:
         check_out(options.out, options.format)
         given = [options.events, options.workload, options.schema, *options.queries]
-        check_outputs(
-            given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
-        )
         letters_problem = _letters_problem(options)
         if letters_problem is not None:
             raise SurfaceError(letters_problem)
+        check_outputs(
+            given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
+        )
         inputs = _inputs(options)
         sketch = shed.sketch_problem(inputs.schema)
         if sketch is not None:
