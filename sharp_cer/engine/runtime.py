@@ -42,6 +42,7 @@ from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
 from . import density
+from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
 from .enumeration import EnumerationOrder, Walk, always, count_matches
@@ -735,7 +736,7 @@ class QueryGroupRunner:
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(found))
-        if not engine.count_only:
+        if not engine.count_only or query.trailing is not None:  # alerts are counted after the absence
             out.extend(found)
             if engine._quota is not None:
                 engine._quota -= len(found)
@@ -927,6 +928,7 @@ class Engine:
             for k in range(len(plan.groups))
         ]
         self.runners = [QueryGroupRunner(self, c) for c in self.compiled]
+        self.absences = TrailingAbsences.of(plan, allowed_lateness)
         if self.observers.queue is not None and shedder is not None:
             self.observers.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
@@ -1000,6 +1002,11 @@ class Engine:
         # paused for the batch and left as it was after.
         collecting = gc.isenabled()
         gc.disable()
+        if lines is not None and self.absences is not None:
+            # alerts are decided after enumeration, on Match objects
+            tenants = lines
+            found = self._run(batch, arrivals, quota, None)
+            return [replace(m, tenant=tenants.get(m.query)).to_json() for m in found]
         self._quota, self._lines = quota, lines
         try:
             return self._process(batch, arrivals)
@@ -1035,11 +1042,39 @@ class Engine:
         observers.backlog = None
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
+        if self.absences is not None:
+            out = self._trailing(batch, out)
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
             self._serve(arrivals, units, began)
         return out
+
+    def _trailing(self, batch: EventBatch, out: list[Match]) -> list[Match]:
+        """The batch's matches with p's matches of trailing absences replaced
+        by the alerts the batch's events decide (``engine.absence``), in the
+        order they come out: an alert at the event that moved time past its
+        deadline, after the matches ending there."""
+        assert self.absences is not None
+        errors = self.absences.domain_errors()
+        alerts = self.absences.step(batch, out, self.clock.per_query)
+        self.domain_errors += self.absences.domain_errors() - errors
+        if self.count_only or not alerts:
+            return out
+        rows = np.searchsorted(batch.positions, [m.end for m in out]).tolist() if out else []
+        merged = [(row, 0, i, m) for i, (row, m) in enumerate(zip(rows, out, strict=True))]
+        merged += [(row, 1, i, m) for i, (row, m) in enumerate(alerts)]
+        merged.sort(key=lambda entry: entry[:3])
+        return [m for *_, m in merged]
+
+    def advance(self, time: int) -> list[Match]:
+        """Move event time to ``time`` (a primary time, ns) with no event and
+        return the trailing absences' alerts whose deadline it passes (see
+        ``engine.absence``; none without trailing absences)."""
+        if self.absences is None:
+            return []
+        found = self.absences.advance(time, self.clock.per_query)
+        return [] if self.count_only else found
 
     def _lockstep(
         self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]
@@ -1131,7 +1166,10 @@ class Engine:
         >>> _ = engine.process(load_csv("B,1\\nA,1\\nB,1\\n", s)[0]); engine.oldest_position()  # the A at 1
         1
         """
-        return min((r.oldest_position() for r in self.runners), default=_INF)
+        oldest = min((r.oldest_position() for r in self.runners), default=_INF)
+        if self.absences is not None:
+            oldest = min(oldest, self.absences.oldest_position())
+        return oldest
 
     def partitions(self) -> int:
         """Partition instances alive now, over all query groups (see ``sweep``)."""
@@ -1171,6 +1209,8 @@ class Engine:
             "events_skipped": sum(r.state.skipped for r in self.runners),
             "scalar_rows": self._bits.scalar_rows if self._bits else 0,
             "events_shed": sum(r.state.input_shed for r in self.runners),
+            # per query with a trailing absence: alerts whose deadline event time has not passed
+            "pending_absences": self.absences.pending() if self.absences is not None else {},
         }
 
     # ------------------------------------------------------------ state
@@ -1192,6 +1232,7 @@ class Engine:
             "server": (server.free if server.capacity is not None else None, server.units, server.busy),
             "late_window_values": self.late_window_values,
             "domain_errors": self.domain_errors + (self._bits.domain_errors if self._bits else 0),
+            "absences": self.absences.state() if self.absences is not None else None,
         }
         groups = tuple(r.state.snapshot(r.det) for r in self.runners)
         return EngineSnapshot(FORMAT_VERSION, plan_fingerprint(self.plan), groups, engine)
@@ -1215,6 +1256,8 @@ class Engine:
             self.server.free = free
         self.late_window_values = saved["late_window_values"]
         self.domain_errors = saved["domain_errors"] - (self._bits.domain_errors if self._bits else 0)
+        if self.absences is not None and saved.get("absences") is not None:
+            self.absences.restore(copy.deepcopy(saved["absences"]))
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:

@@ -198,6 +198,12 @@ class _ToAst:
         stream, name, span = children[0]
         return ast.EventType(name, stream, span=span)
 
+    def filtered_event(self, span: Span | None, children: list[Any]) -> ast.Filter:
+        # ``F[cond]`` inside NOT/ABSENT is ``F FILTER F[cond]``, the same tree
+        stream, name, ref_span = children[0]
+        event = ast.EventType(name, stream, span=ref_span)
+        return ast.Filter(event, ast.VariableFilter(name, children[1], span=span), span=span)
+
     def bind(self, span: Span | None, children: list[Any]) -> ast.Bind:
         return ast.Bind(children[0], children[1], span=span)
 
