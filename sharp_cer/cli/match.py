@@ -39,6 +39,7 @@ class MatchOptions:
     count: bool = False
     out: str | None = None
     allowed_lateness: int | None = None
+    with_events: bool = False
 
     def problem(self) -> str | None:
         """What is inconsistent, if anything."""
@@ -50,6 +51,8 @@ class MatchOptions:
             return "a workload sets its own allowed_lateness: drop --allowed-lateness, or edit the workload"
         if self.count and self.out is not None:
             return "--count prints counts: drop --out, or drop --count to write the matches"
+        if self.with_events and (self.count or self.engine == "reference"):
+            return "--with-events writes matches with their events: drop --count and --engine reference"
         return None
 
 
@@ -94,6 +97,12 @@ def add_parser(sub: Any) -> None:
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
     )
+    run_match.add_argument(
+        "--with-events",
+        action="store_true",
+        help="write each match with its events' attributes grouped by variable, each event once "
+        "(JSON lines: an 'attributes' object; CSV and Parquet: one row per event)",
+    )
     add_latency_arguments(run_match)
     run_match.add_argument(
         "--shedder", choices=sorted(SHEDDER_NAMES), default="sharp", help="how to shed load (default: sharp)"
@@ -135,6 +144,7 @@ def options(args: argparse.Namespace) -> MatchCommand:
         count=args.count,
         out=args.out,
         allowed_lateness=args.allowed_lateness,
+        with_events=args.with_events,
     )
     return MatchCommand(asked, shed)
 
@@ -184,7 +194,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     (see ``ShedOptions``); a fraction bound reads the events twice.
     """
     from ..events.batch import LoadTally
-    from ..sinks import check_out, open_sink
+    from ..sinks import check_out
 
     shed = shed or ShedOptions()
     problem = options.problem() or shed.problem(options.count, options.engine)
@@ -196,7 +206,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         inputs = _inputs(options)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
         tally = LoadTally(options.events)
-        with open_sink(options.out, out) if not options.count else _no_sink() as sink:
+        with _sink(options, inputs, out) as sink:
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
             else:
@@ -220,6 +230,22 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     return EXIT_OK
 
 
+def _sink(options: MatchOptions, inputs: _Inputs, out: TextIO) -> Any:
+    """Where the matches go: nowhere (``--count``), alerts with their events
+    (``--with-events``), or matches."""
+    from ..sinks import AlertSink, open_sink
+
+    if options.count:
+        return _no_sink()
+    if options.with_events:
+        kinds: dict[str, str] = {}
+        for event in inputs.schema.event_types():
+            for name, kind in event.attributes.items():
+                kinds[name] = kind if kinds.get(name, kind) == kind else ""
+        return AlertSink(options.out, out, kinds)
+    return open_sink(options.out, out)
+
+
 def _inputs(options: MatchOptions) -> _Inputs:
     """The workload's queries, schema and lateness, or the query files' over the schema."""
     if options.workload is not None:
@@ -239,12 +265,14 @@ def _by_reference(options: MatchOptions, inputs: _Inputs, chunks: Iterator[Any],
 
     batch, report = collect(chunks, options.events)
     tally.add(report)
-    result = evaluate(inputs.queries, batch)
+    result = evaluate(inputs.queries, batch, allowed_lateness=inputs.lateness)
     tenants = tenants_of(inputs.workload)
-    found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
+    found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline) for m in result.matches]
     if not options.count:
         sink.write(inputs.to_write(found, options.limit, ordered=False))
     footer = f"conditions out of their math domain: {result.domain_errors}"
+    if result.pending:
+        footer += f"; trailing absences still pending at the end of the input: {_pending(result.pending)}"
     return _Outcome({name: len(result.per_query[name]) for name, _ in inputs.queries}, footer)
 
 
@@ -279,6 +307,7 @@ def _by_engine(
     judged = builder.judged_bounds(reference_ms)
     detector = Detector.from_builder(
         builder,
+        with_events=options.with_events,
         reference_ms=reference_ms,
         shed_config=config,
         record_latency=shed.stats is not None or shed.bounded or judges(judged, shed),
@@ -295,7 +324,7 @@ def _write(
     """Feed the chunks and write their matches in order, up to the limit; the matches the limit has left."""
     left = options.limit
     # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
-    as_lines = sink.lines and len(inputs.queries) == 1 and not options.count
+    as_lines = not options.with_events and sink.lines and len(inputs.queries) == 1 and not options.count
     for batch, report in chunks:
         if left is not None and left <= 0 and not options.count:
             break
@@ -306,7 +335,10 @@ def _write(
         chunk = inputs.to_write(chunk, left, ordered=len(inputs.queries) == 1)
         if left is not None:
             left -= len(chunk)
-        (sink.write_lines if as_lines else sink.write)(chunk)
+        if options.with_events:
+            sink.write(detector.alerts(chunk), detector.flat_alerts(chunk))
+        else:
+            (sink.write_lines if as_lines else sink.write)(chunk)
     return left
 
 
@@ -328,7 +360,14 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         Path(shed.stats).write_text(json.dumps(shed_stats(detector, shed), indent=2))
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
+    if stats["pending_absences"]:
+        footer += f"; trailing absences still pending at the end of the input: {_pending(stats['pending_absences'])}"
     return _Outcome(detector.counts, footer, summary)
+
+
+def _pending(pending: dict[str, int]) -> str:
+    """``q1: 3, q2: 0``: alerts whose deadline event time had not passed."""
+    return ", ".join(f"{name}: {n}" for name, n in pending.items())
 
 
 def _no_sink() -> Any:
