@@ -127,12 +127,11 @@ class AlertSink:
     gives it one type, else as text).
 
     >>> import io
-    >>> from sharp_cer.events.match import Match
     >>> out = io.StringIO()
     >>> with AlertSink(None, out, {"x": "int"}) as sink:
     ...     sink.write([{"query": "q", "start": 0, "attributes": {"a": [{"type": "A", "position": 0, "x": 1}]}}], [])
     >>> out.getvalue()
-    '{"query": "q", "start": 0, "attributes": {"a": [{"type": "A", "position": 0, "x": 1}]}}\n'
+    '{"query": "q", "start": 0, "attributes": {"a": [{"type": "A", "position": 0, "x": 1}]}}\\n'
     """
 
     def __init__(self, path: str | None, stream: TextIO, attributes: dict[str, str]) -> None:

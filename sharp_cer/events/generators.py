@@ -463,9 +463,18 @@ def heartbeats(n: int, seed: int = 0) -> pd.DataFrame:
     >>> sorted(df["type"].unique()), list(df.columns)
     (['ACK', 'CMD', 'HB'], ['type', 'device', 'site', 'mode', 't', 'cmd'])
     """
-    rng = np.random.default_rng(seed)
+    # about 40 events a second: long enough for n events, doubled until it is
+    duration = max(20.0, 1.2 * n / 40) * _SEC
+    while True:
+        rows = _fleet(np.random.default_rng(seed), duration)
+        if len(rows) >= n:
+            return _finish(_SCHEMAS["heartbeats"], [_records(rows)], n)
+        duration *= 2
+
+
+def _fleet(rng: np.random.Generator, duration: float) -> list[dict[str, Any]]:
+    """The fleet's events over ``duration`` ns (see ``heartbeats``), unsorted."""
     devices = 300
-    duration = 1.1 * max(1, n) / (devices / 10 + devices / 60 * 2) * _SEC  # a little longer than n events take
     rows: list[dict[str, Any]] = []
     for d in range(devices):
         name, site = f"dev-{d:03d}", ("north", "south", "east")[d % 3]
@@ -499,7 +508,7 @@ def heartbeats(n: int, seed: int = 0) -> pd.DataFrame:
                 delay = rng.uniform(1, 2) * _SEC if fate < 2 / 30 else rng.uniform(0.02, 0.3) * _SEC
                 rows.append({"type": "ACK", "device": name, "cmd": cmd, "t": _T0 + int(t + delay)})
             t += rng.uniform(40, 80) * _SEC
-    return _finish(_SCHEMAS["heartbeats"], [_records(rows)], n)
+    return rows
 
 
 GENERATORS: dict[str, Callable[[int, int], pd.DataFrame]] = {
@@ -520,7 +529,7 @@ def generate(name: str, n: int, seed: int = 0) -> pd.DataFrame:
     >>> generate("taxis", 5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, iot_sensors, ...
+    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, heartbeats, ...
     """
     if name not in GENERATORS:
         raise EventsError(f"unknown generator {name!r}; known generators: {', '.join(sorted(GENERATORS))}")
