@@ -221,6 +221,18 @@ class Detector:
             self.matches.extend(found)
         return found
 
+    def advance(self, time: int) -> list[Match]:
+        """Move event time to ``time`` (a primary time, ns) without an event
+        and return the trailing absences' alerts whose deadline it passes
+        (``Engine.advance``), with their tenants, as ``feed`` does."""
+        found = self.engine.advance(time)
+        if self.tenants:
+            tenants = self.tenants
+            found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline) for m in found]
+        if not self.engine.count_only:
+            self.matches.extend(found)
+        return found
+
     def feed_lines(
         self, events: EventBatch | pd.DataFrame | pa.Table, *, arrivals: Any = None, quota: int | None = None
     ) -> list[str]:

@@ -306,13 +306,15 @@ def test_trailing_absence_on_spark_equals_in_process(spark: Any) -> None:
     workload = parse_workload(WITH_SILENCE)
     frame = hand_made_events(600, 3)
     found = Detector.from_workload(workload).feed(frame)
-    truth = Counter((m.query, m.start, m.end, m.events, m.deadline) for m in found if m.query == "silent_after_a")
+    truth = Counter(
+        (m.tenant, m.query, m.start, m.end, m.events, m.deadline) for m in found if m.query == "silent_after_a"
+    )
     detection = run_detection(spark.createDataFrame(frame), workload, spark=spark, key_groups=3)
     try:
         rows = detection.matches.where("query = 'silent_after_a'").collect()
     finally:
         detection.close()
-    got = Counter((r["query"], r["start"], r["end"], tuple(r["events"]), r["deadline"]) for r in rows)
+    got = Counter((r["tenant"], r["query"], r["start"], r["end"], tuple(r["events"]), r["deadline"]) for r in rows)
     assert sum(truth.values()) > 0 and got == truth
 
 

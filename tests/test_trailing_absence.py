@@ -171,3 +171,21 @@ def test_trailing_absence_needs_a_time_window(text: str, found: str) -> None:
     assert "needs a time window" in str(error) and error.found == found
     assert error.span is not None and error.span.column == text.index("ABSENT") + 1
     assert "^^^" in str(error)
+
+
+def test_a_detector_moves_event_time_without_an_event_and_keeps_tenants() -> None:
+    # how a part of the stream run alone (Spark's key group) learns the stream's time at its end
+    import pandas as pd
+
+    from sharp_cer.api import Detector
+
+    detector = Detector.from_queries(
+        [("silent", "SELECT * WHERE HB ; ABSENT(HB) PARTITION BY [dev] WITHIN 1 SECONDS")],
+        HEARTBEATS,
+        tenants={"silent": "acme"},
+    )
+    assert detector.feed(pd.DataFrame({"type": ["HB"], "dev": [1], "t": [0]})) == []
+    assert detector.advance(SECOND) == []  # not past the deadline (1 s) yet
+    (alert,) = detector.advance(SECOND + 1)
+    assert (alert.tenant, alert.start, alert.deadline) == ("acme", 0, SECOND)
+    assert detector.stats()["pending_absences"] == {"silent": 0}

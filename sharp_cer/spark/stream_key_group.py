@@ -154,7 +154,7 @@ class KeyGroupStream(KeyGroupRun):
         timer, or the end of the stream) and return the trailing absences'
         alerts it fires, with the counters that changed."""
         assert self.detector is not None
-        found = self.detector.engine.advance(time_ns)
+        found = self.detector.advance(time_ns)
         stats = self._statistics(self.detector)
         self.detector.engine.observers.fresh()
         self.match_bins.clear()
