@@ -11,7 +11,7 @@
 >>> detector.events_of(detector.matches[0])
 {'BUY': [{'type': 'BUY', 'position': 0, 'id': 1}], 'SELL': [{'type': 'SELL', 'position': 1, 'id': 2}]}
 >>> matches_to_arrow(detector.matches).column_names
-['query', 'tenant', 'start', 'end', 'events', 'vars']
+['query', 'tenant', 'start', 'end', 'events', 'vars', 'deadline']
 """
 
 from __future__ import annotations
@@ -101,8 +101,10 @@ class Detector:
         pace: Pace | None = None,
         tenants: Mapping[str, str] | None = None,
         bounds: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
+        with_events: bool = False,
     ) -> None:
         self.plan = plan
+        self.with_events = with_events
         self.schema = schema
         self.strict = strict
         self.allowed_lateness = allowed_lateness
@@ -253,10 +255,21 @@ class Detector:
             self.matches.extend(found)
         return found
 
+    def advance(self, time: int) -> list[Match]:
+        """Move event time to ``time`` (a primary time, ns) without an event
+        and return the trailing absences' alerts whose deadline it passes
+        (``Engine.advance``), with their tenants, as ``feed`` does."""
+        found = self.engine.advance(time)
+        if self.tenants:
+            found = self._tenanted(found)
+        if not self.engine.count_only:
+            self.matches.extend(found)
+        return found
+
     def _tenanted(self, found: list[Match]) -> list[Match]:
         """The matches with their queries' tenants."""
         tenants = self.tenants
-        return [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in found]
+        return [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline) for m in found]
 
     def _with_tenants(self, emit: Callable[[list[Match]], Any]) -> Callable[[list[Match]], Any]:
         """``emit``, given the matches with their tenants."""
@@ -332,7 +345,7 @@ class Detector:
             self._last_position = int(batch.positions[-1])
             self._next_position = max(self._next_position, self._last_position + 1)
         if not self.history:
-            self._batches.clear()
+            self._forget()
             self.matches = []
         self._batches.append(batch)
         parts = [(batch, arrivals)] if arrivals is not None else self._arrivals(batch)
@@ -353,6 +366,69 @@ class Detector:
             else:
                 found.extend(engine.process_lines(part, tenants, at, quota=left, emit=emit))
         return found
+
+    def _forget(self) -> None:
+        """Drop the feeds no later match can read: all of them, or with
+        ``with_events`` those before the oldest event a live partial match
+        (or a pending trailing absence) holds, so that ``alerts`` and
+        ``events_of`` find every event of the next feed's matches."""
+        if not self.with_events:
+            self._batches.clear()
+            return
+        oldest = self.engine.oldest_position()
+        while self._batches and (not len(self._batches[0]) or int(self._batches[0].positions[-1]) < oldest):
+            self._batches.pop(0)
+
+    def alerts(self, matches: Sequence[Match]) -> list[dict[str, Any]]:
+        """The matches with their events' attributes grouped by variable,
+        each event once (``events.alerts.record``), for matches of the latest
+        feed (a detector made with ``with_events=True`` keeps the earlier
+        events they need).
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+        >>> d = Detector.from_queries([("q", "SELECT * WHERE A AS a ; B WITHIN 5 EVENTS")], s, with_events=True)
+        >>> import pandas as pd
+        >>> _ = d.feed(pd.DataFrame({"type": ["A"], "x": [1]}))
+        >>> d.alerts(d.feed(pd.DataFrame({"type": ["B"], "x": [2]})))[0]["attributes"]
+        {'B': [{'type': 'B', 'position': 1, 'x': 2}], 'a': [{'type': 'A', 'position': 0, 'x': 1}]}
+        """
+        from sharp_cer.events.alerts import by_variable, record
+
+        types = {e.name for e in self.schema.event_types()}
+        return [record(m, by_variable(m, self._rows(m), types)) for m in matches]
+
+    def flat_alerts(self, matches: Sequence[Match]) -> list[dict[str, Any]]:
+        """``alerts`` in the flat form: one row per event (``events.alerts.flat``;
+        one column per attribute of the schema)."""
+        from sharp_cer.events.alerts import by_variable, flat
+
+        types = {e.name for e in self.schema.event_types()}
+        names = self.attribute_names()
+        return [row for m in matches for row in flat(m, by_variable(m, self._rows(m), types), names)]
+
+    def attribute_names(self) -> tuple[str, ...]:
+        """Every attribute name of the schema, each once, in declaration order."""
+        return tuple(dict.fromkeys(a for e in self.schema.event_types() for a in e.attributes))
+
+    def _rows(self, match: Match) -> dict[int, dict[str, Any]]:
+        """The events of a match by position, from the feeds kept."""
+        wanted = sorted({p for positions in match.vars.values() for p in positions})
+        rows: dict[int, dict[str, Any]] = {}
+        for batch in self._batches:
+            if not len(batch) or not wanted or wanted[-1] < batch.positions[0] or wanted[0] > batch.positions[-1]:
+                continue
+            for i in np.flatnonzero(np.isin(batch.positions, wanted)).tolist():
+                row = batch.row(i)
+                rows[row["position"]] = {"type": row["type"], "position": row["position"], **row["attributes"]}
+        missing = [p for p in wanted if p not in rows]
+        if missing:
+            raise SurfaceError(
+                f"the match of {match.query} ending at {match.end} has events from an earlier feed "
+                f"(position {missing[0]}) that this detector no longer keeps\n"
+                "  hint: create the Detector with with_events=True (it keeps the events live matches may need) "
+                "and ask for the alerts of each feed's matches before the next feed"
+            )
+        return rows
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
         """The batch with its events' arrivals (None: now, live), in the
@@ -473,6 +549,8 @@ MATCH_SCHEMA = pa.schema(
         ("end", pa.int64()),
         ("events", pa.list_(pa.int64())),
         ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
+        # a trailing absence's alert: the event time it fired at (ns); null for every other match
+        ("deadline", pa.int64()),
     ]
 )
 
@@ -481,7 +559,7 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
     """Matches as an Arrow table with :data:`MATCH_SCHEMA`.
 
     >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
-    [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])]}]
+    [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])], 'deadline': None}]
     """
     if isinstance(matches, Match) or not isinstance(matches, Sequence | Iterable) or isinstance(matches, str):
         raise SurfaceError(f"matches_to_arrow takes a list of Match, found {kind_of(matches)}")
@@ -500,6 +578,7 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
             "end": [m.end for m in matches],
             "events": [list(m.events) for m in matches],
             "vars": [[(k, list(v)) for k, v in sorted(m.vars.items())] for m in matches],
+            "deadline": [m.deadline for m in matches],
         },
         schema=MATCH_SCHEMA,
     )

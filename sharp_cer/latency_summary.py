@@ -38,6 +38,7 @@ def query_summaries(
     or None."""
     report = shedder.report() if shedder is not None else {}
     per_query = engine.clock.per_query
+    pending = engine.absences.pending() if engine.absences is not None else {}
     out: dict[str, dict[str, Any]] = {}
     for query in engine.plan.queries:
         name = query.name
@@ -55,6 +56,9 @@ def query_summaries(
                 "enumerations_cut_short": per_query[name].truncated if name in per_query else 0,
             },
         }
+        if query.trailing is not None:
+            # alerts of a trailing absence whose deadline event time has not passed yet
+            row["pending_absences"] = pending.get(name, 0)
         if tenants is not None:
             row["tenant"] = tenants.get(name)
         if engine.queue is not None:

@@ -65,6 +65,24 @@ The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
 13. **Projection.** ``*``: all output positions; ``NONE``: none;
     ``x, y[attrs]``: the positions those variables hold. ``vars`` lists the
     selected variables (all variables holding events for ``*`` and NONE).
+14. **Trailing absence** ``p ; ABSENT(F) WITHIN d`` (a time window; the
+    absence ends the whole pattern, under any FILTERs around it). Take the
+    matches of the query with pattern p, selecting ``*`` (rules 1-12: the
+    window, strategy, LIMIT and CONSUME BY act on p's matches). A match m of
+    p, with first event at time t0, has the *deadline* ``D = t0 + d``. Event
+    time is the largest primary time of the events read so far, minus the
+    allowed lateness: every input event with a primary time moves it,
+    whatever its type, partition or stream. m is an alert when (a) no event
+    of m's substream after m's end, with time at most D, satisfies F (its
+    conditions read F's event under its type's name and m's variables, which
+    may name p's events: ``ABSENT(LOGOUT[user = l.user])``), and (b) event
+    time passes D (rises above it) at some event of the input: the alert is
+    output there, with m's start, end and events projected (rule 13, then
+    rule 10) and its ``deadline`` D. A match for which (a) holds and (b) not
+    yet is *pending*: at the end of a finite input it is counted
+    (``ReferenceResult.pending``), not output. An event accepted after event
+    time passed D cannot be at most D (it would be late), so (a) is decided
+    by then.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> schema = Schema.parse("CREATE STREAM S { EVENT BUY { p:int }, EVENT SELL { p:int } }")
@@ -76,6 +94,7 @@ The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -86,6 +105,7 @@ from .events.batch import EventBatch
 from .events.match import Match
 from .language import ast
 from .language.checker import AGGREGATES, CheckedQuery, conjuncts, has_aggregate, referenced_variables
+from .language.trailing import absent_event, split
 
 Event = Mapping[str, Any]
 # A valuation over a substream: local indices (start, end, output indices,
@@ -106,11 +126,19 @@ class ReferenceResult:
     matches: list[Match]
     domain_errors: int = 0
     per_query: dict[str, list[Match]] = field(default_factory=dict)
+    #: per query with a trailing absence: alerts whose deadline event time has not passed (rule 14)
+    pending: dict[str, int] = field(default_factory=dict)
 
 
-def evaluate(queries: Sequence[tuple[str, CheckedQuery]], events: EventBatch | Iterable[Event]) -> ReferenceResult:
+def evaluate(
+    queries: Sequence[tuple[str, CheckedQuery]],
+    events: EventBatch | Iterable[Event],
+    *,
+    allowed_lateness: int = 0,
+) -> ReferenceResult:
     """Evaluate named checked queries over a loaded batch, or over dicts with
-    ``type``, the attributes, and optionally ``position`` (default: the index)."""
+    ``type``, the attributes, and optionally ``position`` (default: the index).
+    ``allowed_lateness`` (nanoseconds) holds event time back (rule 14)."""
     if isinstance(events, EventBatch):
         rows = []
         for i in range(len(events)):
@@ -122,7 +150,7 @@ def evaluate(queries: Sequence[tuple[str, CheckedQuery]], events: EventBatch | I
             row.setdefault("position", i)
     result = ReferenceResult([])
     for name, checked in queries:
-        found = _Query(name, checked, rows, result).run()
+        found = _Query(name, checked, rows, result, allowed_lateness).run()
         result.per_query[name] = found
         result.matches.extend(found)
     return result
@@ -136,11 +164,19 @@ def _vars_union(a: _Vars, b: _Vars) -> _Vars:
 
 
 class _Query:
-    def __init__(self, name: str, checked: CheckedQuery, rows: list[dict[str, Any]], result: ReferenceResult) -> None:
+    def __init__(
+        self, name: str, checked: CheckedQuery, rows: list[dict[str, Any]], result: ReferenceResult, lateness: int = 0
+    ) -> None:
         self.name = name
         self.checked = checked
         self.query = checked.query
         self.result = result
+        self.lateness = lateness
+        self.all_rows = rows
+        prefix, self.absence = split(self.query.pattern)
+        if self.absence is not None:
+            # rule 14: p's matches, selecting *; the absence and the projection come after
+            self.query = dataclasses.replace(self.query, pattern=prefix, selection=ast.SelectAll())
         scope = self.query.streams or tuple(checked.schema.streams)
         visible = {e.name for e in checked.schema.event_types(scope)}
         self.rows = [r for r in rows if r["type"] in visible]
@@ -183,7 +219,78 @@ class _Query:
             if q.limit is not None:
                 matches = matches[: q.limit]
             out.extend(sorted(matches))
+        if self.absence is not None:
+            return self._trailing(out, substreams)
         return out
+
+    # ------------------------------------------------------------ trailing absence (rule 14)
+    def _time(self, row: dict[str, Any]) -> int | None:
+        attribute = self.time_attribute.get(row["type"], "")
+        return row.get(attribute) if attribute else None
+
+    def _trailing(self, found: list[Match], substreams: dict[Any, list[dict[str, Any]]]) -> list[Match]:
+        assert self.absence is not None and isinstance(self.query.within, ast.TimeWindow)
+        d = self.query.within.nanoseconds
+        by_position = {r["position"]: r for r in self.all_rows}
+        # event time after each input event: (position, watermark), in input order
+        clock: list[tuple[int, float]] = []
+        highest = -math.inf
+        for row in self.all_rows:
+            t = self._time(row)
+            if t is not None:
+                highest = max(highest, t)
+            clock.append((row["position"], highest - self.lateness))
+        event, conditions = absent_event(self.absence)
+        alerts: list[tuple[int, Match]] = []
+        pending: set[tuple[int, int, tuple[int, ...]]] = set()
+        for m in found:
+            first = by_position[m.start]
+            deadline = int(self._time(first)) + d  # type: ignore[arg-type]
+            sub = substreams[self._partition_key(first)]
+            index = {r["position"]: i for i, r in enumerate(sub)}
+            binding = {k: [index[p] for p in v] for k, v in m.vars.items()}
+            self.sub = sub
+            killed = False
+            for i in range(index[m.end] + 1, len(sub)):
+                row = sub[i]
+                t = self._time(row)
+                if row["type"] != event.name or t is None or t > deadline:
+                    continue
+                # F's event under its type's name, beside m's variables (rule 14)
+                held = {k: frozenset(s) for k, s in binding.items()}
+                held[event.name] = frozenset({i})
+                v: _Valuation = (i, i, frozenset({i}), tuple(sorted(held.items())))
+                if all(self._holds(c, v) for c in conditions):
+                    killed = True
+                    break
+            if killed:
+                continue
+            fired = next((p for p, now in clock if now > deadline), None)
+            projected = self._project(m, deadline)
+            if fired is None:
+                pending.add((projected.start, projected.end, projected.events))
+            else:
+                alerts.append((fired, projected))
+        best: dict[tuple[int, int, tuple[int, ...]], tuple[int, Match]] = {}
+        for fired, a in alerts:
+            k = (a.start, a.end, a.events)
+            if k not in best or sorted(a.vars.items()) < sorted(best[k][1].vars.items()):
+                best[k] = (fired, a)
+        self.result.pending[self.name] = len(pending)
+        return [a for _, a in sorted(best.values(), key=lambda fa: (fa[0], fa[1]))]
+
+    def _project(self, m: Match, deadline: int) -> Match:
+        """Rule 13 on a match of p selected with ``*``."""
+        selection = self.checked.query.selection
+        if isinstance(selection, ast.SelectAll):
+            events, shown = m.events, m.vars
+        elif isinstance(selection, ast.SelectNone):
+            events, shown = (), m.vars
+        else:
+            names = [p.variable for p in selection]
+            shown = {k: m.vars[k] for k in names if k in m.vars}
+            events = tuple(sorted({p for k in shown for p in shown[k]}))
+        return Match(self.name, m.start, m.end, events, shown, deadline=deadline)
 
     def _partition_key(self, row: dict[str, Any]) -> Any:
         """The row's values of the key's attributes (rule 7); None: no substream."""

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from .errors import SurfaceError
+from .events.alerts import FLAT_HEAD
 from .events.match import Match
 
 #: the suffixes ``--out`` takes
@@ -76,7 +77,7 @@ class _CsvSink(_FileSink):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.rows = csv.writer(self.stream)
-        self.rows.writerow(["query", "tenant", "start", "end", "events", "vars"])
+        self.rows.writerow(["query", "tenant", "start", "end", "events", "vars", "deadline"])
 
     def write(self, matches: Sequence[Match]) -> None:
         self.rows.writerows(
@@ -87,6 +88,7 @@ class _CsvSink(_FileSink):
                 m.end,
                 json.dumps(list(m.events)),
                 json.dumps({k: list(v) for k, v in sorted(m.vars.items())}),
+                m.deadline if m.deadline is not None else "",
             ]
             for m in matches
         )
@@ -115,6 +117,92 @@ class _ParquetSink(MatchSink):
 
     def close(self) -> None:
         self.file.close()
+
+
+class AlertSink:
+    """Alerts (``events.alerts``): JSON Lines of ``record``s on a stream or a
+    ``.jsonl`` file; CSV and Parquet take the flat form, one row per event
+    (``FLAT_HEAD``, then one column per attribute of the schema: in CSV
+    as text, in Parquet typed when every event type declaring the attribute
+    gives it one type, else as text).
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with AlertSink(None, out, {"x": "int"}) as sink:
+    ...     sink.write([{"query": "q", "start": 0, "attributes": {"a": [{"type": "A", "position": 0, "x": 1}]}}], [])
+    >>> out.getvalue()
+    '{"query": "q", "start": 0, "attributes": {"a": [{"type": "A", "position": 0, "x": 1}]}}\\n'
+    """
+
+    def __init__(self, path: str | None, stream: TextIO, attributes: dict[str, str], format: str | None = None) -> None:
+        self.attributes = attributes
+        self.kind = "." + out_format(path, format)
+        self.written = 0
+        self.file: Any = None
+        if self.kind == ".parquet":
+            import pyarrow.parquet as pq
+
+            self.file = pq.ParquetWriter(path, flat_schema(attributes))
+        elif path is not None:
+            self.file = Path(path).open("w", newline="")  # noqa: SIM115 - closed by close()
+        self.stream = self.file if self.file is not None and self.kind != ".parquet" else stream
+        if self.kind == ".csv":
+            self.rows = csv.writer(self.stream)
+            self.rows.writerow([*FLAT_HEAD, *attributes])
+
+    def write(self, records: Sequence[dict[str, Any]], flat_rows: Sequence[dict[str, Any]]) -> None:
+        """A chunk of alerts: their records (JSON Lines) and their flat rows (CSV, Parquet)."""
+        if self.kind == ".jsonl":
+            if records:
+                self.stream.write("".join(json.dumps(r) + "\n" for r in records))
+        elif self.kind == ".csv":
+            self.rows.writerows(
+                [("" if r[c] is None else r[c]) for c in (*FLAT_HEAD, *self.attributes)] for r in flat_rows
+            )
+        elif flat_rows:
+            import pyarrow as pa
+
+            mixed = [name for name, kind in self.attributes.items() if kind not in _TYPED]
+            rows = [{**r, **{a: None if r[a] is None else str(r[a]) for a in mixed}} for r in flat_rows]
+            self.file.write_table(pa.Table.from_pylist(rows, schema=flat_schema(self.attributes)))
+        self.written += len(records)
+
+    def close(self) -> None:
+        """Finish the output."""
+        if self.file is not None:
+            self.file.close()
+        else:
+            self.stream.flush()
+
+    def __enter__(self) -> AlertSink:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+_TYPED = ("int", "double", "bool", "primary_time")
+
+
+def flat_schema(attributes: dict[str, str]) -> Any:
+    """The Arrow schema of the flat form (see ``AlertSink``); ``attributes``
+    maps each name to its declared type ("" when event types disagree)."""
+    import pyarrow as pa
+
+    types = {"int": pa.int64(), "double": pa.float64(), "bool": pa.bool_(), "primary_time": pa.int64()}
+    head = [
+        ("query", pa.string()),
+        ("tenant", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("deadline", pa.int64()),
+        ("variable", pa.string()),
+        ("position", pa.int64()),
+        ("type", pa.string()),
+    ]
+    return pa.schema(head + [(name, types.get(kind, pa.string())) for name, kind in attributes.items()])
 
 
 #: the formats ``--format`` names, by the suffix that says each

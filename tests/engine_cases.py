@@ -360,3 +360,84 @@ def shared_workloads(draw: st.DrawFn, min_size: int = 2, max_size: int = 20) -> 
             text += f" WITHIN {draw(st.integers(0, 10))} EVENTS"
         texts.append(text)
     return texts
+
+
+def _absent_condition(draw: st.DrawFn, kind: str, part: _Part) -> str:
+    """F's conditions inside a trailing ABSENT: on F alone, or reading p's
+    variables (a single event's attribute, or an aggregate over many)."""
+    # inside ABSENT(F[...]) the name of F's type is F's event: read p's other variables
+    single = [v for v in part.single() if v != kind]
+    many = [v for v in part.many() if v != kind]
+    choices = ["none", "unary"] + (["single"] * 2 if single else []) + (["many"] if many else [])
+    choice = draw(st.sampled_from(choices))
+    if choice == "none":
+        return kind
+    if choice == "unary":
+        return f"{kind} FILTER {_condition(draw, kind, 'bracket')}"
+    op = draw(st.sampled_from(COMPARE_OPS))
+    if choice == "single":
+        var = draw(st.sampled_from(single))
+        attribute = draw(st.sampled_from(["x", "x", "k"]))
+        form = draw(st.sampled_from(["bracket", "dot"]))
+        if form == "bracket":
+            return f"{kind}[{attribute} {op} {var}.{attribute}]"
+        return f"{kind} FILTER {kind}.{attribute} {op} {var}.{attribute}"
+    var = draw(st.sampled_from(many))
+    return f"{kind}[x {op} {draw(st.sampled_from(AGGREGATES))}({var}.x)]"
+
+
+@st.composite
+def trailing_queries(draw: st.DrawFn, depth: int = 2, *, full: bool = False) -> str:
+    """``SELECT ... WHERE p ; ABSENT(F) ... WITHIN d`` (issue 35): p drawn as
+    :func:`queries` draws patterns, F an event type with conditions that may
+    read p's variables, d in seconds or milliseconds; with ``full``, also
+    strategies, CONSUME BY, LIMIT and cross-event FILTERs in p."""
+    names = _Names()
+    options = _Options(conjunction=full, cross=full)
+    part = _pattern(draw, names, depth, options)
+    if full:
+        part = _maybe_cross(draw, part, 40)
+    absent = _absent_condition(draw, draw(st.sampled_from(TYPES)), part)
+    pattern = f"({part.text}) ; ABSENT({absent})"
+    selection = draw(st.sampled_from(["*", "*", "NONE", "project"]))
+    if selection == "project":
+        candidates = sorted(names.types | {f"v{i}" for i in range(1, names.count + 1)})
+        selection = ", ".join(draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True)))
+    if full:
+        selection = f"{draw(st.sampled_from(STRATEGIES))} {selection}"
+    source = draw(st.sampled_from(["", "", " FROM S", " FROM S, U"]))
+    text = f"SELECT {selection}{source} WHERE {pattern}"
+    partitioned = draw(st.booleans())
+    if partitioned:
+        text += f" PARTITION BY {draw(st.sampled_from(PARTITIONS))}"
+    if draw(st.booleans()):
+        text += f" WITHIN {draw(st.integers(0, 5))} SECONDS"
+    else:
+        text += f" WITHIN {draw(st.sampled_from([1, 500, 1500, 2000, 3500]))} MILLISECONDS"
+    if full and draw(st.booleans()):
+        text += f" CONSUME BY {draw(st.sampled_from(['ANY', 'NONE', *(['PARTITION'] * partitioned)]))}"
+    if full and draw(st.booleans()):
+        text += f" LIMIT {draw(st.integers(1, 3))}"
+    return text
+
+
+@st.composite
+def late_streams(draw: st.DrawFn, max_size: int = 12) -> list[dict[str, Any]]:
+    """Events whose t sometimes goes back (by up to 2 s): with an allowed
+    lateness some are accepted out of order and some are dead-lettered."""
+    rows = draw(streams(max_size))
+    for row in rows:
+        row["t"] = max(0, row["t"] - draw(st.sampled_from([0, 0, 0, SECOND // 2, SECOND, 2 * SECOND])))
+    return rows
+
+
+def to_late_batch(rows: list[dict[str, Any]], lateness: int) -> EventBatch:
+    """Rows loaded with an allowed lateness: late ones are dead-lettered."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=["type", "x", "k", "j", "t"])
+    frame["j"] = frame["j"].where(frame["type"] == "D", frame["j"].fillna(0))
+    frame = frame.astype({"x": np.int64, "k": np.int64, "j": "Int64", "t": np.int64})
+    batch, report = load_pandas(frame, SCHEMA, allowed_lateness=lateness)
+    assert report.accepted + len(report.dead_letters) == len(rows)
+    return batch

@@ -73,7 +73,7 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 ARITHMETIC_OPS = ("+", "-", "*", "/", "%")
 COMPARISON_OPS = ("<", "<=", ">", ">=", "=", "!=")
 SEQUENCE_LINKS = (";", ":")
-TIME_UNITS = ("hours", "minutes", "seconds")
+TIME_UNITS = ("hours", "minutes", "seconds", "milliseconds")
 
 
 def is_plain_name(text: str) -> bool:
@@ -358,7 +358,7 @@ def partitions(attributes: st.SearchStrategy[str] | None = None) -> st.SearchStr
 
 @st.composite
 def time_windows(draw: st.DrawFn) -> ast.TimeWindow:
-    """``WITHIN h HOURS m MINUTES s SECONDS`` with any non-empty subset of units."""
+    """``WITHIN h HOURS m MINUTES s SECONDS ms MILLISECONDS`` with any non-empty subset of units."""
     units = draw(st.sets(st.sampled_from(TIME_UNITS), min_size=1))
     # each unit below 2,000,000 keeps the window within int64 nanoseconds, the parser's limit
     return ast.TimeWindow(**{unit: draw(non_negative_numbers(2_000_000)) for unit in sorted(units)})

@@ -15,7 +15,12 @@ from sharp_cer.events.generators import GENERATORS, generate, sharp_ds1, write_c
 from sharp_cer.language.workload import Workload, load_workload
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-WORKLOADS = {"stock_trading": "stocks", "card_fraud": "card_fraud", "iot_sensors": "iot_sensors"}
+WORKLOADS = {
+    "stock_trading": "stocks",
+    "card_fraud": "card_fraud",
+    "iot_sensors": "iot_sensors",
+    "device_heartbeats": "heartbeats",
+}
 DTYPES = {"int": "Int64", "double": "Float64", "string": "string", "bool": "boolean", "primary_time": "int64"}
 N = 6000  # enough for every event type of every generator to occur
 
@@ -38,7 +43,7 @@ def test_each_config_names_its_generator(workload: Workload) -> None:
 
 
 def test_registry_holds_the_workload_generators_and_sharps_dataset() -> None:
-    assert sorted(GENERATORS) == ["card_fraud", "iot_sensors", "sharp_ds1", "sharp_ds2", "stocks"]
+    assert sorted(GENERATORS) == ["card_fraud", "heartbeats", "iot_sensors", "sharp_ds1", "sharp_ds2", "stocks"]
 
 
 def test_sharp_ds1_follows_section_6_1_and_drifts_as_fig_15() -> None:

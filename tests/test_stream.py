@@ -28,7 +28,16 @@ from sharp_cer.cli import main
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import Workload, parse_workload
-from tests.test_spark import HAND_MADE, _key, collected, csv_file, expected, hand_made_events, with_faults
+from tests.test_spark import (
+    HAND_MADE,
+    WITH_SILENCE,
+    _key,
+    collected,
+    csv_file,
+    expected,
+    hand_made_events,
+    with_faults,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -202,13 +211,13 @@ def test_restart_with_another_workload_is_refused_naming_the_difference(
 
 
 def test_cli_stream_writes_matches_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    workload = parse_workload(HAND_MADE)
+    workload = parse_workload(WITH_SILENCE)  # a trailing absence's alerts are counted in the summary too
     source = tmp_path / "source"
     source.mkdir()
     frame = hand_made_events(400, 3)
     (source / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")))
     spec = tmp_path / "w.toml"
-    spec.write_text(HAND_MADE)
+    spec.write_text(WITH_SILENCE)
     out = tmp_path / "out"
     argv = ["stream", str(spec), "--source", str(source), "--checkpoint", str(tmp_path / "ck"), "--out", str(out)]
     assert main([*argv, "--master", "local[2]"]) == 0
@@ -269,10 +278,12 @@ def test_a_restart_keeps_the_key_groups_its_checkpoint_started_with(tmp_path: Pa
 def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(spark: Any, tmp_path: Path) -> None:
     """SIGKILL of the driver (and its JVM) while a micro-batch runs: its files
     may be in the output folder, uncommitted; after a restart from the
-    checkpoint the committed output is exactly the batch result."""
+    checkpoint the committed output is exactly the batch result, the
+    alerts of a trailing absence (fired by event-time timers) included."""
     from sharp_cer.spark.stream import StreamSettings, run_stream
 
-    workload = parse_workload(HAND_MADE)
+    workload = parse_workload(WITH_SILENCE)
+    assert "silent_after_a" in {q.name for q in workload.queries}
     whole = csv_file(workload, hand_made_events(900, 7), tmp_path / "all.csv").read_text().splitlines()
     source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
     source.mkdir()
@@ -281,7 +292,7 @@ def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(
         part.write_text("\n".join(whole[k * 300 : (k + 1) * 300]) + "\n")
         os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))
     spec = tmp_path / "w.toml"
-    spec.write_text(HAND_MADE)
+    spec.write_text(WITH_SILENCE)
     argv = ["stream", str(spec), "--source", str(source), "--checkpoint", str(checkpoint), "--out", str(out),
             "--trigger", "0.5", "--max-files", "1", "--timeout", "600", "--master", "local[2]"]  # fmt: skip
     code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -309,6 +320,7 @@ def test_driver_killed_mid_micro_batch_restarts_with_every_match_committed_once(
     truth = expected(workload, load_csv(str(tmp_path / "all.csv"), workload.schema)[0])
     assert first < sum(truth.values())
     assert committed_matches(out) == truth  # nothing lost, nothing doubled
+    assert any(key[1] == "silent_after_a" for key in truth)
     assert sum(q.matches for q in summary.summary.queries) == sum(truth.values())
 
 

@@ -45,6 +45,7 @@ class MatchOptions:
     format: str | None = None
     #: where every dead letter goes, one JSON line each (``letters``)
     dead_letters: str | None = None
+    with_events: bool = False
 
     def problem(self) -> str | None:
         """What is inconsistent, if anything."""
@@ -56,6 +57,8 @@ class MatchOptions:
             return "a workload sets its own allowed_lateness: drop --allowed-lateness, or edit the workload"
         if self.count and self.out is not None:
             return "--count prints counts: drop --out, or drop --count to write the matches"
+        if self.with_events and (self.count or self.engine == "reference"):
+            return "--with-events writes matches with their events: drop --count and --engine reference"
         return None
 
 
@@ -105,6 +108,12 @@ def add_parser(sub: Any) -> None:
     )
     run_match.add_argument(
         "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
+    )
+    run_match.add_argument(
+        "--with-events",
+        action="store_true",
+        help="write each match with its events' attributes grouped by variable, each event once "
+        "(JSON lines: an 'attributes' object; CSV and Parquet: one row per event)",
     )
     add_latency_arguments(run_match)
     run_match.add_argument(
@@ -158,6 +167,7 @@ def options(args: argparse.Namespace) -> MatchCommand:
         allowed_lateness=args.allowed_lateness,
         format=args.format,
         dead_letters=args.dead_letters,
+        with_events=args.with_events,
     )
     notes = []
     if args.count and args.limit is not None:
@@ -229,18 +239,18 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
     try:
         check_out(options.out, options.format)
         given = [options.events, options.workload, options.schema, *options.queries]
-        check_outputs(
-            given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
-        )
         letters_problem = _letters_problem(options)
         if letters_problem is not None:
             raise SurfaceError(letters_problem)
+        check_outputs(
+            given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
+        )
         inputs = _inputs(options)
         sketch = shed.sketch_problem(inputs.schema)
         if sketch is not None:
             raise SurfaceError(sketch)
         chunks = event_chunks(options.events, inputs.schema, inputs.lateness)
-        with _letters_file(options.dead_letters) as letters, _sink(options, out) as sink:
+        with _letters_file(options.dead_letters) as letters, _sink(options, inputs, out) as sink:
             tally = LetterTally(LoadTally(options.events), letters, options.dead_letters)
             if options.engine == "reference":
                 outcome = _by_reference(options, inputs, chunks, tally, sink)
@@ -284,12 +294,14 @@ def _by_reference(options: MatchOptions, inputs: _Inputs, chunks: Iterator[Any],
 
     batch, report = collect(chunks, options.events)
     tally.add(report)
-    result = evaluate(inputs.queries, batch)
+    result = evaluate(inputs.queries, batch, allowed_lateness=inputs.lateness)
     tenants = tenants_of(inputs.workload)
-    found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query)) for m in result.matches]
+    found = [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline) for m in result.matches]
     if not options.count:
         sink.write(inputs.to_write(found, options.limit, ordered=False))
     footer = f"conditions out of their math domain: {result.domain_errors}"
+    if result.pending:
+        footer += f"; trailing absences still pending at the end of the input: {_pending(result.pending)}"
     return _Outcome({name: len(result.per_query[name]) for name, _ in inputs.queries}, footer)
 
 
@@ -323,6 +335,7 @@ def _by_engine(
     judged = builder.judged_bounds(reference_ms)
     detector = Detector.from_builder(
         builder,
+        with_events=options.with_events,
         reference_ms=reference_ms,
         shed_config=config,
         record_latency=shed.stats is not None or shed.bounded or judges(judged, shed),
@@ -339,8 +352,9 @@ def _write(
     """Feed the chunks and write their matches as the engine enumerates
     them, in order, up to the limit; the matches the limit has left."""
     # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
-    as_lines = sink.lines and len(inputs.queries) == 1 and not options.count
-    writer = _Writer(inputs, sink, options.limit, as_lines, _Crowding(detector, err))
+    as_lines = not options.with_events and sink.lines and len(inputs.queries) == 1 and not options.count
+    alerts = detector if options.with_events else None
+    writer = _Writer(inputs, sink, options.limit, as_lines, _Crowding(detector, err), alerts)
     for batch, report in chunks:
         if writer.left is not None and writer.left <= 0 and not options.count:
             break
@@ -383,8 +397,17 @@ class _Writer:
     ``left`` of them (None: all). Only the matches of the latest end are
     held back, as another query group may still add to it."""
 
-    def __init__(self, inputs: _Inputs, sink: Any, left: int | None, as_lines: bool, crowding: _Crowding) -> None:
+    def __init__(
+        self,
+        inputs: _Inputs,
+        sink: Any,
+        left: int | None,
+        as_lines: bool,
+        crowding: _Crowding,
+        alerts: Detector | None = None,
+    ) -> None:
         self.sink = sink
+        self.alerts = alerts
         self.crowding = crowding
         self.left = left
         self.as_lines = as_lines
@@ -428,7 +451,11 @@ class _Writer:
         if self.left is not None:
             found = found[: max(self.left, 0)]
             self.left -= len(found)
-        if found:
+        if not found:
+            return
+        if self.alerts is not None:  # --with-events: the feed's events are at hand while it runs
+            self.sink.write(self.alerts.alerts(found), self.alerts.flat_alerts(found))
+        else:
             (self.sink.write_lines if self.as_lines else self.sink.write)(found)
 
 
@@ -459,6 +486,8 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         footer += f"; events with more than {EVENT_BLOCK:,} matches of one query: {detector.engine.crowded_events}"
     if left == 0 and options.limit:
         footer += f"; stopped after --limit {options.limit} matches"
+    if stats["pending_absences"]:
+        footer += f"; trailing absences still pending at the end of the input: {_pending(stats['pending_absences'])}"
     return _Outcome(detector.counts, footer, summary)
 
 
@@ -496,20 +525,37 @@ def _first_rows(chunks: Iterator[Any]) -> tuple[Any, Iterator[Any]]:
 
 
 @contextmanager
-def _sink(options: MatchOptions, out: TextIO) -> Iterator[Any]:
+def _sink(options: MatchOptions, inputs: _Inputs, out: TextIO) -> Iterator[Any]:
     """Where the matches go: nowhere (``--count``), ``out``, or ``--out``
-    through a temporary file renamed onto it at the end (``outputs``)."""
-    from ..sinks import open_sink, out_format
+    through a temporary file renamed onto it at the end (``outputs``); as
+    alerts with their events with ``--with-events``."""
+    from ..sinks import AlertSink, open_sink, out_format
 
     if options.count:
         yield _no_sink()
-    elif options.out is None:
-        with open_sink(None, out, options.format) as sink:
+        return
+    kind = out_format(options.out, options.format)
+
+    def opened(path: str | None) -> Any:
+        if not options.with_events:
+            return open_sink(path, out, kind)
+        kinds: dict[str, str] = {}  # each attribute's type; "" where event types disagree
+        for event in inputs.schema.event_types():
+            for name, given in event.attributes.items():
+                kinds[name] = given if kinds.get(name, given) == given else ""
+        return AlertSink(path, out, kinds, kind)
+
+    if options.out is None:
+        with opened(None) as sink:
             yield sink
     else:
-        kind = out_format(options.out, options.format)
-        with atomic_output(options.out) as temporary, open_sink(str(temporary), out, kind) as sink:
+        with atomic_output(options.out) as temporary, opened(str(temporary)) as sink:
             yield sink
+
+
+def _pending(pending: dict[str, int]) -> str:
+    """``q1: 3, q2: 0``: alerts whose deadline event time had not passed."""
+    return ", ".join(f"{name}: {n}" for name, n in pending.items())
 
 
 def _no_sink() -> Any:

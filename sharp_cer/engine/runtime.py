@@ -43,6 +43,7 @@ from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
 from . import density
+from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
 from .enumeration import EnumerationOrder, Replay, SharedWalks, Walk, always, count_matches
@@ -847,7 +848,7 @@ class QueryGroupRunner:
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
         self._book(query, cost, walk.steps, walk.candidates, len(found))
-        if not engine.count_only:
+        if not engine.count_only or query.trailing is not None:  # alerts are counted after the absence
             out.extend(found)
             if engine._quota is not None:
                 engine._quota -= len(found)
@@ -1044,6 +1045,7 @@ class Engine:
             for k in range(len(plan.groups))
         ]
         self.runners = [QueryGroupRunner(self, c) for c in self.compiled]
+        self.absences = TrailingAbsences.of(plan, allowed_lateness)
         if self.observers.queue is not None and shedder is not None:
             self.observers.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
@@ -1145,6 +1147,15 @@ class Engine:
         # of the time on queries with many matches), though the engine makes
         # no reference cycles: reference counting frees its garbage. It is
         # paused for the batch and left as it was after.
+        if self.absences is not None and (lines is not None or emit is not None):
+            # alerts are decided after enumeration, on the batch's Match objects
+            found: list[Any] = self._run(batch, arrivals, quota, None)
+            if lines is not None:
+                found = [replace(m, tenant=lines.get(m.query)).to_json() for m in found]
+            if emit is not None and found:
+                emit(found)
+                return []
+            return found
         collecting = gc.isenabled()
         gc.disable()
         self._quota, self._lines, self._emit = quota, lines, emit
@@ -1185,11 +1196,39 @@ class Engine:
         observers.backlog = None
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
+        if self.absences is not None:
+            out = self._trailing(batch, out)
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
             self._serve(arrivals, units, began)
         return out
+
+    def _trailing(self, batch: EventBatch, out: list[Match]) -> list[Match]:
+        """The batch's matches with p's matches of trailing absences replaced
+        by the alerts the batch's events decide (``engine.absence``), in the
+        order they come out: an alert at the event that moved time past its
+        deadline, after the matches ending there."""
+        assert self.absences is not None
+        errors = self.absences.domain_errors()
+        alerts = self.absences.step(batch, out, self.clock.per_query)
+        self.domain_errors += self.absences.domain_errors() - errors
+        if self.count_only or not alerts:
+            return out
+        rows = np.searchsorted(batch.positions, [m.end for m in out]).tolist() if out else []
+        merged = [(row, 0, i, m) for i, (row, m) in enumerate(zip(rows, out, strict=True))]
+        merged += [(row, 1, i, m) for i, (row, m) in enumerate(alerts)]
+        merged.sort(key=lambda entry: entry[:3])
+        return [m for *_, m in merged]
+
+    def advance(self, time: int) -> list[Match]:
+        """Move event time to ``time`` (a primary time, ns) with no event and
+        return the trailing absences' alerts whose deadline it passes (see
+        ``engine.absence``; none without trailing absences)."""
+        if self.absences is None:
+            return []
+        found = self.absences.advance(time, self.clock.per_query)
+        return [] if self.count_only else found
 
     def _lockstep(
         self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]
@@ -1281,7 +1320,10 @@ class Engine:
         >>> _ = engine.process(load_csv("B,1\\nA,1\\nB,1\\n", s)[0]); engine.oldest_position()  # the A at 1
         1
         """
-        return min((r.oldest_position() for r in self.runners), default=_INF)
+        oldest = min((r.oldest_position() for r in self.runners), default=_INF)
+        if self.absences is not None:
+            oldest = min(oldest, self.absences.oldest_position())
+        return oldest
 
     def partitions(self) -> int:
         """Partition instances alive now, over all query groups (see ``sweep``)."""
@@ -1321,6 +1363,8 @@ class Engine:
             "events_skipped": sum(r.state.skipped for r in self.runners),
             "scalar_rows": self._bits.scalar_rows if self._bits else 0,
             "events_shed": sum(r.state.input_shed for r in self.runners),
+            # per query with a trailing absence: alerts whose deadline event time has not passed
+            "pending_absences": self.absences.pending() if self.absences is not None else {},
         }
 
     # ------------------------------------------------------------ state
@@ -1342,6 +1386,7 @@ class Engine:
             "server": (server.free if server.capacity is not None else None, server.units, server.busy),
             "late_window_values": self.late_window_values,
             "domain_errors": self.domain_errors + (self._bits.domain_errors if self._bits else 0),
+            "absences": self.absences.state() if self.absences is not None else None,
         }
         groups = tuple(r.state.snapshot(r.det) for r in self.runners)
         return EngineSnapshot(FORMAT_VERSION, plan_fingerprint(self.plan), groups, engine)
@@ -1365,6 +1410,8 @@ class Engine:
             self.server.free = free
         self.late_window_values = saved["late_window_values"]
         self.domain_errors = saved["domain_errors"] - (self._bits.domain_errors if self._bits else 0)
+        if self.absences is not None and saved.get("absences") is not None:
+            self.absences.restore(copy.deepcopy(saved["absences"]))
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:

@@ -63,6 +63,11 @@ _SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
         "BADGE": _attrs(_SENSOR + "door:string, badge:string, granted:bool, t:primary_time"),
         "DOOR": _attrs(_SENSOR + "door:string, state:string, t:primary_time"),
     },
+    "heartbeats": {
+        "HB": _attrs("device:string, site:string, mode:string, t:primary_time"),
+        "CMD": _attrs("device:string, cmd:int, t:primary_time"),
+        "ACK": _attrs("device:string, cmd:int, t:primary_time"),
+    },
 }
 
 
@@ -441,7 +446,73 @@ def _sensor_episode(rng: np.random.Generator, kind: int, t0: int, feed: dict[str
 
 # ---------------------------------------------------------------- registry and CSV
 
+# ---------------------------------------------------------------- heartbeats
+
+
+def heartbeats(n: int, seed: int = 0) -> pd.DataFrame:
+    """A fleet of 300 devices at three sites (see configs/device_heartbeats.toml):
+    each sends a heartbeat ``HB`` every 10 s (give or take 1 s) in mode
+    ``normal``; about one device in 15 goes silent for a minute or two
+    (an outage); about one in 10 enters maintenance (a last heartbeat in
+    mode ``maintenance``), stays silent 1 to 6 minutes and comes back; and
+    a command ``CMD`` to a device every minute or so is acknowledged
+    (``ACK`` with its number) within 300 ms, except one in 30 (never) and one
+    in 30 (after 1 to 2 s).
+
+    >>> df = heartbeats(3000, seed=1)
+    >>> sorted(df["type"].unique()), list(df.columns)
+    (['ACK', 'CMD', 'HB'], ['type', 'device', 'site', 'mode', 't', 'cmd'])
+    """
+    # about 40 events a second: long enough for n events, doubled until it is
+    duration = max(20.0, 1.2 * n / 40) * _SEC
+    while True:
+        rows = _fleet(np.random.default_rng(seed), duration)
+        if len(rows) >= n:
+            return _finish(_SCHEMAS["heartbeats"], [_records(rows)], n)
+        duration *= 2
+
+
+def _fleet(rng: np.random.Generator, duration: float) -> list[dict[str, Any]]:
+    """The fleet's events over ``duration`` ns (see ``heartbeats``), unsorted."""
+    devices = 300
+    rows: list[dict[str, Any]] = []
+    for d in range(devices):
+        name, site = f"dev-{d:03d}", ("north", "south", "east")[d % 3]
+        silent: list[tuple[float, float]] = []
+        roll = rng.random()
+        if roll < 1 / 15:  # an outage
+            start = rng.uniform(0, duration)
+            silent.append((start, start + rng.uniform(60, 120) * _SEC))
+        elif roll < 1 / 15 + 1 / 10:  # maintenance
+            start = rng.uniform(0, duration)
+            silent.append((start, start + rng.uniform(60, 360) * _SEC))
+        t = rng.uniform(0, 10 * _SEC)
+        entered = False
+        while t < duration:
+            window = next(((a, b) for a, b in silent if a <= t < b), None)
+            if window is None:
+                rows.append({"type": "HB", "device": name, "site": site, "mode": "normal", "t": _T0 + int(t)})
+                t += rng.uniform(9, 11) * _SEC
+                continue
+            if roll >= 1 / 15 and not entered:  # maintenance: announced by the last heartbeat
+                rows.append({"type": "HB", "device": name, "site": site, "mode": "maintenance", "t": _T0 + int(t)})
+                entered = True
+            t = window[1]
+        t = rng.uniform(0, 60 * _SEC)
+        cmd = 0
+        while t < duration:
+            cmd += 1
+            rows.append({"type": "CMD", "device": name, "cmd": cmd, "t": _T0 + int(t)})
+            fate = rng.random()
+            if fate >= 1 / 30:
+                delay = rng.uniform(1, 2) * _SEC if fate < 2 / 30 else rng.uniform(0.02, 0.3) * _SEC
+                rows.append({"type": "ACK", "device": name, "cmd": cmd, "t": _T0 + int(t + delay)})
+            t += rng.uniform(40, 80) * _SEC
+    return rows
+
+
 GENERATORS: dict[str, Callable[[int, int], pd.DataFrame]] = {
+    "heartbeats": heartbeats,
     "stocks": stocks,
     "card_fraud": card_fraud,
     "iot_sensors": iot_sensors,
@@ -458,7 +529,7 @@ def generate(name: str, n: int, seed: int = 0) -> pd.DataFrame:
     >>> generate("taxis", 5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, iot_sensors, ...
+    sharp_cer.errors.EventsError: unknown generator 'taxis'; known generators: card_fraud, heartbeats, ...
     """
     if name not in GENERATORS:
         raise EventsError(f"unknown generator {name!r}; known generators: {', '.join(sorted(GENERATORS))}")

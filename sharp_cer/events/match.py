@@ -23,6 +23,13 @@ class Match:
     interval; ``events`` the output positions after projection (sorted);
     ``vars`` the positions each variable holds (sorted tuples); ``tenant``
     the query's tenant when it came from a workload (None otherwise).
+    A trailing absence's alert (``p ; ABSENT(F) WITHIN d``) ends at its
+    ``deadline``, a primary time (nanoseconds), when event time passed it
+    with no F; ``end`` keeps the position of p's last event. Other matches
+    have no deadline (None).
+
+    >>> Match("q", 0, 0, (0,), {"h": (0,)}, deadline=30_000_000_000).to_json()
+    '{"query": "q", "tenant": null, "start": 0, "end": 0, "events": [0], "vars": {"h": [0]}, "deadline": 30000000000}'
     """
 
     query: str
@@ -31,6 +38,7 @@ class Match:
     events: tuple[int, ...]
     vars: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
     tenant: str | None = field(default=None, compare=False)
+    deadline: int | None = None
 
     def key(self) -> tuple[str, int, int, tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
         """Everything that identifies the match, variables included, hashable."""
@@ -43,9 +51,10 @@ class Match:
         list is JSON's array; the names' quoted pieces are cached."""
         held = self.vars
         pairs = ", ".join([key + str(list(held[name])) for name, key in _keys(tuple(held))])
+        tail = "}" if self.deadline is None else f', "deadline": {self.deadline}}}'
         return (
             f"{_head(self.query, self.tenant)}{self.start}, "
-            f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}}}'
+            f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}{tail}'
         )
 
 

@@ -320,12 +320,14 @@ class EventWindow:
 
 @dataclass(frozen=True, slots=True)
 class TimeWindow:
-    """``WITHIN h HOURS m MINUTES s SECONDS`` on the primary time."""
+    """``WITHIN h HOURS m MINUTES s SECONDS ms MILLISECONDS`` on the primary
+    time (``MS`` is short for ``MILLISECONDS``)."""
 
     hours: int | float | None = None
     minutes: int | float | None = None
     seconds: int | float | None = None
     span: Span | None = _span()
+    milliseconds: int | float | None = None
 
     @property
     def nanoseconds(self) -> int:
@@ -333,9 +335,11 @@ class TimeWindow:
 
         >>> TimeWindow(minutes=1, seconds=0.5).nanoseconds
         60500000000
+        >>> TimeWindow(milliseconds=250).nanoseconds
+        250000000
         """
         total = (self.hours or 0) * 3600 + (self.minutes or 0) * 60 + (self.seconds or 0)
-        return round(total * 1_000_000_000)
+        return round(total * 1_000_000_000 + (self.milliseconds or 0) * 1_000_000)
 
 
 @dataclass(frozen=True, slots=True)

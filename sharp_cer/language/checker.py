@@ -48,8 +48,10 @@ from .diagnostics import (
 from .parser import parse_query
 from .printer import expr as expr_text
 from .printer import formula as formula_text
+from .printer import window as window_text
 from .schema import NUMERIC_TYPES, EventSchema, Schema
 from .source import Source, Span
+from .trailing import split, trailing_absence
 
 _Bindings = tuple[dict[str, set[EventSchema]], dict[str, int], set[EventSchema], int]
 
@@ -275,6 +277,10 @@ class _Checker:
         self._bindings_of: dict[int, _Bindings] = {}  # id(node) -> self._bindings(node)
         self.used_types: set[EventSchema] = set()
         self.warnings: list[QueryWarning] = []
+        # a trailing ABSENT(F) (``p ; ABSENT(F) WITHIN d``): its conditions may read p's variables
+        self.trailing = trailing_absence(query.pattern)
+        self.prefix_variables = bound_variables(split(query.pattern)[0]) if self.trailing else frozenset()
+        self.outer_allowed: frozenset[str] = frozenset()
 
     def fail(self, cls: type, message: str, span: Span | None, **kw: str | None) -> None:
         raise cls(message, self.source, span, **kw)
@@ -440,16 +446,19 @@ class _Checker:
             )
         if isinstance(node, ast.Sequence):
             for i, part in enumerate(node.parts):
-                if isinstance(part, ast.Absence):
+                if isinstance(part, ast.Absence) and part is self.trailing and node.links[i - 1] == ";":
+                    self._check_trailing(part)
+                elif isinstance(part, ast.Absence):
                     inner = 0 < i < len(node.parts) - 1
                     if not inner or node.links[i - 1] != ";" or node.links[i] != ";":
                         self.fail(
                             MisplacedOperatorError,
                             "ABSENT(...) must stand between two parts of a sequence, linked by ';'",
                             part.span,
-                            expected="p ; ABSENT(F) ; q",
+                            expected="p ; ABSENT(F) ; q, or p ; ABSENT(F) WITHIN d at the end of the whole pattern",
                             found=formula_text(node),
-                            hint="absence is checked strictly between the end of p and the start of q",
+                            hint="absence is checked strictly between the end of p and the start of q, "
+                            "or after the whole pattern until its time window ends",
                         )
                 elif isinstance(part, ast.Negation) and i == len(node.parts) - 1:
                     self._not_at_end(part)
@@ -476,6 +485,20 @@ class _Checker:
         for child in _children(node):
             self._check_placement(child, node)
 
+    def _check_trailing(self, node: ast.Absence) -> None:
+        """``p ; ABSENT(F)`` ends when event time passes p's window: it needs one."""
+        within = self.query.within
+        if isinstance(within, ast.TimeWindow):
+            return
+        self.fail(
+            WindowError,
+            "a trailing ABSENT(...) needs a time window: it completes when event time passes the window's end",
+            node.span,
+            expected="p ; ABSENT(F) WITHIN d, with d in HOURS, MINUTES, SECONDS or MILLISECONDS",
+            found=f"WITHIN {window_text(within)}" if within is not None else "no WITHIN",
+            hint="add a time window, e.g. WITHIN 30 SECONDS",
+        )
+
     def _not_at_end(self, node: ast.Formula) -> None:
         self.fail(
             MisplacedOperatorError,
@@ -497,8 +520,9 @@ class _Checker:
             if isinstance(n, ast.Filter):
                 filters.append(n)
             stack.extend(_children(n))
+        outer = self.prefix_variables if node is self.trailing else frozenset()
         for f in filters:
-            others = referenced_variables(f.condition) - own
+            others = referenced_variables(f.condition) - own - outer
             if others:
                 word = "NOT" if isinstance(node, ast.Negation) else "ABSENT"
                 self.fail(
@@ -534,13 +558,15 @@ class _Checker:
         if isinstance(node, (ast.Negation, ast.Absence)):
             # The NOT/ABSENT event is a variable of its own inner filters only.
             inner_types, inner_counts, _, _ = self._bindings(node.formula)
-            outer = (self.types_of, self.count_of)
+            outer = (self.types_of, self.count_of, self.outer_allowed)
             self.types_of = {**self.types_of, **inner_types}
             self.count_of = {**self.count_of, **inner_counts}
+            if node is self.trailing:
+                self.outer_allowed = self.prefix_variables - inner_types.keys()
             try:
                 self._check_well_formed(node.formula, ())
             finally:
-                self.types_of, self.count_of = outer
+                self.types_of, self.count_of, self.outer_allowed = outer
             return
         chain = (*ancestors, node)
         if isinstance(node, ast.Filter):
@@ -551,7 +577,7 @@ class _Checker:
             for var in sorted(set().union(*(variables for _, variables in parts))):
                 if var not in self.types_of:
                     self._unknown_variable(var, node.condition)
-                if var in own:
+                if var in own or var in self.outer_allowed:
                     continue
                 wider = any(var in bound_variables(a) for a in ancestors)
                 self.fail(

@@ -198,6 +198,12 @@ class _ToAst:
         stream, name, span = children[0]
         return ast.EventType(name, stream, span=span)
 
+    def filtered_event(self, span: Span | None, children: list[Any]) -> ast.Filter:
+        # ``F[cond]`` inside NOT/ABSENT is ``F FILTER F[cond]``, the same tree
+        stream, name, ref_span = children[0]
+        event = ast.EventType(name, stream, span=ref_span)
+        return ast.Filter(event, ast.VariableFilter(name, children[1], span=span), span=span)
+
     def bind(self, span: Span | None, children: list[Any]) -> ast.Bind:
         return ast.Bind(children[0], children[1], span=span)
 
@@ -279,6 +285,7 @@ class _ToAst:
         window = ast.TimeWindow(**parts, span=span)  # type: ignore[arg-type]
         # times are int64 nanoseconds: a longer window cannot be compared with them
         seconds = (window.hours or 0) * 3600 + (window.minutes or 0) * 60 + (window.seconds or 0)
+        seconds += (window.milliseconds or 0) / 1000
         if not seconds * 1_000_000_000 <= _INT64_MAX:
             raise _Problem(
                 InvalidLiteralError,
@@ -300,6 +307,9 @@ class _ToAst:
 
     def seconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("seconds", children[0].value)
+
+    def milliseconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
+        return ("milliseconds", children[0].value)
 
     def consume_clause(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0]).upper()
@@ -474,6 +484,7 @@ _TERMINAL_NAMES = {
     "COLON": "':'",
     "RANGE_DOTS": "'..'",
     "CONSUME_POLICY": "ANY, PARTITION or NONE",
+    "_MILLISECONDS": "MILLISECONDS (or MS)",
     "$END": "the end of the query",
 }
 
@@ -576,11 +587,20 @@ def _keyword_hint(token: Token, expected: set[str]) -> str | None:
         return None
     keywords = {d for d in map(_describe_terminal, expected) if d.isalpha() and d.isupper()}
     hint = did_you_mean(str(token).upper(), keywords)
+    if hint and "_MILLISECONDS" in expected:
+        return f"{hint.replace(chr(39), '')} ({_TIME_UNITS_HINT})"
     return hint.replace("'", "") if hint and str(token).upper() not in keywords else None
+
+
+_TIME_UNITS_HINT = (
+    "time units, largest first: HOURS, MINUTES, SECONDS, MILLISECONDS (or MS), e.g. WITHIN 1 SECONDS 500 MS"
+)
 
 
 def _hint_for(text: str, expected: set[str]) -> str | None:
     upper = text.upper()
+    if "_MILLISECONDS" in expected and not text[:1].isdigit():
+        return _TIME_UNITS_HINT
     if upper in {"SELECT", "WHERE"}:
         return "one file holds one query; put each query in its own file"
     if "_WHERE" in expected and "SEMICOLON" not in expected:

@@ -16,8 +16,8 @@ from . import ast
 # Words the lexer may read as keywords; names spelled like them get backquotes.
 _KEYWORDS = frozenset(
     """ABSENT ALL AND ANY AS BY CONSUME CREATE DECLARE EVENT EVENTS FALSE FILTER FROM HOUR HOURS IN LAST
-    LIKE LIMIT MAX MINUTE MINUTES NEXT NONE NOT OR PARTITION RANGE SECOND SECONDS SELECT STREAM STRICT TRUE
-    WHERE WITHIN""".split()  # noqa: SIM905
+    LIKE LIMIT MAX MILLISECOND MILLISECONDS MINUTE MINUTES MS NEXT NONE NOT OR PARTITION RANGE SECOND SECONDS
+    SELECT STREAM STRICT TRUE WHERE WITHIN""".split()  # noqa: SIM905
 )
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 
@@ -157,7 +157,12 @@ def window(node: ast.Window) -> str:
     if isinstance(node, ast.AttributeWindow):
         return f"{node.size} [{name(node.attribute)}]"
     parts = []
-    for value, unit in ((node.hours, "HOURS"), (node.minutes, "MINUTES"), (node.seconds, "SECONDS")):
+    for value, unit in (
+        (node.hours, "HOURS"),
+        (node.minutes, "MINUTES"),
+        (node.seconds, "SECONDS"),
+        (node.milliseconds, "MILLISECONDS"),
+    ):
         if value is not None:
             parts.append(f"{number(value)} {unit}")
     return " ".join(parts)

@@ -53,7 +53,7 @@ from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
 
 from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
-from .plan import WHOLE, CrossFilter, Plan, QueryGroup, QueryPlan, window_kind
+from .plan import WHOLE, CrossFilter, Plan, QueryGroup, QueryPlan, prefix_query, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
 from .sharing import share
 
@@ -123,7 +123,9 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
     plans: list[QueryPlan] = []
     fragments = []
     buckets: dict[object, list[int]] = {}
-    for i, (name, checked) in enumerate(queries):
+    for i, (name, full) in enumerate(queries):
+        # ``p ; ABSENT(F) WITHIN d``: the automaton runs p selecting *; the engine does the rest
+        checked = prefix_query(full)
         q = checked.query
         compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
         start, end = compiler.whole(q.pattern)
@@ -149,8 +151,9 @@ def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Pla
             isinstance(q.selection, ast.SelectNone),
             filters,
             strict_by_filter=strategy == "STRICT" and consumes,
-            counted=counted,
+            counted=counted and checked is full,
             variables=tuple((label, own) for own, label in renaming.items()),
+            trailing=None if checked is full else full,
         )
         plans.append(plan)
         scope = q.streams or tuple(checked.schema.streams)

@@ -10,12 +10,14 @@ projection, applied when its matches are enumerated.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sharp_cer._moved import old_names
 from sharp_cer.language import CheckedQuery, EventSchema, ast
+from sharp_cer.language.trailing import split
 
 from .automaton import Automaton
 from .predicates import PredicateTable
@@ -67,6 +69,23 @@ def window_bound(window: ast.Window | None) -> tuple[int | float, bool]:
 #: The tag of every filter over a whole match: it tags no event, so its
 #: node summaries are the same for every query and shared among them.
 WHOLE = "#"
+
+
+def prefix_query(checked: CheckedQuery) -> CheckedQuery:
+    """A query ending with a trailing absence as its automaton runs it: its
+    pattern p without the absence, selecting * (the absence and the
+    projection come after, in the engine); any other query unchanged.
+
+    >>> from sharp_cer.language import Schema, parse_and_check, to_ceql
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time }, EVENT B { t:primary_time } }")
+    >>> to_ceql(prefix_query(parse_and_check("SELECT NONE WHERE A ; ABSENT(B) WITHIN 1 SECONDS", s)).query)
+    'SELECT * WHERE A WITHIN 1 SECONDS'
+    """
+    prefix, absence = split(checked.query.pattern)
+    if absence is None:
+        return checked
+    query = dataclasses.replace(checked.query, pattern=prefix, selection=ast.SelectAll())
+    return dataclasses.replace(checked, query=query)
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,9 @@ class QueryPlan:
     filters: tuple[CrossFilter, ...] = ()
     strict_by_filter: bool = False
     counted: bool = False
+    #: with a trailing absence (``p ; ABSENT(F) WITHIN d``), the query as
+    #: written; ``checked`` is then p selecting * (``prefix_query``)
+    trailing: CheckedQuery | None = None
     variables: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property

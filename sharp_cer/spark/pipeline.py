@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
+from sharp_cer.language.trailing import trailing_absence
 
 from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_KIND, POSITIONS, ROUTE, SEQ, TYPE
 from .lanes import Lane, lanes
@@ -72,8 +73,10 @@ class Detection:
         return self.prepared.events
 
     def matches_with_events(self) -> DataFrame:
-        """The matches joined back to their events' attributes (see ``join_events``)."""
-        return join_events(self.matches, self.events)
+        """The matches joined back to their events' attributes, each event
+        once (see ``join_events``)."""
+        types = sorted({e.name for e in self.job.workload.schema.event_types()})
+        return join_events(self.matches, self.events, types)
 
     def persist(self) -> Detection:
         """Keep the workers' output once computed, so that writing the
@@ -160,7 +163,9 @@ def run_detection(
     parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
     count = key_groups or 4 * parts
     width = max(1, -(-prepared.rows // bins))
-    job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count)
+    trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
+    final_time = prepared.latest_time if trailing else None
+    job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count, final_time)
     routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
     if method == "udtf":
         output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
@@ -170,16 +175,26 @@ def run_detection(
     return Detection(job, found, prepared, output)
 
 
-def join_events(matches: DataFrame, events: DataFrame) -> DataFrame:
-    """One row per event of each match: the match's columns, the
-    ``variable`` holding the event and its ``position``, then the event's
-    ``type`` and attributes (from ``events``, as ``Detection.events`` gives
-    them). A join on the position, done by Spark."""
+def join_events(matches: DataFrame, events: DataFrame, type_names: list[str] | None = None) -> DataFrame:
+    """One row per event of each match, once (the flat form of
+    ``sharp_cer.events.alerts``): the match's columns, the ``variable`` the
+    event is listed under and its ``position``, then the event's ``type``
+    and attributes (from ``events``, as ``Detection.events`` gives them).
+    An event several variables hold is listed under one: a name given with
+    AS before an event type's name (``type_names``), then the variable
+    holding the fewest events, then the first name. Joins done by Spark."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    per_variable = matches.select("*", F.explode("vars").alias("variable", POSITIONS))
-    per_event = per_variable.select("*", F.explode(POSITIONS).alias("position")).drop(POSITIONS)
-    return per_event.join(events, per_event["position"] == events[SEQ]).drop(SEQ)
+    numbered = matches.withColumn("__match", F.monotonically_increasing_id())
+    per_variable = numbered.select("*", F.explode("vars").alias("variable", POSITIONS))
+    sized = per_variable.withColumn("__size", F.size(POSITIONS))
+    per_event = sized.select("*", F.explode(POSITIONS).alias("position")).drop(POSITIONS)
+    is_type = F.col("variable").isin(list(type_names or []))
+    choice = Window.partitionBy("__match", "position").orderBy(is_type, F.col("__size"), F.col("variable"))
+    once = per_event.withColumn("__rank", F.row_number().over(choice)).where(F.col("__rank") == 1)
+    once = once.drop("__rank", "__size", "__match")
+    return once.join(events, once["position"] == events[SEQ]).drop(SEQ)
 
 
 def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> DataFrame:

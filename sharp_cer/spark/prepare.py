@@ -343,6 +343,9 @@ class Prepared:
     dead_letters: DataFrame
     rows: int
     cached: DataFrame
+    #: the largest primary time of the input (None: no event has one): the
+    #: stream's event time at its end, which trailing absences read
+    latest_time: int | None = None
 
     def close(self) -> None:
         """Release pass 1's persisted rows."""
@@ -400,4 +403,5 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
         F.col(LINE).alias("line"),
         *[F.col(c).alias(f) for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)],
     )
-    return Prepared(events, letters, at.total_rows, first)
+    latest = max((s[3] for s in summaries if s[3] is not None), default=None)
+    return Prepared(events, letters, at.total_rows, first, latest)

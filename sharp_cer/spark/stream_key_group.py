@@ -149,6 +149,25 @@ class KeyGroupStream(KeyGroupRun):
             ]
         )
 
+    def advance(self, time_ns: int) -> pa.Table:
+        """Move event time to ``time_ns`` with no event (a watermark's
+        timer, or the end of the stream) and return the trailing absences'
+        alerts it fires, with the counters that changed."""
+        assert self.detector is not None
+        found = self.detector.advance(time_ns)
+        stats = self._statistics(self.detector)
+        self.detector.engine.observers.fresh()
+        self.match_bins.clear()
+        alerts = self._alerts(found)
+        self._forget()
+        return pa.concat_tables([alerts, with_alert_columns(self._increments(stats))])
+
+    def next_deadline(self) -> int | None:
+        """The earliest deadline (ns) of the key group's pending trailing absences (None: none)."""
+        assert self.detector is not None
+        absences = self.detector.engine.absences
+        return absences.next_deadline() if absences is not None else None
+
     def _alerts(self, found: list[Match]) -> pa.Table:
         """The matches as rows, each with its events as JSON (in ``events``
         order) and the time of its last event."""

@@ -144,6 +144,8 @@ class KeyGroups(StatefulProcessor):
         self.engine = handle.getValueState("engine", "format int, fingerprint string, token string")
         self.snapshot = handle.getValueState("snapshot", "data binary")
         self.buffer = handle.getListState("buffer", "seq bigint, clock bigint, arrived bigint, text string")
+        # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
+        self.deadline = handle.getValueState("deadline", "at bigint")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -155,9 +157,13 @@ class KeyGroups(StatefulProcessor):
             return
         events = frame[frame[ROW_KIND] == EVENT]
         columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
-        flush = bool((frame[ROW_KIND] == FLUSH).any())
+        flushes = frame[frame[ROW_KIND] == FLUSH]
+        flush = bool(len(flushes))
+        # a flush row's clock is the stream's latest time + 1 ms (stream_input.number_rows)
+        latest = int(flushes[CLOCK].max()) - 1_000_000 if flush else None
         # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
-        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), list(zip(*columns, strict=True)))
+        new = list(zip(*columns, strict=True))
+        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -165,38 +171,64 @@ class KeyGroups(StatefulProcessor):
         yield from self._release(key, timerValues, flush=False)
 
     def _release(
-        self, key: Any, timer_values: TimerValues, flush: bool, horizon: int = 0, new: list[Any] | None = None
+        self,
+        key: Any,
+        timer_values: TimerValues,
+        flush: bool,
+        horizon: int = 0,
+        new: list[Any] | None = None,
+        latest: int | None = None,
     ) -> Iterator[pd.DataFrame]:
         """Release the held and ``new`` events the watermark (or ``horizon``)
-        passes. Each state call is a round trip to the JVM: new events go to
-        the buffer only if they stay held, and a key held nothing has no timer."""
+        passes, then fire the trailing absences whose deadline the watermark
+        (or, at a flush, the stream's ``latest`` time) passed. Each state
+        call is a round trip to the JVM: new events go to the buffer only if
+        they stay held, and a key that holds nothing and waits for no
+        deadline has no timer."""
         lane = int(key[0])
-        had = self.buffer.exists()  # a key holds events exactly when it has a timer
+        had = self.buffer.exists()  # a key holds events exactly when it has a timer for them
+        due = int(self.deadline.get()[0]) if self.deadline.exists() else None  # type: ignore[index]
+        timed = had or due is not None  # whether the key may have timers
         held = sorted([*(self.buffer.get() if had else ()), *(new or ())])
         watermark = max(timer_values.getCurrentWatermarkInMs(), horizon)
         limit = math.inf if flush else watermark * 1_000_000
         n = 0  # the released prefix: stream order, each event at or behind the watermark
         while n < len(held) and held[n][1] <= limit:
             n += 1
+        # event time to move the engine to: every event at or behind it is released by now
+        lateness = self.job.workload.allowed_lateness
+        moved = latest if flush and latest is not None else watermark * 1_000_000 + lateness
+        fire = due is not None and due + lateness < moved
         timer = max(-(-int(held[n][1]) // 1_000_000), watermark + 1) if n < len(held) else None
-        timers = list(self.handle.listTimers()) if had else []
-        for t in timers:
-            if t != timer:
-                self.handle.deleteTimer(t)
-        if timer is not None:
-            if n or new:
+        if n or new:
+            if n < len(held):
                 self.buffer.put(held[n:])
-            if timer not in timers:
-                self.handle.registerTimer(timer)
-        elif had:
-            self.buffer.clear()
-        if not n:
+            elif had:
+                self.buffer.clear()
+        if not n and not fire:
+            self._time(timer, due, timed)
             return
         cache = (self.job.fingerprint, lane, int(key[1]))
         state, restored = self._load(lane, cache)
-        out = state.release(
-            [h[3] for h in held[:n]], [h[0] for h in held[:n]], [h[2] for h in held[:n]], int(time.time() * 1000)
-        )
+        now = int(time.time() * 1000)
+        parts = []
+        if n:
+            released = held[:n]
+            parts.append(
+                state.release([h[3] for h in released], [h[0] for h in released], [h[2] for h in released], now)
+            )
+        due = state.next_deadline()
+        if due is not None and due + lateness < moved:
+            # the watermark (other key groups' events) passed deadlines this group's own events did not
+            parts.append(state.advance(moved))
+            due = state.next_deadline()
+        out = pa.concat_tables(parts)
+        if due is None:
+            if timed:
+                self.deadline.clear()
+        else:
+            self.deadline.update((due,))
+        self._time(timer, due, timed)
         token = uuid.uuid4().hex
         self.engine.update((FORMAT, self.job.fingerprint, token))
         self.snapshot.update((snapshot(state),))
@@ -205,6 +237,17 @@ class KeyGroups(StatefulProcessor):
             counted = with_alert_columns(telemetry_table([counter(ENGINE, RESTORED, 1.0)]))
             out = pa.concat_tables([out, counted])
         yield _frame(out)
+
+    def _time(self, held: int | None, due: int | None, timed: bool) -> None:
+        """One timer at the oldest held event's time and one just past the
+        earliest deadline (in ms; a timer fires once the watermark reaches it);
+        ``timed``: whether the key may have timers now."""
+        wanted = {t for t in (held, None if due is None else due // 1_000_000 + 1) if t is not None}
+        timers = set(self.handle.listTimers()) if timed else set()
+        for t in timers - wanted:
+            self.handle.deleteTimer(t)
+        for t in wanted - timers:
+            self.handle.registerTimer(t)
 
     def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[KeyGroupStream, bool]:
         """The group's engine as the last committed micro-batch left it: the
