@@ -102,7 +102,8 @@ def add_parser(sub: Any) -> None:
         help="enforce the bound by shedding load (default: none, the bound is only judged). What each cuts: "
         "truncate: enumerations past the budget; sharp, sharp-instance: partial matches (by view / by instance) "
         "and enumerations; random-state, selectivity: partial matches and enumerations; random-input, darling: "
-        "input events and enumerations; hybrid: input events, partial matches and enumerations. Each also sheds "
+        "input events and enumerations; hybrid: input events, partial matches and enumerations; value: partial "
+        "matches at creation, valued by expected matches per expected cost, and enumerations. Each also sheds "
         "input events when an event's wait and update alone pass the bound, where no query reads an absence",
     )
     run_match.add_argument("--seed", type=int, default=0, help="seed of the shedder's random choices")
