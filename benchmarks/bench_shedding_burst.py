@@ -229,6 +229,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int)
     parser.add_argument("--seeds", type=int)
     parser.add_argument("--name", default="")
+    parser.add_argument("--bounds", type=float, nargs="*", help="fractions of the unshedded mean latency")
+    parser.add_argument("--bursts", type=float, nargs="*")
+    parser.add_argument("--window", type=int, help="DS1 and DS2's window in events (default: theirs, 1,000)")
+    parser.add_argument("--weights", nargs="*", default=[], metavar="QUERY=W", help="override query weights")
     args = parser.parse_args(argv)
     if args.reduced:
         workloads, n, window, bursts, bounds, seeds = (
@@ -245,6 +249,10 @@ def main(argv: list[str] | None = None) -> None:
     workloads = args.workloads or workloads
     n = args.events or n
     seeds = args.seeds or seeds
+    bounds = args.bounds or bounds
+    bursts = args.bursts or bursts
+    window = args.window or window
+    weights = {k: float(v) for k, v in (w.split("=") for w in args.weights)}
     shedders = [*args.shedders, "oracle"]
     rows = []
     began = time.process_time()
@@ -253,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
             cases = [
                 make_case(name, n, seed + 1, burst, window if name in ("ds1", "ds2") else None) for seed in range(seeds)
             ]
+            for case in cases:
+                case.weights.update((q, w) for q, w in weights.items() if q in case.weights)
             for fraction in bounds:
                 per: dict[str, list[dict[str, Any]]] = {}
                 for seed, case in enumerate(cases):
@@ -279,6 +289,9 @@ def main(argv: list[str] | None = None) -> None:
                         "false_matches": int(sum(r["false_matches"] for r in runs)),
                         "gap_share": gap,
                         "true_matches": int(np.mean([sum(map(len, c.keys.values())) for c in cases])),
+                        "recall_by_query": {
+                            q: float(np.mean([r["recall"].get(q, 1.0) for r in runs])) for q in runs[0]["recall"]
+                        },
                     }
                     rows.append(row)
                     print(json.dumps(row), flush=True)

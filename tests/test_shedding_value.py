@@ -7,14 +7,23 @@ never invents a match (the generic guarantees run for it in test_shedding)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sharp_cer.engine import Engine
+from sharp_cer.engine.enumeration import open_events
 from sharp_cer.language import parse_and_check
 from sharp_cer.planner import compile_plan
+from sharp_cer.reference import evaluate
 from sharp_cer.shedding import ShedConfig, make_shedder
+from sharp_cer.shedding.value import dead_by_conditions, single_event_sequence
+from tests.engine_cases import SCHEMA, streams, to_batch
 from tests.test_shedding import DEAD, DS1, _dead_cluster_ds1
+from tests.test_take_out import _uses
 
 
 @pytest.mark.slow
@@ -43,3 +52,42 @@ def test_the_value_model_finds_a_dead_cluster_under_a_burst() -> None:
         removed[name] = shedder.report()["q"]["partial_matches_removed_by_group"]
     assert removed["truncate"] == 0 and removed["value"] > 0
     assert recall["value"] >= recall["truncate"] + 0.05, recall
+
+
+@st.composite
+def _filtered_sequences(draw: st.DrawFn) -> str:
+    """``SELECT * WHERE A AS v0 ; C AS v1 ; ... FILTER ...``: single events
+    only, one or two comparisons of their x (with a constant offset)."""
+    steps = draw(st.lists(st.sampled_from(["A", "B", "C"]), min_size=2, max_size=4))
+    conjuncts = []
+    for _ in range(draw(st.integers(1, 2))):
+        i, j = draw(st.lists(st.integers(0, len(steps) - 1), min_size=2, max_size=2, unique=True))
+        op = draw(st.sampled_from(["<", ">", "<=", "=", "!="]))
+        conjuncts.append(f"v{i}.x {op} v{j}.x + {draw(st.integers(-1, 1))}")
+    pattern = " ; ".join(f"{t} AS v{k}" for k, t in enumerate(steps))
+    return f"SELECT * WHERE {pattern} FILTER {' AND '.join(conjuncts)} WITHIN {draw(st.integers(2, 8))} EVENTS"
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_filtered_sequences(), streams(max_size=12))
+def test_a_partial_match_dead_by_its_conditions_is_on_no_true_match(text: str, rows: list[dict[str, Any]]) -> None:
+    """``dead_by_conditions`` against the reference evaluator: after every
+    event, no true match passes through a partial match it calls dead."""
+    named = [("q", parse_and_check(text, SCHEMA))]
+    plan, batch = compile_plan(named), to_batch(rows)
+    (query,) = plan.queries
+    if not single_event_sequence(query):
+        return
+    truth = evaluate(named, batch).per_query["q"]
+    engine = Engine(plan)
+    for i in range(len(batch)):
+        engine.process(batch.take([i]))
+        t = int(batch.positions[i])
+        for runner in engine.runners:
+            for _, _, ulist in runner.partial_matches():
+                for entry in ulist:
+                    if not dead_by_conditions(entry, runner.checks[query.id], runner.summaries):
+                        continue
+                    runs = {(t, start, tuple(p for p, _ in marks)) for start, marks in open_events(entry)}
+                    assert not [m for m in truth if _uses(m, runs)], f"a dead partial match is on a match of {text}"

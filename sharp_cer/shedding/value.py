@@ -18,11 +18,17 @@ So this shedder decides when a PM is created, before it costs any update:
   towards the group's mean while the key is young) over its
   expected cost, the update it will take (its remaining window) plus the
   enumeration it feeds (one unit per expected match);
+* a PM whose conditions already fail on every path, whatever events come
+  next, is dead for sure (``dead_by_conditions``: the node summaries' min and
+  max of the attributes the conditions read, against the condition's bound;
+  for queries that are a FILTER over a sequence of single events);
 * the pressure is the event's projected latency (its wait and update so
   far, queueing included) over the tightest bound of the group; from a
   quarter of the bound on, PMs of keys whose value is below a threshold
   are taken out at once (by instance), the threshold rising with the
-  pressure to the group's mean value at the bound.
+  pressure to the group's mean value at the bound; the PMs dead for sure
+  are taken out whenever the group has once been overloaded (it costs no
+  match, and a burst then starts with less state to update).
 
 Sharp's PSD still decides which queries a PM serves: a PM is dropped only if
 every query its state serves may be shed. Truncation's budget and input
@@ -54,6 +60,7 @@ from sharp_cer.engine.enumeration import Walk
 from sharp_cer.engine.shedder_protocol import Candidate, Progress, QueryGroupView
 from sharp_cer.engine.tecs import Node
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.language import ast
 from sharp_cer.planner.plan import QueryPlan
 
 from .base import GroupState, LoadShedder, remember
@@ -67,6 +74,74 @@ _EPOCHS = 4
 _CALM, _FULL = 0.25, 1.0
 #: quarters of the window a PM's remaining window is bucketed in
 _QUARTERS = 4
+
+
+_INF = float("inf")
+
+
+def single_event_sequence(query: QueryPlan) -> bool:
+    """Whether the query's pattern is a sequence of single events (event
+    types, maybe AS a variable), under at most one FILTER, no variable
+    holding more than one event: every run of one of its states has bound
+    the same variables, so a condition's summary over a node is exact for
+    the variables bound and says nothing of those to come.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }")
+    >>> def plan(text):
+    ...     return QueryPlan(0, "q", parse_and_check(text, s), None, None, False)
+    >>> single_event_sequence(plan("SELECT * WHERE A AS a ; B AS b FILTER a.v < b.v"))
+    True
+    >>> single_event_sequence(plan("SELECT * WHERE A AS a ; B+ AS b FILTER a.v < sum(b.v)"))
+    False
+    """
+    pattern: Any = query.query.pattern
+    if isinstance(pattern, ast.Filter):
+        pattern = pattern.formula
+    parts = pattern.parts if isinstance(pattern, ast.Sequence) else (pattern,)
+    for part in parts:
+        if isinstance(part, ast.Bind):
+            part = part.formula
+        if not isinstance(part, ast.EventType):
+            return False
+    return not any(v.many for v in query.checked.variables.values())
+
+
+def dead_by_conditions(node: Node, checks: Sequence[Any], summaries: Any) -> bool:
+    """Whether some cross-event condition (``checks``, of a query for which
+    ``single_event_sequence`` holds) fails on every path of ``node``
+    whatever events come next: each term of a variable already bound is its
+    range over the node's paths, each term of one still to come is
+    unknown (any value).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from sharp_cer.planner import compile_plan
+    >>> from sharp_cer.engine import Engine
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int }, EVENT C { v:int } }")
+    >>> q = parse_and_check("SELECT * WHERE A AS a ; B AS b ; C AS c FILTER a.v < b.v AND b.v < c.v", s)
+    >>> engine = Engine(compile_plan([("q", q)]))
+    >>> _ = engine.process(load_csv("A,5\\nB,1\\nB,9\\n", s)[0])
+    >>> runner = engine.runners[0]
+    >>> entries = [e for _, _, ulist in runner.partial_matches() for e in ulist if e.pos > 0]
+    >>> sorted((e.pos, dead_by_conditions(e, runner.checks[0], runner.summaries)) for e in entries)
+    [(1, True), (2, False)]
+    """
+    summary = node.summary
+    if summary is None or summaries is None:
+        return False
+    lows, highs = summary
+    identity_lo, identity_hi = summaries.identity
+    for check in checks:
+        if any(kind != "env" for kind in check.kinds):
+            continue  # an aggregate may still change: never judged dead by it
+        seen_lo, seen_hi = list(identity_lo), list(identity_hi)
+        for t in check.terms:
+            if lows[t] == identity_lo[t] and highs[t] == identity_hi[t]:
+                seen_lo[t], seen_hi[t] = -_INF, _INF  # a variable still to come
+        if not check.possible((tuple(seen_lo), tuple(seen_hi)), summary):
+            return True
+    return False
 
 
 class ValueShedder(LoadShedder):
@@ -100,7 +175,8 @@ class ValueGroup(GroupState):
         self.born: dict[tuple[int, int], Any] = {}  # (position, label) -> key, of recent PMs
         self.scale = 1.0  # the weight of a new count: grows by 1 / decay per epoch (lazy decay)
         self.decay = owner.config.decay
-        self.dropped = 0
+        # per tracked query: its checks when dead_by_conditions applies to it (None: it does not)
+        self.death = [view.checks.get(q.id) if single_event_sequence(q) else None for q in tracked]
 
     def begin_batch(self, batch: EventBatch) -> None:
         """Bucket the batch's attributes the conditions read."""
@@ -182,9 +258,9 @@ class ValueGroup(GroupState):
                 created[level] = created.get(level, 0.0) + scale
             self.total_created += scale
             remember(born, (node.pos, node.label), key)  # type: ignore[arg-type]
-            if threshold > 0 and self.sheddable_state(state):
-                value = self.value(key)
-                if value is not None and value < threshold:
+            if self.ever_overloaded and self.sheddable_state(state):
+                value = self.value(key) if threshold > 0 else None
+                if (value is not None and value < threshold) or self._dead(node, state):
                     dropping.setdefault(state, set()).add(id(node))
         for state, ids in dropping.items():
             ulist = self.view.union_list(instance, state)
@@ -196,6 +272,16 @@ class ValueGroup(GroupState):
             for k, bit in enumerate(self.bits):
                 if bitmap & bit:
                     self.pms_shed[k] += removed
+
+    def _dead(self, node: Node, state: int) -> bool:
+        """Whether ``node`` is dead for sure for every tracked query its state serves."""
+        bitmap = self.bitmap(state)
+        served = [k for k, bit in enumerate(self.bits) if bitmap & bit]
+        for k in served:
+            checks = self.death[k]
+            if not checks or not dead_by_conditions(node, checks, self.view.summaries):
+                return False
+        return bool(served)
 
     def _pressure(self, progress: Progress) -> float:
         """The event's projected latency over the tightest bound it is charged against."""
