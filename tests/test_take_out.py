@@ -6,6 +6,12 @@ The oracle is the reference evaluator. A match *uses* a partial match taken
 out after event t if its run at t is one of the partial match's open complex
 events: same start, and the match's events up to t are the partial match's
 marks (the automaton is I/O-deterministic, so that run is unique).
+
+Matches are compared by query, interval and events: the engine outputs one
+match per interval and events, with the smallest variables, and where the
+run of that binding was taken out another binding of the same events may
+stand for it (``A+ AS v0 ; A+ AS v1`` over A A A: v0 = (1, 2), v1 = (3,)
+once the partial match of v0 = (1,) followed by v1 = (2,) is gone).
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ def _run_with_take_outs(plan: Any, batch: Any, choose: Any, lateness: int = 0) -
     found: set[Any] = set()
     taken: _Taken = set()
     for i in range(len(batch)):
-        found.update(m.key() for m in engine.process(batch.take([i])))
+        found.update(m.key()[:4] for m in engine.process(batch.take([i])))
         _take_out(engine, int(batch.positions[i]), choose, taken)
     return found, taken
 
@@ -118,7 +124,7 @@ def test_taking_out_any_partial_matches_loses_only_the_matches_through_them(
 
     found, taken = _run_with_take_outs(plan, batch, choose, lateness=4)
     truth = [m for q in evaluate(named, batch).per_query.values() for m in q]
-    keys = {m.key() for m in truth}
+    keys = {m.key()[:4] for m in truth}
     assert found <= keys, "taking partial matches out invented a match"
-    lost = [m for m in truth if m.key() not in found and not _uses(m, taken)]
+    lost = [m for m in truth if m.key()[:4] not in found and not _uses(m, taken)]
     assert not lost, f"lost matches that use no partial match taken out: {lost}"
