@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,12 @@ class Detector:
     timing (replayed with a pace, a batch is served in slices of
     ``SLICE_SECONDS`` of arrivals). ``bounds`` (per query, in milliseconds
     and in cost units) are judged by the latency summary when no shedder
-    runs (a shedder's own bounds are judged when one does).
+    runs (a shedder's own bounds are judged when one does); without a
+    shedder a bound is only judged, never enforced. With a shedder, the
+    first feed first measures the update floor on its first events
+    (``check_floor``): each bound below it is said before the run, as a
+    ``RuntimeWarning`` and in ``floor_warnings`` (only input shedding can
+    meet such a bound).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
     >>> d = Detector.from_queries([("q", "SELECT * WHERE A : A WITHIN 1 EVENTS")], s)
@@ -102,9 +108,13 @@ class Detector:
         tenants: Mapping[str, str] | None = None,
         bounds: tuple[Mapping[str, float], Mapping[str, float]] | None = None,
         with_events: bool = False,
+        check_floor: bool = True,
     ) -> None:
         self.plan = plan
         self.with_events = with_events
+        #: the bounds below the update floor, said at the first feed (``check_floor``)
+        self.floor_warnings: list[str] = []
+        self._check_floor = check_floor and shedder is not None and hasattr(shedder, "config")
         self.schema = schema
         self.strict = strict
         self.allowed_lateness = allowed_lateness
@@ -349,6 +359,9 @@ class Detector:
             self.matches = []
         self._batches.append(batch)
         parts = [(batch, arrivals)] if arrivals is not None else self._arrivals(batch)
+        if self._check_floor and len(batch):
+            self._check_floor = False
+            self._warn_floors(parts)
         engine = self.engine
         found: list[Any] = []
         emitted = [0]
@@ -429,6 +442,22 @@ class Detector:
                 "and ask for the alerts of each feed's matches before the next feed"
             )
         return rows
+
+    def _warn_floors(self, parts: list[tuple[EventBatch, Any]]) -> None:
+        """Measure the update floor on the first events (an unshedded run of
+        at most 2,000) and say each bound below it (``floor_warnings``)."""
+        from sharp_cer.shedding.bounds import floor_warnings
+
+        first, at = parts[0]
+        n = min(len(first), 2000)
+        sample = first.take(list(range(n)))
+        arrivals = at[:n] if at is not None else None
+        capacity = self.engine.server.capacity
+        config = self.shedder.config  # type: ignore[union-attr]
+        lines = floor_warnings(self.plan, config, sample, capacity, arrivals, allowed_lateness=self.allowed_lateness)
+        self.floor_warnings = lines
+        for line in lines:
+            warnings.warn(line, RuntimeWarning, stacklevel=4)
 
     def _arrivals(self, batch: EventBatch) -> list[tuple[EventBatch, Any]]:
         """The batch with its events' arrivals (None: now, live), in the

@@ -111,9 +111,11 @@ class DetectorBuilder:
 
     @property
     def needs_reference(self) -> bool:
-        """Whether the shedder's bounds need each query's mean latency in an
-        unshedded run (``reference_ms``): a bound given as a fraction."""
-        return self.config.shedder is not None and any(b.fraction is not None for b in self._bounds.values())
+        """Whether the bounds need each query's mean latency in an unshedded
+        run (``reference_ms``): a bound given as a fraction, to shed to, or
+        to judge (the config's one bound without a shedder)."""
+        used = self.config.shedder is not None or self.config.bound is not None
+        return used and any(b.fraction is not None for b in self._bounds.values())
 
     def shed_config(self, reference_ms: Mapping[str, float] | None = None) -> ShedConfig:
         """The shedder's bounds (fractions of ``reference_ms``), weights,
@@ -142,12 +144,32 @@ class DetectorBuilder:
         self, reference_ms: Mapping[str, float] | None = None
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """The bounds a run without a shedder is judged against (ms, cost
-        units): the workload's (``shedding.bounds.judged_bounds``); None with
-        a shedder (its own bounds are judged), with the config's one bound,
-        or without a workload."""
-        if self.config.shedder is not None or self.config.bound is not None or self.workload is None:
+        units), never enforced: the config's one bound for every query it
+        bounds, else the workload's (``shedding.bounds.judged_bounds``);
+        None with a shedder (its own bounds are judged), or with neither.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
+        >>> q = [("q", parse_and_check("SELECT * WHERE A WITHIN 1 EVENTS", s))]
+        >>> DetectorBuilder(s, q, DetectorConfig(bound=LatencyBound(milliseconds=50))).judged_bounds()
+        ({'q': 50}, {})
+        >>> shed = DetectorConfig(bound=LatencyBound(milliseconds=50), shedder="truncate")
+        >>> DetectorBuilder(s, q, shed).judged_bounds()
+        """
+        if self.config.shedder is not None:
             return None
-        from sharp_cer.shedding.bounds import judged_bounds
+        from sharp_cer.shedding.bounds import judged_bounds, resolve_bounds
+
+        if self.config.bound is not None:
+            bounds = {
+                name: bound
+                for name, bound in self._bounds.items()
+                if bound.fraction is None or (reference_ms is not None and name in reference_ms)
+            }
+            units, ms = resolve_bounds(bounds, reference_ms)
+            return ms, units
+        if self.workload is None:
+            return None
 
         return judged_bounds(self.workload, reference_ms)
 

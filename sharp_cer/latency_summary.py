@@ -65,8 +65,66 @@ def query_summaries(
             row["latency"] = engine.queue.summary(name)
         if shed:
             row["shedder"] = {k: v for k, v in shed.items() if k not in ("bound_ms", "bound_units")}
+            lost = float(shed.get("matches_lost_estimate", 0.0))
+            matches = row["matches"]
+            row["recall_kept_estimate"] = matches / (matches + lost) if matches + lost > 0 else 1.0
+            over = row.get("latency", {}).get("over_bound_share", 0.0)
+            if over > 0:
+                row["over_bound_why"] = over_bound_reasons(shed)
         out[name] = row
     return out
+
+
+def over_bound_reasons(shed: Mapping[str, Any]) -> list[str]:
+    """Why a shed query still passed its bound, from its shedder's report
+    (``shedding.LoadShedder.report``).
+
+    >>> over_bound_reasons({"floor_above_bound_events": 3, "input_shedding": "allowed"})
+    ['the update alone passed the bound on 3 events (the floor): only input shedding can meet it there']
+    >>> for line in over_bound_reasons({"floor_above_bound_events": 0, "input_shedding": "forbidden: q2 read NOT"}):
+    ...     print(line)
+    input shedding is forbidden: q2 read NOT
+    events waited behind a burst: the queue passed the bound before any cut could help
+    """
+    reasons = []
+    floor = shed.get("floor_above_bound_events", 0)
+    if floor:
+        reasons.append(
+            f"the update alone passed the bound on {floor} events (the floor): only input shedding can meet it there"
+        )
+    never = shed.get("never_shed_in_group") or []
+    if never:
+        reasons.append(
+            f"{', '.join(never)} may not be shed and share the query group: their update and enumeration are never cut"
+        )
+    mode = str(shed.get("input_shedding", "allowed"))
+    if mode != "allowed" and not never:
+        reasons.append(f"input shedding is {mode}")
+    if not floor:
+        reasons.append("events waited behind a burst: the queue passed the bound before any cut could help")
+    return reasons
+
+
+def tenant_recall(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Per tenant (or query, without one), the estimated recall kept: the
+    matches found over those found plus the estimated lost, over its shed
+    queries (``recall_kept_estimate``).
+
+    >>> rows = {"a": {"tenant": "t", "matches": 9, "recall_kept_estimate": 0.9},
+    ...         "b": {"tenant": "t", "matches": 1, "recall_kept_estimate": 1.0}}
+    >>> round(tenant_recall(rows)["t"], 3)
+    0.909
+    """
+    found: dict[str, float] = {}
+    expected: dict[str, float] = {}
+    for name, row in summaries.items():
+        if "recall_kept_estimate" not in row:
+            continue
+        owner = row.get("tenant") or name
+        estimate = row["recall_kept_estimate"]
+        found[owner] = found.get(owner, 0.0) + row["matches"]
+        expected[owner] = expected.get(owner, 0.0) + (row["matches"] / estimate if estimate > 0 else 0.0)
+    return {owner: found[owner] / expected[owner] if expected[owner] else 1.0 for owner in found}
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,4 +187,11 @@ def render(summaries: Mapping[str, dict[str, Any]]) -> str:
             f"{name:<{wide}} {row['matches']:>8} {bound:>12} {over:>11}  {figures:<36} {unit_figures:<17} "
             f"{cuts['events']} / {cuts['partial_matches']} / {cuts['enumerations_cut_short']}"
         )
+    for name, row in summaries.items():
+        for reason in row.get("over_bound_why", ()):
+            lines.append(f"{name} passed its bound: {reason}")
+    recall = tenant_recall(summaries)
+    if recall:
+        figures = ", ".join(f"{owner} {value:.3f}" for owner, value in recall.items())
+        lines.append(f"recall kept (an estimate from what was cut, not measured): {figures}")
     return "\n".join(lines)

@@ -145,7 +145,9 @@ def test_a_fraction_bound_needs_an_unshedded_run_and_is_taken_of_it() -> None:
         {},
         3,
     )
-    assert not DetectorBuilder(s, queries, DetectorConfig(bound=LatencyBound(fraction=0.5))).needs_reference
+    # without a shedder the one bound is judged (issue 36), and a fraction is still taken of an unshedded run
+    judged = DetectorBuilder(s, queries, DetectorConfig(bound=LatencyBound(fraction=0.5)))
+    assert judged.needs_reference and judged.judged_bounds({"q": 10.0}) == ({"q": 5.0}, {})
     assert not DetectorBuilder(
         s, queries, DetectorConfig(shedder="sharp", bound=LatencyBound(milliseconds=9))
     ).needs_reference

@@ -19,6 +19,7 @@ SHEDDER_NAMES = (
     "darling",
     "hybrid",
     "truncate",
+    "value",
 )
 
 

@@ -119,7 +119,13 @@ def add_parser(sub: Any) -> None:
     run_match.add_argument(
         "--shedder",
         choices=sorted(SHEDDER_NAMES),
-        help="how to shed load to the latency bound (default: sharp; without a bound nothing is shed)",
+        default=None,
+        help="enforce the bound by shedding load (default: none, the bound is only judged). What each cuts: "
+        "truncate: enumerations past the budget; sharp, sharp-instance: partial matches (by view / by instance) "
+        "and enumerations; random-state, selectivity: partial matches and enumerations; random-input, darling: "
+        "input events and enumerations; hybrid: input events, partial matches and enumerations; value: partial "
+        "matches at creation, valued by expected matches per expected cost, and enumerations. Each also sheds "
+        "input events when an event's wait and update alone pass the bound, where no query reads an absence",
     )
     run_match.add_argument("--seed", type=int, default=0, help="seed of the shedder's random choices")
     run_match.add_argument(
@@ -147,7 +153,7 @@ def options(args: argparse.Namespace) -> MatchCommand:
     """The options of a parsed ``match`` command line (``UsageError`` on a bad fraction)."""
     shed = ShedOptions(
         bound=bound_option(args),
-        shedder=args.shedder or "sharp",
+        shedder=args.shedder,
         seed=args.seed,
         sketch_attributes=tuple(args.sketch_attribute),
         stats=args.stats,
@@ -314,6 +320,8 @@ def _by_engine(
 
     lateness = inputs.lateness
     first, chunks = _first_rows(chunks) if shed.bounded else (None, chunks)  # no rows: nothing to shed
+    if shed.bounded and shed.shedder is None:
+        print(f"note: no --shedder: the bound of {shed.bound} is judged, not enforced (nothing is shed)", file=err)
     settings = DetectorConfig(
         shedder=shed.shedder if first is not None else None, seed=shed.seed, bound=shed.bound,
         sketch_attributes=shed.sketch_attributes, capacity=shed.capacity, count_only=options.count,
@@ -341,6 +349,7 @@ def _by_engine(
         record_latency=shed.stats is not None or shed.bounded or judges(judged, shed),
         record_service=False,  # the summary reads the queue log, whose memory does not grow
         pace=shed.pace,
+        check_floor=False,  # said above (warn_floors)
     )
     left = _write(options, inputs, detector, chunks, *to, err)
     return _engine_outcome(options, shed, detector, judged, left)
@@ -476,7 +485,7 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
     )
     shedder = detector.shedder
     if shedder is not None:
-        footer += f"; shed by {shed.shedder}: {stats['events_shed']} events (per query group)"
+        footer += "; " + shed_footer(shed.shedder, detector.summary())
     summary = summary_table(detector) if shedder is not None or judges(judged, shed) else ""
     if shed.stats is not None:
         write_atomic(shed.stats, json.dumps(shed_stats(detector, shed), indent=2))
@@ -556,6 +565,29 @@ def _sink(options: MatchOptions, inputs: _Inputs, out: TextIO) -> Iterator[Any]:
 def _pending(pending: dict[str, int]) -> str:
     """``q1: 3, q2: 0``: alerts whose deadline event time had not passed."""
     return ", ".join(f"{name}: {n}" for name, n in pending.items())
+
+
+def shed_footer(name: str | None, summaries: dict[str, dict[str, Any]]) -> str:
+    """What the shedder cut, by lever: input events (for the floor: while an
+    event's wait and update alone passed a bound; by the policy: its own
+    input shedding), partial matches and enumerations cut short.
+
+    >>> shed = {"events_shed_for_floor": 3, "events_shed_by_group": 0}
+    >>> rows = {"q": {"cuts": {"partial_matches": 0, "enumerations_cut_short": 7}, "shedder": shed}}
+    >>> shed_footer("truncate", rows)  # doctest: +NORMALIZE_WHITESPACE
+    'cut by truncate: 3 input events while the wait and update alone passed a bound, 0 by its policy
+    (per query group); 0 partial matches; 7 enumerations cut short'
+    """
+    reports = [row.get("shedder", {}) for row in summaries.values()]
+    # input is shed per query group: its queries report the same events (one group here, the most otherwise)
+    floor = max((r.get("events_shed_for_floor", 0) for r in reports), default=0)
+    policy = max((r.get("events_shed_by_group", 0) for r in reports), default=0)
+    pms = sum(row["cuts"]["partial_matches"] for row in summaries.values())
+    walks = sum(row["cuts"]["enumerations_cut_short"] for row in summaries.values())
+    return (
+        f"cut by {name}: {floor} input events while the wait and update alone passed a bound, {policy} by its "
+        f"policy (per query group); {pms} partial matches; {walks} enumerations cut short"
+    )
 
 
 def _no_sink() -> Any:

@@ -64,9 +64,10 @@ class CompiledQueryGroup:
     """The automaton, symbols, windows, projections, conditions and the
     tests that skip events of query group ``number`` of ``plan`` (see the
     module example). ``lone_tests`` turns on the density and relevance
-    tests (``engine.density``, ``engine.relevance``), which only hold
-    when every event is processed as it comes (no shedder); ``skip`` the
-    skip index of idle symbols.
+    tests (``engine.density``, ``engine.relevance``); ``skip`` those and the
+    skip index of idle symbols. The tests stay exact under a shedder: an
+    event in no match of the whole stream is in no match of what is left
+    once some events or partial matches are shed.
     """
 
     def __init__(

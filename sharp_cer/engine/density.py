@@ -7,8 +7,10 @@ can be in a match only if some ``fewest`` consecutive events of its
 partition, itself among them, fit in that window. An event that is in no
 match can change nothing when nothing but the events of a match decides it:
 every query of the group selects ALL, consumes nothing, has no LIMIT, no
-NOT, no ABSENT and no contiguity (``:``, ``:+``), and nothing is shed
-(``Density.of`` refuses every other group).
+NOT, no ABSENT and no contiguity (``:``, ``:+``) (``Density.of`` refuses
+every other group). Shedding keeps the test exact: an event in no match of
+the whole stream is in none of what is left once events or partial matches
+are shed.
 
 The test runs on one batch with numpy. It needs every event's window value,
 none decreasing within a partition in the batch (else the batch is left as

@@ -1037,11 +1037,10 @@ class Engine:
         #: put out in blocks (with an emit: ``process``), and the latest
         self.crowded_events = 0
         self.crowded_at: int | None = None
-        lone = skip and shedder is None  # the density and relevance tests hold
+        # the density and relevance tests stay on under a shedder: an event in
+        # no match of the whole stream is in none of a shed one either (issue 36)
         self.compiled = [
-            CompiledQueryGroup(
-                plan, k, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness, skip=skip, lone_tests=lone
-            )
+            CompiledQueryGroup(plan, k, cache_capacity=cache_capacity, allowed_lateness=allowed_lateness, skip=skip)
             for k in range(len(plan.groups))
         ]
         self.runners = [QueryGroupRunner(self, c) for c in self.compiled]

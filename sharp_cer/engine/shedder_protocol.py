@@ -80,6 +80,16 @@ class QueryGroupView(Protocol):
     queries: list[QueryPlan]
 
     @property
+    def summaries(self) -> Any:
+        """The group's condition summaries (``engine.conditions.Summaries``; None: no cross-event condition)."""
+        ...
+
+    @property
+    def checks(self) -> Mapping[int, Sequence[Any]]:
+        """Per query id, its cross-event filters' checks (``engine.conditions.FilterCheck``)."""
+        ...
+
+    @property
     def window_events(self) -> int | None:
         """The group's largest window in events (None: not counted in events)."""
         ...

@@ -131,17 +131,28 @@ def union(n1: Node, n2: Node) -> Node:
 
 
 def insert(ulist: list[Node], node: Node) -> int:
-    """Insert a safe node whose max-start is at most that of ``ulist[0]``,
-    keeping the list sorted by decreasing max-start (equal ones are united);
-    return the number of union nodes created.
+    """Insert a safe node into a non-empty union-list, keeping the list
+    sorted by decreasing max-start (equal ones are united, but for
+    ``ulist[0]``); return the number of union nodes created.
+
+    Algorithm 1 visits the states in the order of their lists' first
+    max-start, so a node usually comes no younger than ``ulist[0]``. Once a
+    shedder has taken a list's first entry out, that order no longer holds,
+    and a younger node goes first (else the list would be out of order and
+    walks and window cuts would miss runs).
 
     >>> ulist = [extend(bottom(5, 5, 5), 6, 0)]
     >>> insert(ulist, extend(bottom(2, 2, 2), 6, 0)), insert(ulist, extend(bottom(4, 4, 4), 6, 0))
     (0, 0)
     >>> [n.maxstart for n in ulist], insert(ulist, extend(bottom(4, 4, 4), 7, 0))
     ([5, 4, 2], 1)
+    >>> insert(ulist, extend(bottom(6, 6, 6), 7, 0)), [n.maxstart for n in ulist]
+    (0, [6, 5, 4, 2])
     """
     m = node.maxstart
+    if m > ulist[0].maxstart:
+        ulist.insert(0, node)
+        return 0
     for i in range(1, len(ulist)):
         old = ulist[i]
         if old.maxstart == m:

@@ -3,7 +3,7 @@ the PSD index, the greedy selector and the baselines, behind the engine's
 ``Shedder`` protocol.
 
 >>> sorted(SHEDDERS)
-['darling', 'hybrid', 'random-input', 'random-state', 'selectivity', 'sharp', 'sharp-instance', 'truncate']
+['darling', 'hybrid', 'random-input', 'random-state', 'selectivity', 'sharp', 'sharp-instance', 'truncate', 'value']
 >>> make_shedder("sharp", ShedConfig(bounds={"q": 100})).name
 'sharp'
 """
@@ -15,6 +15,7 @@ from sharp_cer.errors import SheddingError
 from .base import LoadShedder, ShedConfig
 from .baselines import DarlingShedder, HybridShedder, RandomInputShedder, RandomStateShedder, SelectivityShedder
 from .sharp import SharpInstanceShedder, SharpShedder
+from .value import ValueShedder
 
 SHEDDERS: dict[str, type[LoadShedder]] = {
     cls.name: cls
@@ -27,6 +28,7 @@ SHEDDERS: dict[str, type[LoadShedder]] = {
         DarlingShedder,
         HybridShedder,
         LoadShedder,
+        ValueShedder,
     )
 }
 

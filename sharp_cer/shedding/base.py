@@ -237,6 +237,10 @@ class LoadShedder:
                     "partial_matches_removed_by_group": group.pms_removed,
                     "selections": group.selections,
                     "partial_matches_considered": group.considered,
+                    "input_shedding": group.input_shedding,
+                    "never_shed_in_group": group.never_shed,
+                    "matches_found": group.found[k],
+                    "matches_lost_estimate": group.lost_estimate(k),
                 }
         return out
 
@@ -264,6 +268,18 @@ class GroupState:
         # a group sheds input only if every query of it may lose matches, and
         # none reads the absence of events (a dropped event would invent one)
         self.input_sheddable = len(tracked) == len(view.queries) and all(map(input_safe, tracked))
+        tracked_ids = {q.id for q in tracked}
+        #: the group's queries that are never shed (a strategy, LIMIT, CONSUME, no bound, shed = false)
+        self.never_shed = [q.name for q in view.queries if q.id not in tracked_ids]
+        unsafe = [q.name for q in tracked if not input_safe(q)]
+        #: why input may not be shed in this group ("allowed" if it may)
+        self.input_shedding = (
+            "allowed"
+            if self.input_sheddable
+            else f"forbidden: {', '.join(self.never_shed)} may not be shed and share the query group"
+            if self.never_shed
+            else f"forbidden: {', '.join(unsafe)} read an absence (NOT, ABSENT, ':') or are STRICT"
+        )
         n = len(tracked)
         self.demand = [0.0] * n  # the smoothed demand of each query's enumerations
         self.last_demand = [0.0] * n
@@ -276,6 +292,12 @@ class GroupState:
         self.floor_over = [0] * n
         self.pms_shed = [0] * n
         self.pms_removed = 0
+        # for the recall estimate: matches found, candidates walked, the
+        # branches cut walks left, and the group's partial matches created
+        self.found = [0] * n
+        self.walked = [0] * n
+        self.cut_branches = [0] * n
+        self.pms_created = 0
         self.floor = 0.0  # the smoothed update floor of processed events
         self.update = 0.0  # the smoothed update units of the group's step
         self.entry_floor = 0  # the floor of the event in process before the group's step
@@ -376,6 +398,10 @@ class GroupState:
         k = self.index.get(query.id)
         if k is None:
             return
+        self.found[k] += len(candidates)
+        self.walked[k] += walk.candidates
+        if walk.truncated:
+            self.cut_branches[k] += walk.left
         if candidates:
             a = self.config.smoothing
             self.per_match[k] += a * (walk.steps / len(candidates) - self.per_match[k])
@@ -397,6 +423,7 @@ class GroupState:
     def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
         """After an event: learn, and select partial matches while overloaded."""
         self.events += 1
+        self.pms_created += len(outputs)
         a = self.config.smoothing
         self.floor += a * (progress.floor - self.floor)
         self.update += a * (progress.floor - self.entry_floor - self.update)
@@ -455,6 +482,18 @@ class GroupState:
         if demand <= self.bound[k]:
             return 1.0
         return float((self.bound[k] / demand) ** (1.0 / max(1.0, self.length[k])))
+
+    def lost_estimate(self, k: int) -> float:
+        """An estimate of tracked query k's matches lost to the cuts: each
+        branch a cut walk left waiting holds at least one candidate path,
+        which becomes a match at the rate walked candidates did; each
+        partial match shed would have led to as many matches as the mean
+        partial match (matches times marks per match, over partial matches
+        created). Selectors shed the less useful ones first, so this leans
+        low on recall: a rough figure, labelled as an estimate wherever shown."""
+        per_candidate = self.found[k] / self.walked[k] if self.walked[k] else 1.0
+        per_pm = self.found[k] * self.length[k] / self.pms_created if self.pms_created else 0.0
+        return self.cut_branches[k] * min(1.0, per_candidate) + self.pms_shed[k] * per_pm
 
     def live_partial_matches(self) -> list[tuple[Any, int, list[Node]]]:
         """(partition, state, union-list) of every live state of every partition."""

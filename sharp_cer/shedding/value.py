@@ -1,0 +1,298 @@
+"""The value model: partial matches valued by what they will yield and
+cost, admitted or dropped at creation (issue 36).
+
+Measured under bursts, the update is not constant in partial matches (PMs):
+it grows with live (partition, state) pairs, and dead PMs keep them alive.
+So this shedder decides when a PM is created, before it costs any update:
+
+* its *key* is its deterministic state, the label it marks, the bucketed
+  attributes of its event the conditions read (the workload's sketch
+  attributes) and its remaining window (quarters of the group's largest
+  window in events);
+* per key, a decayed sketch counts PMs created and the (weighted) matches
+  that passed through them: a match's marks name the PMs on its path,
+  remembered by (position, label) for a window's worth of events; a key
+  seen too rarely backs off to a coarser one (without the remaining window,
+  then without the attributes);
+* a PM's value is its key's expected weighted matches per PM (shrunk
+  towards the group's mean while the key is young) over its
+  expected cost, the update it will take (its remaining window) plus the
+  enumeration it feeds (one unit per expected match);
+* a PM whose conditions already fail on every path, whatever events come
+  next, is dead for sure (``dead_by_conditions``: the node summaries' min and
+  max of the attributes the conditions read, against the condition's bound;
+  for queries that are a FILTER over a sequence of single events);
+* the pressure is the event's projected latency (its wait and update so
+  far, queueing included) over the tightest bound of the group; from a
+  quarter of the bound on, PMs of keys whose value is below a threshold
+  are taken out at once (by instance), the threshold rising with the
+  pressure to the group's mean value at the bound; the PMs dead for sure
+  are taken out whenever the group has once been overloaded (it costs no
+  match, and a burst then starts with less state to update).
+
+Sharp's PSD still decides which queries a PM serves: a PM is dropped only if
+every query its state serves may be shed. Truncation's budget and input
+shedding below the update floor stay as the base shedder has them (the
+last resort).
+
+>>> from sharp_cer.language import Schema, parse_and_check
+>>> from sharp_cer.events.loaders import load_csv
+>>> from sharp_cer.planner import compile_plan
+>>> from sharp_cer.engine import Engine
+>>> from sharp_cer.shedding.base import ShedConfig
+>>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }")
+>>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B+ WITHIN 30 EVENTS", s))])
+>>> events = load_csv("A,1\\n" + "B,1\\n" * 14, s)[0]
+>>> engine = Engine(plan, shedder=ValueShedder(ShedConfig(bounds={"q": 60})), record_latency=True)
+>>> found = engine.process(events)
+>>> 0 < len(found) < 2 ** 14 - 1, int(engine.latency.units(0, "q").max()) <= 60
+(True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sharp_cer.engine.enumeration import Walk
+from sharp_cer.engine.shedder_protocol import Candidate, Progress, QueryGroupView
+from sharp_cer.engine.tecs import Node
+from sharp_cer.events.batch import EventBatch
+from sharp_cer.language import ast
+from sharp_cer.planner.plan import QueryPlan
+
+from .base import GroupState, LoadShedder, remember
+from .sketch import Bucketer
+
+#: PMs of a key seen before its value is trusted, and the prior's weight in PMs
+_EVIDENCE, _PRIOR = 5.0, 5.0
+#: epochs of the base shedder per epoch of the value model's decay (a PM's fate is known a window later)
+_EPOCHS = 4
+#: pressure (projected latency over the bound) where dropping starts, and where it is at its strongest
+_CALM, _FULL = 0.25, 1.0
+#: quarters of the window a PM's remaining window is bucketed in
+_QUARTERS = 4
+
+
+_INF = float("inf")
+
+
+def single_event_sequence(query: QueryPlan) -> bool:
+    """Whether the query's pattern is a sequence of single events (event
+    types, maybe AS a variable), under at most one FILTER, no variable
+    holding more than one event: every run of one of its states has bound
+    the same variables, so a condition's summary over a node is exact for
+    the variables bound and says nothing of those to come.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }")
+    >>> def plan(text):
+    ...     return QueryPlan(0, "q", parse_and_check(text, s), None, None, False)
+    >>> single_event_sequence(plan("SELECT * WHERE A AS a ; B AS b FILTER a.v < b.v"))
+    True
+    >>> single_event_sequence(plan("SELECT * WHERE A AS a ; B+ AS b FILTER a.v < sum(b.v)"))
+    False
+    """
+    pattern: Any = query.query.pattern
+    if isinstance(pattern, ast.Filter):
+        pattern = pattern.formula
+    parts = pattern.parts if isinstance(pattern, ast.Sequence) else (pattern,)
+    for part in parts:
+        if isinstance(part, ast.Bind):
+            part = part.formula
+        if not isinstance(part, ast.EventType):
+            return False
+    return not any(v.many for v in query.checked.variables.values())
+
+
+def dead_by_conditions(node: Node, checks: Sequence[Any], summaries: Any) -> bool:
+    """Whether some cross-event condition (``checks``, of a query for which
+    ``single_event_sequence`` holds) fails on every path of ``node``
+    whatever events come next: each term of a variable already bound is its
+    range over the node's paths, each term of one still to come is
+    unknown (any value).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from sharp_cer.planner import compile_plan
+    >>> from sharp_cer.engine import Engine
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int }, EVENT C { v:int } }")
+    >>> q = parse_and_check("SELECT * WHERE A AS a ; B AS b ; C AS c FILTER a.v < b.v AND b.v < c.v", s)
+    >>> engine = Engine(compile_plan([("q", q)]))
+    >>> _ = engine.process(load_csv("A,5\\nB,1\\nB,9\\n", s)[0])
+    >>> runner = engine.runners[0]
+    >>> entries = [e for _, _, ulist in runner.partial_matches() for e in ulist if e.pos > 0]
+    >>> sorted((e.pos, dead_by_conditions(e, runner.checks[0], runner.summaries)) for e in entries)
+    [(1, True), (2, False)]
+    """
+    summary = node.summary
+    if summary is None or summaries is None:
+        return False
+    lows, highs = summary
+    identity_lo, identity_hi = summaries.identity
+    for check in checks:
+        if any(kind != "env" for kind in check.kinds):
+            continue  # an aggregate may still change: never judged dead by it
+        seen_lo, seen_hi = list(identity_lo), list(identity_hi)
+        for t in check.terms:
+            if lows[t] == identity_lo[t] and highs[t] == identity_hi[t]:
+                seen_lo[t], seen_hi[t] = -_INF, _INF  # a variable still to come
+        if not check.possible((tuple(seen_lo), tuple(seen_hi)), summary):
+            return True
+    return False
+
+
+class ValueShedder(LoadShedder):
+    """PMs valued by expected weighted matches per unit of expected cost,
+    dropped at creation under pressure (see the module docstring)."""
+
+    name = "value"
+
+    def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
+        """A value-model group shedder."""
+        attributes = sorted({a for q in tracked for a in self.config.sketch_attributes.get(q.name, ())})
+        return ValueGroup(self, view, tracked, attributes)
+
+
+class ValueGroup(GroupState):
+    """One group's value model (see the module docstring)."""
+
+    def __init__(
+        self, owner: LoadShedder, view: QueryGroupView, tracked: list[QueryPlan], attributes: Sequence[str]
+    ) -> None:
+        super().__init__(owner, view, tracked)
+        self.bucketer = Bucketer(attributes, owner.config.buckets)
+        self.window = view.window_events
+        self.rows: list[int] = []
+        self.positions: list[int] = []
+        # key (and its coarser forms) -> PMs created, weighted matches through them (decayed, scaled)
+        self.created: dict[tuple[int, ...], float] = {}
+        self.yielded: dict[tuple[int, ...], float] = {}
+        self.total_created = 0.0
+        self.total_yield = 0.0
+        self.born: dict[tuple[int, int], Any] = {}  # (position, label) -> key, of recent PMs
+        self.scale = 1.0  # the weight of a new count: grows by 1 / decay per epoch (lazy decay)
+        self.decay = owner.config.decay
+        # per tracked query: its checks when dead_by_conditions applies to it (None: it does not)
+        self.death = [view.checks.get(q.id) if single_event_sequence(q) else None for q in tracked]
+
+    def begin_batch(self, batch: EventBatch) -> None:
+        """Bucket the batch's attributes the conditions read."""
+        super().begin_batch(batch)
+        columns = {}
+        for name in self.bucketer.attributes:
+            column = batch.columns.get(name)
+            if column is not None and column.kind in ("int", "double", "primary_time"):
+                columns[name] = np.where(column.valid, column.values.astype(np.float64), np.nan)
+        self.rows = self.bucketer.bucket_rows(columns).tolist() if columns else [0] * len(batch)
+        self.positions = batch.positions.tolist()
+
+    def key(self, node: Node, state: int, bucket: int) -> tuple[int, int, int, int]:
+        """A new PM's key: state, label, attribute bucket, remaining window."""
+        left = 0
+        if self.window:
+            remaining = self.window - (node.pos - node.maxstart)
+            left = max(0, min(_QUARTERS - 1, remaining * _QUARTERS // self.window))
+        return (state, node.label, bucket, left)
+
+    def value(self, key: tuple[int, int, int, int]) -> float | None:
+        """The key's expected weighted matches per PM over its expected
+        cost, from the finest of the key and its coarser forms with enough
+        evidence (None: none has). The estimate is shrunk towards the
+        group's mean (``_PRIOR`` PMs' worth of it), so a key seen a few
+        times with no match is not judged dead on chance."""
+        mean = self.total_yield / self.total_created if self.total_created > 0 else 0.0
+        for level in (key, key[:3], key[:2]):
+            created = self.created.get(level, 0.0) / self.scale
+            if created >= _EVIDENCE:
+                found = self.yielded.get(level, 0.0) / self.scale
+                expected = (found + _PRIOR * mean) / (created + _PRIOR)
+                return expected / self.cost(key, expected)
+        return None
+
+    def cost(self, key: tuple[int, int, int, int], matches: float) -> float:
+        """Expected update (the quarters of window left to live) plus enumeration (one per match)."""
+        return 1.0 + key[3] + matches
+
+    def mean_value(self) -> float:
+        """The group's mean weighted matches per PM, per unit of a mid-window PM's cost."""
+        if self.total_created <= 0:
+            return 0.0
+        mean = self.total_yield / self.total_created
+        return mean / (1.0 + _QUARTERS / 2 + mean)
+
+    def enumerated(self, query: QueryPlan, progress: Progress, walk: Walk, candidates: Sequence[Candidate]) -> None:
+        """Credit each match's PMs' keys with the query's weight."""
+        super().enumerated(query, progress, walk, candidates)
+        k = self.index.get(query.id)
+        if k is None or not candidates:
+            return
+        weight, born, yielded, scale = self.weight[k], self.born, self.yielded, self.scale
+        for _, marks in candidates:
+            for mark in marks:
+                key = born.get(mark)
+                if key is not None:
+                    for level in (key, key[:3], key[:2]):
+                        yielded[level] = yielded.get(level, 0.0) + weight * scale
+        self.total_yield += weight * len(candidates) * scale
+
+    def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
+        """Count the new PMs by key, and drop the low-valued ones under pressure."""
+        super().stepped(instance, outputs, row, progress)
+        if self.events % (_EPOCHS * self.epoch) == 0:
+            self.scale /= self.decay
+            if self.scale > 1e100:
+                self._rescale()
+        if not outputs:
+            return
+        bucket = self.rows[row] if self.rows else 0
+        pressure = self._pressure(progress)
+        threshold = self.mean_value() * min(1.0, (pressure - _CALM) / (_FULL - _CALM)) if pressure > _CALM else 0.0
+        scale, created, born = self.scale, self.created, self.born
+        dropping: dict[int, set[int]] = {}
+        for node, state in outputs:
+            key = self.key(node, state, bucket)
+            for level in (key, key[:3], key[:2]):
+                created[level] = created.get(level, 0.0) + scale
+            self.total_created += scale
+            remember(born, (node.pos, node.label), key)  # type: ignore[arg-type]
+            if self.ever_overloaded and self.sheddable_state(state):
+                value = self.value(key) if threshold > 0 else None
+                if (value is not None and value < threshold) or self._dead(node, state):
+                    dropping.setdefault(state, set()).add(id(node))
+        for state, ids in dropping.items():
+            ulist = self.view.union_list(instance, state)
+            if ulist is None:
+                continue
+            removed = self.view.take_out(instance, state, [id(entry) not in ids for entry in ulist])
+            self.pms_removed += removed
+            bitmap = self.bitmap(state)
+            for k, bit in enumerate(self.bits):
+                if bitmap & bit:
+                    self.pms_shed[k] += removed
+
+    def _dead(self, node: Node, state: int) -> bool:
+        """Whether ``node`` is dead for sure for every tracked query its state serves."""
+        bitmap = self.bitmap(state)
+        served = [k for k, bit in enumerate(self.bits) if bitmap & bit]
+        for k in served:
+            checks = self.death[k]
+            if not checks or not dead_by_conditions(node, checks, self.view.summaries):
+                return False
+        return bool(served)
+
+    def _pressure(self, progress: Progress) -> float:
+        """The event's projected latency over the tightest bound it is charged against."""
+        self._bounds(progress)
+        ratios = [self.charged(k, progress) / b for k, b in enumerate(self.bound) if b > 0]
+        return max(ratios, default=0.0)
+
+    def _rescale(self) -> None:
+        s = self.scale
+        self.created = {k: v / s for k, v in self.created.items()}
+        self.yielded = {k: v / s for k, v in self.yielded.items()}
+        self.total_created /= s
+        self.total_yield /= s
+        self.scale = 1.0
