@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sharp_cer.language.source import Source, Span
 
@@ -38,6 +39,20 @@ Alive = Callable[[int, tuple[int, tuple[int, ...], int]], bool]
 """``alive(row, (pc, counters, depth))``: can a thread in that state at ``row`` still complete?"""
 
 DEFAULT_MAX_THREADS = 100_000
+
+
+class Tracked(Protocol):
+    """Conditions that read a thread's history (``reads`` plus running
+    aggregate states) instead of only its labels: ``condition`` sees the
+    history before ``row``, ``advance`` gives it after ``row`` got ``variable``."""
+
+    initial: tuple[object, ...]
+
+    def condition(self, variable: int, labels: tuple[int, ...], row: int, history: tuple[object, ...]) -> bool: ...
+
+    def advance(
+        self, history: tuple[object, ...], variable: int, labels: tuple[int, ...], row: int
+    ) -> tuple[object, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -81,14 +96,21 @@ def first_match(
     alive: Alive | None = None,
     reads: Sequence[Read] | None = None,
     where: tuple[Source | None, Span | None] = (None, None),
+    tracked: Tracked | None = None,
 ) -> Found | None:
     """The preferred match starting at row ``start`` of ``size`` rows, or None.
     ``alive``: which states can still complete at a row (threads elsewhere are
     dropped). ``reads``: all that the conditions read of the labels (None:
-    anything), so threads that agree on it merge even when labels matter."""
+    anything), so threads that agree on it merge even when labels matter.
+    ``tracked`` (with ``reads``): the history it keeps replaces ``reads``'s,
+    and its condition replaces ``condition``."""
     code = program.code
     threads: list[Thread] = []
     history: tuple[object, ...] = tuple(() for _ in reads) if reads is not None else ()
+    if tracked is not None and reads is not None:
+        history = tracked.initial
+    else:
+        tracked = None
     merge = labels_matter and reads is not None
     if merge:
         labels_matter = False
@@ -119,9 +141,15 @@ def first_match(
             if row < size:
                 variable = instruction[1]
                 grown = (*labels, variable)
-                if condition(variable, grown, row):
+                if (
+                    tracked.condition(variable, grown, row, history)
+                    if tracked is not None
+                    else condition(variable, grown, row)
+                ):
                     moved = (*excluded, row) if depth else excluded
-                    if merge:
+                    if tracked is not None:
+                        history = tracked.advance(history, variable, grown, row)
+                    elif merge:
                         assert reads is not None
                         history = _remember(history, reads, row, variable)
                     _close(
