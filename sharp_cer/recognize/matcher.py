@@ -22,9 +22,9 @@ Found(end=2, labels=(0, 1), excluded=())
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from sharp_cer.language.source import Source, Span
 
@@ -48,10 +48,10 @@ class Tracked(Protocol):
 
     initial: tuple[object, ...]
 
-    def condition(self, variable: int, labels: tuple[int, ...], row: int, history: tuple[object, ...]) -> bool: ...
+    def condition(self, variable: int, labels: Sequence[int], row: int, history: tuple[object, ...]) -> bool: ...
 
     def advance(
-        self, history: tuple[object, ...], variable: int, labels: tuple[int, ...], row: int
+        self, history: tuple[object, ...], variable: int, labels: Sequence[int], row: int
     ) -> tuple[object, ...]: ...
 
 
@@ -64,8 +64,44 @@ class Found:
     excluded: tuple[int, ...]
 
 
+class Labels(Sequence[int]):
+    """A match's labels so far as a chain from the last row back, shared by
+    the threads that grew from it, so adding a row costs O(1) (a tuple copy
+    costs the match's length). The last label is read in O(1); any other
+    index builds the tuple once per chain link (what a tuple costs anyway)."""
+
+    __slots__ = ("_flat", "label", "parent", "size")
+
+    def __init__(self, parent: Labels | None, label: int) -> None:
+        self.parent = parent
+        self.label = label
+        self.size: int = 1 + (parent.size if parent is not None else 0)
+        self._flat: tuple[int, ...] | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, at: Any) -> Any:
+        if at == -1 or at == self.size - 1:
+            return self.label
+        return self.flat()[at]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.flat())
+
+    def flat(self) -> tuple[int, ...]:
+        if self._flat is None:
+            out: list[int] = []
+            link: Labels | None = self
+            while link is not None:
+                out.append(link.label)
+                link = link.parent
+            self._flat = tuple(reversed(out))
+        return self._flat
+
+
 # A thread: (pc, counters, exclusion depth, labels, excluded rows, history)
-Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...], tuple[object, ...]]
+Thread = tuple[int, tuple[int, ...], int, Sequence[int], tuple[int, ...], tuple[object, ...]]
 
 Read = tuple[frozenset[int], str, int]
 """What conditions read of the match so far (``expressions.Read``): the first
@@ -136,15 +172,19 @@ def first_match(
             pc, counters, depth, labels, excluded, history = thread
             instruction = code[pc]
             if instruction[0] == MATCH:
-                found = Found(row, labels, excluded)
+                found = Found(row, tuple(labels), excluded)
                 break  # lower-priority threads can only give less preferred matches
             if row < size:
                 variable = instruction[1]
-                grown = (*labels, variable)
+                grown: Sequence[int] = (
+                    Labels(labels if isinstance(labels, Labels) else None, variable)
+                    if tracked is not None
+                    else (*labels, variable)
+                )
                 if (
                     tracked.condition(variable, grown, row, history)
                     if tracked is not None
-                    else condition(variable, grown, row)
+                    else condition(variable, grown, row)  # type: ignore[arg-type]  # a tuple without tracking
                 ):
                     moved = (*excluded, row) if depth else excluded
                     if tracked is not None:

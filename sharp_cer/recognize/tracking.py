@@ -54,7 +54,7 @@ class Tracker:
             *(state_key(spec.initial()) for spec in self.specs),
         )
 
-    def condition(self, variable: int, labels: tuple[int, ...], row: int, history: tuple[object, ...]) -> bool:
+    def condition(self, variable: int, labels: Sequence[int], row: int, history: tuple[object, ...]) -> bool:
         compiled = self.conditions[variable]
         if compiled is None:
             return True  # an undefined variable matches every row
@@ -72,7 +72,7 @@ class Tracker:
         return compiled.fn(view, None) is True
 
     def advance(
-        self, history: tuple[object, ...], variable: int, labels: tuple[int, ...], row: int
+        self, history: tuple[object, ...], variable: int, labels: Sequence[int], row: int
     ) -> tuple[object, ...]:
         kept = len(self.reads)
         rows = _remember(history[:kept], self.reads, row, variable) if kept else ()
