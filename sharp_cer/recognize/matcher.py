@@ -68,7 +68,13 @@ class Labels(Sequence[int]):
     """A match's labels so far as a chain from the last row back, shared by
     the threads that grew from it, so adding a row costs O(1) (a tuple copy
     costs the match's length). The last label is read in O(1); any other
-    index builds the tuple once per chain link (what a tuple costs anyway)."""
+    index builds the tuple once per chain link (what a tuple costs anyway).
+
+    >>> first = Labels(None, 0)
+    >>> grown = Labels(Labels(first, 1), 2)
+    >>> len(grown), grown[-1], grown[0], tuple(grown)
+    (3, 2, 0, (0, 1, 2))
+    """
 
     __slots__ = ("_flat", "label", "parent", "size")
 
@@ -90,6 +96,9 @@ class Labels(Sequence[int]):
         return iter(self.flat())
 
     def flat(self) -> tuple[int, ...]:
+        if self._flat is None and self.parent is not None and self.parent._flat is not None:
+            # the parent's tuple moves to this link: a long chain never holds a tuple per link
+            self._flat, self.parent._flat = (*self.parent._flat, self.label), None
         if self._flat is None:
             out: list[int] = []
             link: Labels | None = self
