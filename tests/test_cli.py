@@ -78,18 +78,25 @@ def test_demo_checks_workloads_and_runs_them_on_spark(tmp_path: Path, capsys: py
     out, _ = capsys.readouterr()
     assert code == 0
     written = sorted(p.name for p in tmp_path.glob("*.csv"))
-    assert written == ["card_fraud.csv", "iot_sensors.csv", "shared_logins.csv", "stock_trading.csv"]
+    assert written == [
+        "card_fraud.csv",
+        "device_heartbeats.csv",
+        "iot_sensors.csv",
+        "shared_logins.csv",
+        "stock_trading.csv",
+    ]
     assert all(len((tmp_path / name).read_text().splitlines()) == 1500 for name in written)
     assert sorted(p.name for p in tmp_path.glob("*.png")) == [
         "card_fraud.png",
+        "device_heartbeats.png",
         "iot_sensors.png",
         "shared_logins.png",
         "stock_trading.png",
     ]
     # the in-process engine is the yardstick: Spark found the same matches per query
-    assert out.count("same matches per query: yes") == 4 and "per query: NO" not in out
+    assert out.count("same matches per query: yes") == 5 and "per query: NO" not in out
     # tenants who name their variables apart share their rules' beginnings (configs/shared_logins.toml)
-    assert "shared plan: 8 prefix states, 17 if each query ran alone (1 query groups;" in out
+    assert "shared plan: 8 prefix states, 17 if each query ran alone (1 query group;" in out
     assert "core_benchmark_q1" in out and "bin_attack" in out and "per tenant: globex-cards" in out
 
 

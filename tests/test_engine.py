@@ -246,6 +246,7 @@ def test_matches_as_arrow() -> None:
             "end": 1,
             "events": [0, 1],
             "vars": [("A", [0]), ("B", [1]), ("a", [0])],
+            "deadline": None,
         },
         {
             "query": "q",
@@ -254,6 +255,7 @@ def test_matches_as_arrow() -> None:
             "end": 2,
             "events": [0, 2],
             "vars": [("A", [0]), ("B", [2]), ("a", [0])],
+            "deadline": None,
         },
     ]
 
@@ -262,11 +264,12 @@ def test_detector_keeps_only_the_latest_feed_by_default() -> None:
     detector = Detector.from_queries([("q", "SELECT * WHERE A ; B WITHIN 4 EVENTS")], SCHEMA)
     (first,) = detector.feed(pd.DataFrame(rows("A B")))
     assert (first.start, first.end) == (0, 1) and detector.matches == [first]
-    found = detector.feed(pd.DataFrame(rows("B A B")))  # positions 2, 3, 4
+    # positions 2, 3, 4; times go on from the first feed's (an earlier one would be late across feeds)
+    found = detector.feed(pd.DataFrame(rows("B A B", t=[2, 3, 4])))
     assert detector.matches == found and [(m.start, m.end) for m in found] == [(0, 2), (0, 4), (3, 4)]
     across = found[0]
     assert detector.events_of(detector.matches[2])["B"] == [
-        {"type": "B", "position": 4, "x": 0, "k": 0, "j": 0, "t": 2}
+        {"type": "B", "position": 4, "x": 0, "k": 0, "j": 0, "t": 4}
     ]
     for old in (first, across):  # their A at position 0 came in the first feed
         with pytest.raises(SurfaceError, match="history=True"):

@@ -15,8 +15,6 @@ from ..errors import SharpCerError
 from ..language import Workload, load_workload
 from ..language.diagnostics import counted
 from ..language.printer import window as window_text
-from ..planner import compile_plan
-from ..planner.explain import explain
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import folder_problem, make_folder, overlap_problem
@@ -132,10 +130,14 @@ def _show(path: Path, workload: Workload, checked_ms: float, out: TextIO, err: T
         file=out,
     )
     print(queries_by_tenant(workload), file=out)
+    from ..planner import compile_plan
+    from ..planner.explain import explain  # networkx: loaded only where a plan is explained
+
     figures = explain(compile_plan([(q.name, q.checked) for q in workload.queries]))
     print(
         f"   shared plan: {figures['states_shared']} prefix states, {figures['states_separate']} if each query "
-        f"ran alone ({figures['groups']} query groups; `sharp-cer explain {path}` shows them)",
+        f"ran alone ({counted(figures['groups'], 'query group', 'query groups')}; "
+        f"`sharp-cer explain {path}` shows them)",
         file=out,
     )
     for warning in workload.warnings():

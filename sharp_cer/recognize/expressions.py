@@ -38,7 +38,7 @@ class View:
     (``labels[k]`` is the variable id of row ``start + k``), how many of them
     RUNNING sees, and the match's number."""
 
-    __slots__ = ("columns", "labels", "match_number", "running", "size", "start")
+    __slots__ = ("columns", "labels", "match_number", "running", "size", "start", "states")
 
     def __init__(
         self,
@@ -48,8 +48,10 @@ class View:
         running: int,
         match_number: int,
         size: int | None = None,
+        states: dict[Running, Any] | None = None,
     ) -> None:
         self.columns = columns
+        self.states = states
         self.start = start
         self.labels = labels
         self.running = running
@@ -79,12 +81,82 @@ class Compiled:
     """What a DEFINE condition reads of the match so far, beyond the start and
     the row count: None when it may read any row's label (then threads are
     told apart by all their labels)."""
+    running: tuple[Running, ...] = ()
+    """The RUNNING aggregates a DEFINE condition keeps per thread (``View.states``)."""
 
 
 Read = tuple[frozenset[int], str, int]
 """``(members, kind, k)``: the first (``kind`` "first") or last ("last") ``k + 1``
 rows mapped to ``members``, or all of them ("all"), with their labels."""
 
+
+class _Failed:
+    """A running aggregate's error, raised when its value is read (as the
+    recomputation raises it then). ``value``: an argument's evaluation failed,
+    which the recomputation meets before any reduction error."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, error: Exception, value: bool) -> None:
+        self.error = error
+        self.value = value
+
+
+@dataclass(frozen=True, eq=False)
+class Running:
+    """A RUNNING COUNT, SUM, MIN or MAX in DEFINE over the rows mapped to
+    ``members`` (None: every row of the match), kept as a state that one row
+    updates in O(1), in the match's row order so the result is the
+    recomputation's, errors and NULLs included. ``value``: the argument at a
+    row (None: ``COUNT(*)``)."""
+
+    name: str
+    members: frozenset[int] | None
+    value: Fn | None
+
+    def initial(self) -> Any:
+        return 0 if self.name == "count" else None
+
+    def add(self, state: Any, view: View, row: int) -> Any:
+        """``state`` after ``row`` (mapped to ``members``)."""
+        if self.value is None:
+            return state + 1
+        if isinstance(state, _Failed) and state.value:
+            return state
+        try:
+            value = self.value(view, row)
+        except Exception as err:  # the recomputation raises the first argument error when read
+            return _Failed(err, True)
+        if value is None or isinstance(state, _Failed):
+            return state
+        if self.name == "count":
+            return state + 1
+        if state is None:
+            return value
+        try:
+            if self.name == "sum":
+                return _checked(state + value)
+            if self.name == "min":
+                return value if value < state else state
+            return value if value > state else state
+        except (OverflowError, TypeError) as err:
+            return _Failed(err, False)
+
+    def result(self, state: Any) -> Any:
+        if isinstance(state, _Failed):
+            raise state.error
+        return _checked(state) if self.name == "sum" and state is not None else state
+
+
+def state_key(state: Any) -> object:
+    """A running aggregate's state as threads are merged on it: equal only
+    when the futures are (1, 1.0 and True, or 0.0 and -0.0, are told apart)."""
+    if type(state) is float:
+        return (state, float, math.copysign(1.0, state))
+    return (state, type(state))
+
+
+_INCREMENTAL = ("count", "sum", "min", "max")
 
 _NAVIGATIONS = ("prev", "next", "first", "last")
 _AGGREGATES = ("count", "sum", "avg", "min", "max", "array_agg", "arbitrary")
@@ -186,6 +258,7 @@ class _Compiler:
         self.row_local = True
         self.reads: set[Read] = set()
         self.any_label = False
+        self.running: list[Running] = []
 
     def error(self, message: str, node: Any, cls: type[ClauseError] = ClauseError, **kw: Any) -> ClauseError:
         return cls(message, self.scope.source, getattr(node, "span", None), **kw)
@@ -526,12 +599,15 @@ class _Compiler:
             if name != "count":
                 raise self.error(f"{name.upper()}(*) is not defined", arg, hint="only COUNT takes *")
             members = self.members(arg.variable, arg)
-            self.read_all(members)
-            return lambda view, row: len(_rows(view, members, final))
+            star: Fn = lambda view, row: len(_rows(view, members, final))  # noqa: E731
+            return self.incremental(Running(name, members, None), star, members)
         variables: list[str | None] = []
+        any_label = self.any_label
         inner = self.expr(arg, variables)
         members = self.members(self.single_var(variables, node), node)
-        self.read_all(members)
+        by_row = self.any_label == any_label  # the argument reads its own row only (no CLASSIFIER)
+        if name not in _INCREMENTAL or not by_row:
+            self.read_all(members)
 
         if name == "array_agg":  # keeps NULLs, in match order
             return lambda view, row: [inner(view, r) for r in _rows(view, members, final)] or None
@@ -541,9 +617,33 @@ class _Compiler:
             return [v for v in out if v is not None]
 
         if name == "count":
-            return lambda view, row: len(values(view))
+            counted: Fn = lambda view, row: len(values(view))  # noqa: E731
+            return self.incremental(Running(name, members, inner), counted, members) if by_row else counted
         reduce = _REDUCERS[name]
-        return self.guard(node, lambda view, row: reduce(vs) if (vs := values(view)) else None)
+        again: Fn = lambda view, row: reduce(vs) if (vs := values(view)) else None  # noqa: E731
+        if name in _INCREMENTAL and by_row:
+            again = self.incremental(Running(name, members, inner), again, members)
+        return self.guard(node, again)
+
+    def incremental(self, spec: Running, again: Fn, members: frozenset[int] | None) -> Fn:
+        """In DEFINE, the aggregate read from the thread's state when the
+        matcher keeps one (``View.states``), else ``again``: recomputed over
+        the match so far."""
+        if self.define is None:
+            return again
+        self.running.append(spec)
+
+        def running(view: View, row: int | None) -> Any:
+            states = view.states
+            if states is None:
+                return again(view, row)
+            state = states[spec]
+            k = view.running - 1  # the tested row, not yet in the state
+            if k >= 0 and (members is None or view.labels[k] in members):
+                state = spec.add(state, view, view.start + k)
+            return spec.result(state)
+
+        return running
 
 
 def _sum(values: list[Any]) -> Any:
@@ -584,4 +684,4 @@ def compile_expr(node: nodes.Expr, scope: Scope, *, define: str | None = None) -
     compiler = _Compiler(scope, define)
     fn = compiler.expr(node)
     reads = None if compiler.any_label else tuple(sorted(compiler.reads, key=lambda r: (sorted(r[0]), r[1], r[2])))
-    return Compiled(fn, compiler.row_local, reads)
+    return Compiled(fn, compiler.row_local, reads, tuple(compiler.running))

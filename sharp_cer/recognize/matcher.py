@@ -22,8 +22,9 @@ Found(end=2, labels=(0, 1), excluded=())
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sharp_cer.language.source import Source, Span
 
@@ -40,6 +41,20 @@ Alive = Callable[[int, tuple[int, tuple[int, ...], int]], bool]
 DEFAULT_MAX_THREADS = 100_000
 
 
+class Tracked(Protocol):
+    """Conditions that read a thread's history (``reads`` plus running
+    aggregate states) instead of only its labels: ``condition`` sees the
+    history before ``row``, ``advance`` gives it after ``row`` got ``variable``."""
+
+    initial: tuple[object, ...]
+
+    def condition(self, variable: int, labels: Sequence[int], row: int, history: tuple[object, ...]) -> bool: ...
+
+    def advance(
+        self, history: tuple[object, ...], variable: int, labels: Sequence[int], row: int
+    ) -> tuple[object, ...]: ...
+
+
 @dataclass(frozen=True)
 class Found:
     """A match: rows ``start..end-1`` with ``labels``; ``excluded`` rows are not output."""
@@ -49,8 +64,53 @@ class Found:
     excluded: tuple[int, ...]
 
 
+class Labels(Sequence[int]):
+    """A match's labels so far as a chain from the last row back, shared by
+    the threads that grew from it, so adding a row costs O(1) (a tuple copy
+    costs the match's length). The last label is read in O(1); any other
+    index builds the tuple once per chain link (what a tuple costs anyway).
+
+    >>> first = Labels(None, 0)
+    >>> grown = Labels(Labels(first, 1), 2)
+    >>> len(grown), grown[-1], grown[0], tuple(grown)
+    (3, 2, 0, (0, 1, 2))
+    """
+
+    __slots__ = ("_flat", "label", "parent", "size")
+
+    def __init__(self, parent: Labels | None, label: int) -> None:
+        self.parent = parent
+        self.label = label
+        self.size: int = 1 + (parent.size if parent is not None else 0)
+        self._flat: tuple[int, ...] | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, at: Any) -> Any:
+        if at == -1 or at == self.size - 1:
+            return self.label
+        return self.flat()[at]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.flat())
+
+    def flat(self) -> tuple[int, ...]:
+        if self._flat is None and self.parent is not None and self.parent._flat is not None:
+            # the parent's tuple moves to this link: a long chain never holds a tuple per link
+            self._flat, self.parent._flat = (*self.parent._flat, self.label), None
+        if self._flat is None:
+            out: list[int] = []
+            link: Labels | None = self
+            while link is not None:
+                out.append(link.label)
+                link = link.parent
+            self._flat = tuple(reversed(out))
+        return self._flat
+
+
 # A thread: (pc, counters, exclusion depth, labels, excluded rows, history)
-Thread = tuple[int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...], tuple[object, ...]]
+Thread = tuple[int, tuple[int, ...], int, Sequence[int], tuple[int, ...], tuple[object, ...]]
 
 Read = tuple[frozenset[int], str, int]
 """What conditions read of the match so far (``expressions.Read``): the first
@@ -81,14 +141,21 @@ def first_match(
     alive: Alive | None = None,
     reads: Sequence[Read] | None = None,
     where: tuple[Source | None, Span | None] = (None, None),
+    tracked: Tracked | None = None,
 ) -> Found | None:
     """The preferred match starting at row ``start`` of ``size`` rows, or None.
     ``alive``: which states can still complete at a row (threads elsewhere are
     dropped). ``reads``: all that the conditions read of the labels (None:
-    anything), so threads that agree on it merge even when labels matter."""
+    anything), so threads that agree on it merge even when labels matter.
+    ``tracked`` (with ``reads``): the history it keeps replaces ``reads``'s,
+    and its condition replaces ``condition``."""
     code = program.code
     threads: list[Thread] = []
     history: tuple[object, ...] = tuple(() for _ in reads) if reads is not None else ()
+    if tracked is not None and reads is not None:
+        history = tracked.initial
+    else:
+        tracked = None
     merge = labels_matter and reads is not None
     if merge:
         labels_matter = False
@@ -114,14 +181,24 @@ def first_match(
             pc, counters, depth, labels, excluded, history = thread
             instruction = code[pc]
             if instruction[0] == MATCH:
-                found = Found(row, labels, excluded)
+                found = Found(row, tuple(labels), excluded)
                 break  # lower-priority threads can only give less preferred matches
             if row < size:
                 variable = instruction[1]
-                grown = (*labels, variable)
-                if condition(variable, grown, row):
+                grown: Sequence[int] = (
+                    Labels(labels if isinstance(labels, Labels) else None, variable)
+                    if tracked is not None
+                    else (*labels, variable)
+                )
+                if (
+                    tracked.condition(variable, grown, row, history)
+                    if tracked is not None
+                    else condition(variable, grown, row)  # type: ignore[arg-type]  # a tuple without tracking
+                ):
                     moved = (*excluded, row) if depth else excluded
-                    if merge:
+                    if tracked is not None:
+                        history = tracked.advance(history, variable, grown, row)
+                    elif merge:
                         assert reads is not None
                         history = _remember(history, reads, row, variable)
                     _close(

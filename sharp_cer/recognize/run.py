@@ -40,6 +40,7 @@ from .fast_path import Counter, Locator, Plan, measure_plan, plan_counts, plan_r
 from .matcher import DEFAULT_MAX_THREADS, Condition, Found, first_match
 from .program import Program, compile_pattern
 from .search import AliveCheck, Automaton, WindowRows, build_automaton
+from .tracking import Tracker, running_of
 from .types import measure_types
 
 
@@ -61,6 +62,7 @@ class Recognizer:
     reads: tuple[Read, ...] | None = None
     filters: tuple[Compiled | None, ...] = ()
     windows: tuple[Window | None, ...] = ()
+    running: bool = False
 
     def layout(self, columns: Sequence[str]) -> tuple[list[str], list[str]]:
         """Input columns before and after the measures: ONE ROW PER MATCH keeps
@@ -129,6 +131,7 @@ class Recognizer:
                     alive=alive,
                     reads=self.reads,
                     where=(clause.source, clause.pattern_span),
+                    tracked=self._tracker(columns, row, matches + 1, memo),
                 )
             if found is None:
                 if clause.empty == "unmatched" and row >= covered:
@@ -230,6 +233,14 @@ class Recognizer:
             assert found is not None
             yield start, found
             row = self._skip(start, found)
+
+    def _tracker(
+        self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None] | None]
+    ) -> Tracker | None:
+        """Running aggregates kept per thread, when threads merge on what they read."""
+        if self.reads is None or not self.running:
+            return None
+        return Tracker(self.conditions, self.reads, columns, start, match_number, memo)
 
     def _condition(
         self, columns: dict[str, Sequence[Any]], start: int, match_number: int, memo: list[list[bool | None] | None]
@@ -380,6 +391,7 @@ def compile_clause(
         plans,
         _reads(conditions),
         *_bounds(clause, variables, conditions, scope),
+        bool(running_of(conditions)),
     )
 
 

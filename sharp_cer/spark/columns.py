@@ -20,8 +20,8 @@ constant is free, changing its value is a format change.
 
 >>> OUTPUT.names == [OUTPUT_KIND, *MATCH_ROW.names, *TELEMETRY_ROW.names[1:]]
 True
->>> arrow_ddl(MATCH_ROW).split(", `")[-2:]
-['events` array<bigint>', 'vars` map<string, array<bigint>>']
+>>> arrow_ddl(MATCH_ROW).split(", `")[-3:]
+['events` array<bigint>', 'vars` map<string, array<bigint>>', 'deadline` bigint']
 """
 
 from __future__ import annotations
