@@ -9,12 +9,14 @@ counted in work units (vector entries touched, nodes walked), not time."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sharp_cer.cli import main
 from sharp_cer.engine import Engine
 from sharp_cer.engine.counting import WindowCounter
 from sharp_cer.events.loaders import load_csv
@@ -144,3 +146,35 @@ def test_a_start_with_no_window_value_falls_back() -> None:
     assert not counter.step({1: (1,)}, -1, 0.5)
     unbounded = WindowCounter(lambda end: lambda start: True, False)
     assert unbounded.step({0: (1,)}, 0, float("nan")) and unbounded.count([1]) == 1
+
+
+def test_a_partition_restored_from_a_snapshot_counts_by_walking_and_exactly() -> None:
+    types = np.random.default_rng(11).choice(["A", "B", "C"], 400).tolist()
+    batch = load_csv("".join(f"{t},{i % 3}\n" for i, t in enumerate(types)), ABC)[0]
+    query = parse_and_check("SELECT * WHERE A ; B+ ; C PARTITION BY [x] WITHIN 40 EVENTS", ABC)
+
+    def engine() -> Engine:
+        return Engine(compile_plan([("q", query)], counting=True), count_only=True, debug=True)
+
+    whole = engine()
+    whole.process(batch)
+    first, second = engine(), engine()
+    first.process(batch.take(list(range(200))))
+    second.restore(first.snapshot())
+    second.process(batch.take(list(range(200, 400))))
+    assert second.stats()["matches"] == whole.stats()["matches"]
+    assert second.runners[0].counts_walked > 0 and whole.runners[0].counts_walked == 0
+
+
+def test_match_count_prints_what_the_reference_prints_as_starts_leave_the_window(tmp_path: Path, capsys: Any) -> None:
+    types = np.random.default_rng(2).choice(["A", "B", "C"], 24).tolist()
+    (tmp_path / "s.core").write_text("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
+    (tmp_path / "q.ceql").write_text("SELECT * FROM S WHERE A ; B+ ; C WITHIN 5 EVENTS")
+    (tmp_path / "ev.csv").write_text("".join(f"{t},{i}\n" for i, t in enumerate(types)))
+    args = ["match", "--schema", str(tmp_path / "s.core"), "--query", str(tmp_path / "q.ceql")]
+    args += ["--events", str(tmp_path / "ev.csv"), "--count"]
+    outputs = []
+    for engine in ("core", "reference"):
+        assert main([*args, "--engine", engine]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and outputs[0].startswith('{"query": "q", "count": ')
