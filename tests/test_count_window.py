@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
-from sharp_cer.engine.counting import WindowCounter
+from sharp_cer.engine.counting import Moves, WindowCounter
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.planner import compile_plan
@@ -115,7 +115,9 @@ def test_the_counter_equals_per_start_vectors_and_holds_no_more_than_its_window(
     # states 0 (initial), 1 (after A, B+ running), 2 (final, after C); the oracle keeps each
     # start's vector and moves it by hand; memory: the counter's entries stay within the window
     # A starts a run; B: a run in 1 marks it or skips it (two paths); C: a run in 1 may complete
-    a, b, c = {0: (1,), 1: (1,)}, {1: (1, 1)}, {1: (1, 2)}
+    a: Moves = {0: (1,), 1: (1,)}
+    b: Moves = {1: (1, 1)}
+    c: Moves = {1: (1, 2)}
     kinds = np.random.default_rng(5).choice(3, 3000).tolist()
     counter = WindowCounter(lambda end: lambda start: end - start < 40, True)
     starts: list[tuple[int, dict[int, int]]] = []
