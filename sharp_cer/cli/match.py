@@ -107,7 +107,12 @@ def add_parser(sub: Any) -> None:
         help="without a workload: how far (ns) an event's time may fall behind the latest before it is late",
     )
     run_match.add_argument(
-        "--count", action="store_true", help="print the number of matches per query, counted without enumerating"
+        "--count",
+        action="store_true",
+        help="print the number of matches per query, counted without enumerating them: per event in about the "
+        "update's time (sums over the window), except queries with a NEXT/LAST/MAX strategy, CONSUME BY with "
+        "STRICT, cross-event conditions or a trailing ABSENT (enumerated to be counted), and partitions whose "
+        "window values went back (late events) or restored from a snapshot (counted by walking the tECS)",
     )
     run_match.add_argument(
         "--with-events",

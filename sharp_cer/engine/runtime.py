@@ -46,6 +46,7 @@ from . import density
 from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
+from .counting import WindowCounter
 from .enumeration import EnumerationOrder, Replay, SharedWalks, Walk, always, count_matches
 from .feed import (
     attribute_rows,
@@ -171,6 +172,11 @@ class QueryGroupRunner:
         # the order the query group's queries enumerate an event's matches in
         order = self.shedder.ranking() if self.shedder is not None else [q.id for q in self.queries]
         self.rank = {qid: k for k, qid in enumerate(order)}
+        # counting a counted query's matches without walking (``counting``): its window test
+        lone = self.queries[0] if len(self.queries) == 1 else None
+        self.counting = compiled.windows[lone.id] if engine.count_only and lone is not None and lone.counted else None
+        # counts taken by a partition's counter, and by a walk of the tECS
+        self.counts_summed = self.counts_walked = 0
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
@@ -416,6 +422,8 @@ class QueryGroupRunner:
                 det.hits += hits
                 return 0
             instance = live.partitions[key] = Partition()
+            if self.counting is not None:
+                instance.counter = WindowCounter(self.counting.test, self.counting.bound != _INF)
         if value > live.latest_time:
             live.latest_time = value
         if value == value and value > instance.running_max:  # NaN (no value) leaves it
@@ -439,6 +447,9 @@ class QueryGroupRunner:
         old_ghosts = set(ghosts) if consumes and index is not None else ghosts
         old = instance.active
         active: Iterable[tuple[int, list[Node]]] = old.items()
+        counter = instance.counter
+        # each stepped state's targets, for the counter
+        moves: dict[int, tuple[int, ...]] | None = {} if counter is not None else None
         if start != _DEAD:
             # a bottom node's label is the event's index in its partition (STRICT)
             first = Node(BOTTOM, position, instance.local, None, None, position, instance.running_max, value)
@@ -463,6 +474,8 @@ class QueryGroupRunner:
                 else:
                     hits += 1
                 marks, skip = found
+            if moves is not None:
+                moves[state] = (*(target for _, target in marks), skip) if skip >= 0 else tuple(t for _, t in marks)
             if marks or (skip >= 0 and skip in new):
                 # one node for the whole union-list, reused from the last
                 # event's output if the list is unchanged
@@ -498,6 +511,10 @@ class QueryGroupRunner:
             transitions += len(ghosts)
         instance.active = new
         instance.merged = merged = {}
+        if counter is not None:
+            assert moves is not None
+            if not counter.step(moves, initial if start != _DEAD else -1, value):
+                instance.counter = counter = None  # a window value went back: count on the tECS
         if index is not None:
             if old.keys() != new.keys():
                 index.moved(old.keys() - new.keys(), new.keys() - old.keys())
@@ -508,6 +525,7 @@ class QueryGroupRunner:
             live.evicted += 1
         det.hits += hits
         accepted: dict[int, list[Node]] = {}
+        accepting: list[int] = []  # the final states reached (the counted query's)
         finals = det.finals
         for state, ulist in new.items():
             if finals[state]:
@@ -517,6 +535,8 @@ class QueryGroupRunner:
                     node = merged[state] = self._merge(ulist, created)
                 for qid in finals[state]:
                     accepted.setdefault(qid, []).append(node)
+                    if counter is not None:
+                        accepting.append(state)
         log = self.log
         if log is not None or accepted:
             # the event's update units so far: before this query group, and this query group's step
@@ -526,7 +546,9 @@ class QueryGroupRunner:
             order = sorted(accepted, key=self.rank.__getitem__)
             for k, qid in enumerate(order):
                 after = tuple(order[k + 1 :]) if shedder is not None else ()
-                self._enumerate(qid, accepted[qid], position, value, instance.local, out, floor, after)
+                self._enumerate(
+                    qid, accepted[qid], position, value, instance.local, out, floor, after, (counter, accepting)
+                )
         if consumes:
             self._consume(accepted, ghosts, key)
         if engine.debug:
@@ -633,11 +655,14 @@ class QueryGroupRunner:
         out: list[Any],
         floor: int = 0,
         after: tuple[int, ...] = (),
+        counting: tuple[WindowCounter | None, list[int]] = (None, []),
     ) -> None:
         """Enumerate a query's matches ending here, from every final state
         that accepts it: one match per interval and output events, with the
         smallest variables (labels can differ where positions do not); then
-        the strategy and LIMIT choose among them."""
+        the strategy and LIMIT choose among them. A counted query is only
+        counted: by the partition's counter if it has one (``counting``:
+        it and the final states reached), else on the tECS."""
         engine = self.engine
         if (
             self.plain_path[qid]
@@ -656,8 +681,18 @@ class QueryGroupRunner:
             cost = engine.clock.per_query[query.name] = QueryCost()
         limit = query.query.limit
         if engine.count_only and query.counted:
+            counter, finals = counting
             steps = [0]
-            found = count_matches(nodes, test, test, steps)
+            if counter is not None:
+                found = counter.count(finals)
+                # the counter's work since the last count (its updates too), booked as steps
+                steps[0], counter.work = counter.work, 0
+                self.counts_summed += 1
+                if engine.debug and found != count_matches(nodes, test, test):
+                    raise EngineError(f"counting broken: the counter found {found} matches, the tECS holds others")
+            else:
+                found = count_matches(nodes, test, test, steps)
+                self.counts_walked += 1
             self._book(query, cost, steps[0], 0, min(found, limit) if limit is not None else found)
             return
         if engine._quota is not None and engine._quota <= 0:
@@ -919,6 +954,7 @@ class QueryGroupRunner:
         if not removed:
             return 0
         partition.merged.pop(state, None)  # its cached union no longer fits the list
+        partition.counter = None  # nor do the counter's runs
         if kept:
             ulist[:] = kept
         else:

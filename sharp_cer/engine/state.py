@@ -55,7 +55,7 @@ class Partition:
     deterministic states (insertion-ordered, as Algorithm 1 needs) to
     union-lists, and the running maximum of the window measure."""
 
-    __slots__ = ("active", "created", "ghosts", "local", "merged", "reachable", "running_max")
+    __slots__ = ("active", "counter", "created", "ghosts", "local", "merged", "reachable", "running_max")
 
     def __init__(self) -> None:
         self.active: dict[int, list[Node]] = {}
@@ -71,6 +71,10 @@ class Partition:
         # cutting again once as many were created keeps the cost amortized O(1)
         self.created = 0
         self.reachable = 0
+        # the matches counted without walking (``counting.WindowCounter``):
+        # None where they are counted on the tECS (not counting, a window
+        # value that went back, a snapshot restored, a shedder's cut)
+        self.counter: Any = None
 
 
 class QueryGroupState:
