@@ -20,7 +20,7 @@ constant is free, changing its value is a format change.
 
 >>> OUTPUT.names == [OUTPUT_KIND, *MATCH_ROW.names, *TELEMETRY_ROW.names[1:]]
 True
->>> arrow_ddl(MATCH_ROW).split(", `")[-3:]
+>>> arrow_ddl(MATCH_ROW).split(", `")[-4:-1]
 ['events` array<bigint>', 'vars` map<string, array<bigint>>', 'deadline` bigint']
 """
 
