@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sharp_cer.language import CheckedQuery, LatencyBound, Schema, Workload
+from sharp_cer.language import CheckedQuery, LatencyBound, Schema, Workload, WorkloadQuery
 from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
@@ -98,14 +98,21 @@ def diff_workloads(old: Workload, new: Workload, *, counting: bool = False) -> W
     ('added s; removed r; replaced q; changed in place p', ['q', 's'])
     """
     from sharp_cer.errors import SurfaceError
-    from sharp_cer.language.printer import to_ceql
+    from sharp_cer.language.printer import stream_declarations, to_ceql
 
-    before, after = old.signature(), new.signature()
-    for part in ("schema", "allowed_lateness", "capacity"):
-        if before.get(part) != after.get(part):
+    def fixed(w: Workload, schema: bool) -> dict[str, str]:
+        return {
+            "schema": stream_declarations(w.schema.declarations) if schema else "",
+            "allowed lateness": str(w.allowed_lateness),
+            "capacity": repr(w.capacity),
+        }
+
+    apart = new.schema is not old.schema  # the same object is the same schema; else the printed forms decide
+    before, after = fixed(old, apart), fixed(new, apart)
+    for part, value in before.items():
+        if after[part] != value:
             raise SurfaceError(
-                f"a running stream cannot change its workload's {part.replace('_', ' ')}: "
-                f"was {before.get(part)!r}, now {after.get(part)!r}\n"
+                f"a running stream cannot change its workload's {part}: was {value!r}, now {after[part]!r}\n"
                 "  hint: keep it as it was, or start a new stream (a new checkpoint) for the new one"
             )
     was = {q.name: q for q in old.queries}
@@ -114,16 +121,24 @@ def diff_workloads(old: Workload, new: Workload, *, counting: bool = False) -> W
     removed = tuple(n for n in was if n not in now)
     replaced, in_place = [], []
     for name in now.keys() & was.keys():
-        if to_ceql(now[name].checked.query) != to_ceql(was[name].checked.query):
+        one, two = was[name], now[name]
+        # the same checked query, or the same text, is the same query; else the printed forms decide
+        same = one.checked is two.checked or one.checked.source.text == two.checked.source.text
+        if not same and to_ceql(one.checked.query) != to_ceql(two.checked.query):
             replaced.append(name)
-        elif before[f"query {name}"] != after[f"query {name}"]:
+        elif _options(one) != _options(two):
             in_place.append(name)
-    order = list(now)
-    replaced.sort(key=order.index)
-    in_place.sort(key=order.index)
+    order = {name: k for k, name in enumerate(now)}
+    replaced.sort(key=order.__getitem__)
+    in_place.sort(key=order.__getitem__)
     compiled = [n for n in order if n in added or n in replaced]
     plan = compile_plan([(n, now[n].checked) for n in compiled], counting=counting) if compiled else None
     return WorkloadChange(added, removed, tuple(replaced), tuple(in_place), plan)
+
+
+def _options(query: WorkloadQuery) -> tuple[object, ...]:
+    """What of a query may change in place (its state untouched)."""
+    return (query.tenant, query.weight, query.latency_bound, query.shed, query.sketch_attributes)
 
 
 def tenants_of(workload: Workload | None) -> dict[str, str]:
