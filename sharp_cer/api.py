@@ -34,9 +34,12 @@ from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
+from sharp_cer.language.workload_source import WorkloadSource
 from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from sharp_cer.latency_summary import Summary
@@ -151,6 +154,9 @@ class Detector:
         self.versions: list[WorkloadVersion] = []
         #: per query, the positions it ran from and (once removed) to: [first, last] pairs
         self.intervals: dict[str, list[list[int | None]]] = {q.name: [[0, None]] for q in plan.queries}
+        #: changes refused (``watch``): when, at which position, and the located error
+        self.refusals: list[dict[str, Any]] = []
+        self._source: WorkloadSource | None = None
 
     @classmethod
     def from_queries(
@@ -236,6 +242,44 @@ class Detector:
         )
         detector.builder = builder
         return detector
+
+    def watch(self, path: str | Path) -> None:
+        """Take the workload from ``path`` (a TOML file, or a folder of one
+        file per tenant: ``language.workload_source``) from now on: before
+        each feed the detector reads it again if it changed and moves to it
+        (``update``). A change that cannot apply (a syntax or type error in
+        any file, another schema) is refused: its located error is logged
+        (logger ``sharp_cer``), kept in ``refusals`` and in the summary, and
+        every query runs on as before; the next change of the files is
+        tried again. The file as it is now is taken at once."""
+        self._source = WorkloadSource(path)
+        self.poll_workload()
+
+    def poll_workload(self) -> WorkloadVersion | None:
+        """Move to the watched workload if its files changed (``watch``):
+        the new version, or None (no change, or a change refused)."""
+        import datetime
+        import logging
+
+        from sharp_cer.errors import SharpCerError
+
+        if self._source is None:
+            return None
+        try:
+            workload = self._source.poll()
+            if workload is None:
+                return None
+            running = self.builder.workload if self.builder is not None else None
+            if running is not None and workload.fingerprint() == running.fingerprint():
+                return None  # the same rules written another way
+            return self.update(workload)
+        except SharpCerError as error:
+            stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            self.refusals.append({"time": stamp, "position": self._next_position, "error": str(error)})
+            logging.getLogger("sharp_cer").error(
+                "workload change refused, every query runs on as before (version %d):\n%s", self.version, error
+            )
+            return None
 
     @classmethod
     def from_versions(cls, workloads: Sequence[Workload], **options: Any) -> Detector:
@@ -350,6 +394,8 @@ class Detector:
         >>> [(m.start, m.end, m.tenant) for m in got]
         [(0, 1, 't'), (0, 2, 't'), (1, 2, 't')]
         """
+        if self._source is not None:
+            self.poll_workload()  # a feed's boundary is where a watched workload may change
         if emit is not None:
             self._process(events, arrivals, quota, None, self._with_tenants(emit))
             return []
@@ -405,6 +451,8 @@ class Detector:
         >>> d.feed_lines(pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}))
         ['{"query": "q", "tenant": "acme", "start": 0, "end": 1, "events": [0, 1], "vars": {"A": [0, 1]}}']
         """
+        if self._source is not None:
+            self.poll_workload()  # before the choice of path: an update may add queries
         if len(self.plan.queries) != 1 or self.history or self.version:
             # several queries' matches are ordered by the caller (see ``feed``)
             if emit is not None:
@@ -597,13 +645,14 @@ class Detector:
         number, time, first position, what changed; and each query's
         intervals as [first, last] positions (last None: still running).
         Empty while the detector runs its first workload."""
-        if not self.versions:
+        if not self.versions and not self.refusals:
             return []
         first: dict[str, Any] = {"version": 0, "time": None, "position": 0, "change": "the first workload"}
         rows = [first] + [
             {"version": v.number, "time": v.time, "position": v.position, "change": v.change.describe()}
             for v in self.versions
         ]
+        rows += [{"refused": r["error"], "time": r["time"], "position": r["position"]} for r in self.refusals]
         rows.append({"intervals": {name: [list(pair) for pair in pairs] for name, pairs in self.intervals.items()}})
         return rows
 
@@ -666,7 +715,11 @@ class Detector:
         >>> Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s).stats()["events"]
         0
         """
-        return self.engine.stats()
+        found = self.engine.stats()
+        if self.versions or self.refusals:  # a workload that changed, or was refused a change
+            found["workload_version"] = self.version
+            found["workload_refusals"] = len(self.refusals)
+        return found
 
 
 class WorkloadVersion:

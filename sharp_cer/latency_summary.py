@@ -164,7 +164,10 @@ class Summary(Mapping[str, dict[str, Any]]):
             return table
         lines = [table, "workload versions:"]
         for row in self.versions:
-            if "intervals" in row:
+            if "refused" in row:
+                first = row["refused"].splitlines()[0]
+                lines.append(f"  refused at position {row['position']} ({row['time']}): {first}")
+            elif "intervals" in row:
                 for name, pairs in row["intervals"].items():
                     spans = ", ".join(f"{a}..{'' if b is None else b}" for a, b in pairs)
                     lines.append(f"  {name}: positions {spans}")

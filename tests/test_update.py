@@ -30,18 +30,18 @@ SCHEMA_TEXT = """CREATE STREAM S {
 CREATE STREAM U { EVENT D { x:int, k:int, t:primary_time } }"""
 
 
-def workload(queries: dict[str, str], tenants: dict[str, str] | None = None, schema: str = SCHEMA_TEXT) -> Workload:
-    """A workload of named query texts (json.dumps quotes them as TOML basic strings)."""
+def toml(queries: dict[str, str], tenants: dict[str, str] | None = None, schema: str = SCHEMA_TEXT) -> str:
+    """A workload file of named query texts (json.dumps quotes them as TOML basic strings)."""
     lines = ["[workload]", 'name = "w"', f"schema = {json.dumps(schema)}"]
     for name, text in queries.items():
-        tenant = (tenants or {}).get(name, "t")
-        lines += [
-            "[[query]]",
-            f"name = {json.dumps(name)}",
-            f"tenant = {json.dumps(tenant)}",
-            f"text = {json.dumps(text)}",
-        ]
-    return parse_workload("\n".join(lines) + "\n")
+        tenant = json.dumps((tenants or {}).get(name, "t"))
+        lines += ["[[query]]", f"name = {json.dumps(name)}", f"tenant = {tenant}", f"text = {json.dumps(text)}"]
+    return "\n".join(lines) + "\n"
+
+
+def workload(queries: dict[str, str], tenants: dict[str, str] | None = None, schema: str = SCHEMA_TEXT) -> Workload:
+    """A workload of named query texts."""
+    return parse_workload(toml(queries, tenants, schema))
 
 
 def renamed(text: str) -> str:
@@ -226,3 +226,33 @@ def test_lines_carry_the_version_once_updated() -> None:
     line = json.loads(detector.feed_lines(batch)[0])
     assert (line["tenant"], line["version"]) == ("u", 1)
     assert list(pd.DataFrame([line]).columns)[-1] == "version"
+
+
+def _write(path: Any, queries: dict[str, str], tenant: str = "t") -> None:
+    path.write_text(toml(queries, dict.fromkeys(queries, tenant)))
+
+
+def test_a_bad_file_in_a_watched_folder_is_refused_located_and_a_fixed_one_is_taken(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    batch = to_batch(_rows("AABAB"))
+    _write(tmp_path / "acme.toml", {"p": SEQ}, "acme")
+    first = Detector.from_workload(workload({"p": SEQ}, {"p": "acme"}))
+    first.watch(tmp_path)  # the same rules: no new version
+    assert first.version == 0
+    assert [(m.start, m.end) for m in first.feed(batch.take([0, 1]))] == []
+    bad = SEQ.replace("B AS b1", "B AS b1 [x >> 1]")
+    _write(tmp_path / "globex.toml", {"q": SEQ, "r": bad}, "globex")
+    with caplog.at_level("ERROR", logger="sharp_cer"):
+        assert [(m.query, m.start, m.end) for m in first.feed(batch.take([2]))] == [("p", 0, 2), ("p", 1, 2)]
+    assert first.version == 0 and len(first.refusals) == 1
+    error = first.refusals[0]["error"]
+    assert "globex.toml:" in error and "^" in error  # file, line, column and caret
+    assert "refused" in caplog.text and "globex.toml" in caplog.text
+    assert "refused at position 2" in str(first.summary()) and first.stats()["workload_refusals"] == 1
+    _write(tmp_path / "globex.toml", {"q": SEQ}, "globex")  # fixed: taken at the next feed
+    got = [(m.query, m.start, m.end, m.tenant, m.version) for m in first.feed(batch.take([3, 4]))]
+    assert got == [("p", 0, 4, "acme", 1), ("p", 1, 4, "acme", 1), ("p", 3, 4, "acme", 1), ("q", 3, 4, "globex", 1)]
+    _write(tmp_path / "other.toml", {"q": SEQ}, "x")  # a name in two files: located in the second
+    assert first.poll_workload() is None
+    assert "other.toml:5:" in first.refusals[-1]["error"] and "also in globex.toml" in first.refusals[-1]["error"]
