@@ -172,7 +172,8 @@ class Summary(Mapping[str, dict[str, Any]]):
                     spans = ", ".join(f"{a}..{'' if b is None else b}" for a, b in pairs)
                     lines.append(f"  {name}: positions {spans}")
             else:
-                lines.append(f"  {row['version']} at position {row['position']} ({row['time']}): {row['change']}")
+                when = f" ({row['time']})" if row["time"] else ""
+                lines.append(f"  version {row['version']} at position {row['position']}{when}: {row['change']}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, dict[str, Any]]:
