@@ -256,3 +256,23 @@ def test_a_bad_file_in_a_watched_folder_is_refused_located_and_a_fixed_one_is_ta
     _write(tmp_path / "other.toml", {"q": SEQ}, "x")  # a name in two files: located in the second
     assert first.poll_workload() is None
     assert "other.toml:5:" in first.refusals[-1]["error"] and "also in globex.toml" in first.refusals[-1]["error"]
+
+
+def test_a_stream_key_group_switches_between_the_events_before_and_after_the_version_s_position() -> None:
+    # the Spark stream's key group (no Spark needed): events held across the
+    # change are released under the workload they came under
+    from sharp_cer.spark.stream_key_group import KeyGroupStream
+    from sharp_cer.spark.worker import Job
+
+    old, new = workload({"p": SEQ}), workload({"p": SEQ, "q": SEQ}, {"q": "u"})
+    group = KeyGroupStream(Job(old, lanes=(("p",),), bin_width=100), lane=0)
+    line = '{{"type": "{}", "x": 0, "k": 0, "j": 0, "t": {}}}'
+    texts = [line.format(t, i) for i, t in enumerate("AAAB")]
+    group.release(texts[:1], [0], [0], now_ms=0)
+    group.switch(Job(new, lanes=(("p", "q"),), bin_width=100, version=1), 2)
+    group.switch(Job(new, lanes=(("p", "q"),), bin_width=100, version=1), 2)  # told twice: once
+    out = group.release(texts[1:], [1, 2, 3], [0, 0, 0], now_ms=0)
+    rows = [r for r in out.to_pylist() if r["kind"] == "match"]
+    got = [(r["query"], r["tenant"], r["start"], r["end"], r["version"]) for r in rows]
+    assert got == [("p", "t", 0, 3, 1), ("p", "t", 1, 3, 1), ("p", "t", 2, 3, 1), ("q", "u", 2, 3, 1)]
+    assert group.pending == [] and group.detector is not None and group.detector.version == 1

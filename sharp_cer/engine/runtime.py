@@ -1060,6 +1060,7 @@ class Engine:
         self.plans: list[Plan] = [plan]
         # each later plan's predicate bits, made at its first batch (the first plan's: ``_bits``)
         self._later_bits: list[PredicateBits | None] = []
+        self._numbered = len(plan.groups)  # query groups numbered so far (``update`` numbers on)
 
     @property
     def latency(self) -> LatencyLog | None:
@@ -1417,6 +1418,9 @@ class Engine:
                 )
                 runner = QueryGroupRunner(self, compiled)
                 runner.generation = len(self.plans) - 1
+                # a number no other query group had: the latency log keeps each one's events apart
+                runner.number = self._numbered
+                self._numbered += 1
                 self.runners.append(runner)
                 self.compiled.append(compiled)
 

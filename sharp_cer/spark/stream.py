@@ -37,6 +37,7 @@ of earlier ones.
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import time
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from sharp_cer.engine.histogram import weighted_percentile
 from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
+from sharp_cer.language.workload import signature_changes
 
 from .columns import (
     ARRIVED,
@@ -201,7 +203,9 @@ def stream_conf() -> dict[str, str]:
     }
 
 
-def check_checkpoint(checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1) -> int:
+def check_checkpoint(
+    checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1, shedder: str | None = None
+) -> int:
     """Refuse a checkpoint written in another format or by another workload
     (naming the difference); remember this workload's signature and the
     stream's key groups per lane in a new one. Returns the key groups per
@@ -220,21 +224,61 @@ def check_checkpoint(checkpoint: str, workload: Workload, key_groups: int | None
     from .stream_key_group import FORMAT, check_format
 
     path = Path(checkpoint) / SIGNATURE_FILE
+    signature = workload.signature()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         chosen = key_groups or default
-        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature(), "groups": chosen}, indent=1))
+        first = _version(0, workload, "the first workload")
+        kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload)]
+        record = {"format": FORMAT, "signature": signature, "groups": chosen, "versions": [first], "lanes": kept_lanes}
+        path.write_text(json.dumps(record, indent=1))
         return chosen
     stored = json.loads(path.read_text())
     check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
     kept = int(stored.get("groups") or key_groups or default)  # the file's key, from 0.1
     chosen = key_groups or kept
+    # the queries may change while the stream runs (issue 39); the rest may not
     check_signature(
-        json.dumps({**stored["signature"], KEY_GROUPS_PART: str(kept)}),
-        {**workload.signature(), KEY_GROUPS_PART: str(chosen)},
+        json.dumps({**_fixed(stored["signature"]), KEY_GROUPS_PART: str(kept)}),
+        {**_fixed(signature), KEY_GROUPS_PART: str(chosen)},
         str(path),
     )
+    if stored["signature"] != signature:
+        if shedder:
+            raise SurfaceError(
+                f"{path}: error: a stream that sheds load cannot change its queries\n"
+                "  hint: restart with the original workload, or without --shedder"
+            )
+        versions = stored.get("versions") or [_version(0, None, "the first workload")]
+        changes = signature_changes(stored["signature"], signature)
+        versions.append(_version(len(versions), workload, "; ".join(changes)))
+        keep = stored.get("lanes") or []
+        kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload, keep)]
+        stored.update(signature=signature, versions=versions, lanes=kept_lanes)
+        path.write_text(json.dumps(stored, indent=1))
     return chosen
+
+
+def checkpoint_history(checkpoint: str) -> tuple[list[dict[str, Any]], list[tuple[str, ...]]]:
+    """The workload versions a checkpoint's stream ran (oldest first: number,
+    time, fingerprint, what changed) and its lanes' partition attributes,
+    in the order that numbers them (``check_checkpoint`` keeps both)."""
+    path = Path(checkpoint) / SIGNATURE_FILE
+    if not path.exists():
+        return [], []
+    stored = json.loads(path.read_text())
+    return list(stored.get("versions") or []), [tuple(lane) for lane in stored.get("lanes") or []]
+
+
+def _version(number: int, workload: Workload | None, change: str) -> dict[str, Any]:
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    fingerprint = workload.fingerprint() if workload is not None else None
+    return {"number": number, "time": stamp, "fingerprint": fingerprint, "change": change}
+
+
+def _fixed(signature: dict[str, str]) -> dict[str, str]:
+    """The parts of a signature a running stream keeps: all but its queries."""
+    return {k: v for k, v in signature.items() if not k.startswith("query ")}
 
 
 def request_flush(checkpoint: str) -> None:
@@ -259,8 +303,11 @@ def start_stream(
     fmt = settings.format or format_of(source)
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
-    key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
+    key_groups = check_checkpoint(
+        checkpoint, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder
+    )
     settings = replace(settings, key_groups=key_groups)
+    versions, kept_lanes = checkpoint_history(checkpoint)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
@@ -282,7 +329,7 @@ def start_stream(
         .unionByName(files(str(Path(checkpoint, "control")), True, None))
         .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
-    output = _engines(parsed, workload, settings, spark, None)
+    output = _engines(parsed, workload, settings, spark, None, kept_lanes, max(len(versions) - 1, 0))
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
     output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
@@ -381,24 +428,39 @@ def _check_session(spark: SparkSession) -> None:
 
 
 def _engines(
-    parsed: DataFrame, workload: Workload, settings: StreamSettings, spark: SparkSession, order: list[str] | None
+    parsed: DataFrame,
+    workload: Workload,
+    settings: StreamSettings,
+    spark: SparkSession,
+    order: list[str] | None,
+    keep: Sequence[Sequence[str]] = (),
+    version: int = 0,
 ) -> DataFrame:
     """Stage 0's rows numbered (stage 1), held until the watermark passes
-    them and fed to their key groups' engines (stage 2)."""
+    them and fed to their key groups' engines (stage 2); ``keep``: the
+    lanes of the workload's earlier versions (``lanes.lanes``), ``version``
+    its number in the stream's history."""
     from pyspark.sql import functions as F
 
     from .stream_key_group import check_live_bounds
     from .stream_processors import KeyGroups, Sequencer
 
     check_live_bounds(workload, settings.shedder)
-    found = lanes(workload)
+    found = lanes(workload, keep)
     key_groups = settings.key_groups_for(spark)
     job = Job(
-        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, key_groups
+        workload,
+        tuple(lane.queries for lane in found),
+        settings.bin_width,
+        settings.shedder,
+        settings.seed,
+        key_groups,
+        version=version,
     )
     every_route = [
         n * key_groups + g
         for n, lane in enumerate(found)
+        if lane.queries  # a lane whose queries are all gone keeps its number, and gets no rows
         for g in range(key_groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
