@@ -37,6 +37,7 @@ of earlier ones.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import json
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sharp_cer.engine.histogram import weighted_percentile
-from sharp_cer.errors import SurfaceError
+from sharp_cer.errors import SharpCerError, SurfaceError
 from sharp_cer.language import Workload
 from sharp_cer.language.workload import signature_changes
 
@@ -251,7 +252,12 @@ def check_checkpoint(
             )
         versions = stored.get("versions") or [_version(0, None, "the first workload")]
         changes = signature_changes(stored["signature"], signature)
-        versions.append(_version(len(versions), workload, "; ".join(changes)))
+        entry = _version(len(versions), workload, "; ".join(changes))
+        # the last micro-batch committed under the version before: the new one numbers the events after it
+        commits = Path(checkpoint, "query", "commits")
+        done = [int(p.name) for p in commits.glob("[0-9]*")] if commits.is_dir() else []
+        entry["after_batch"] = max(done, default=-1)
+        versions.append(entry)
         keep = stored.get("lanes") or []
         kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload, keep)]
         stored.update(signature=signature, versions=versions, lanes=kept_lanes)
@@ -555,6 +561,12 @@ class StreamSummary:
     stopped: str | None = None
     #: the entries of the source folder the stream will never read, with the reason (``stream_files``)
     skipped: tuple[tuple[str, str], ...] = ()
+    #: the workload versions of the checkpoint's stream (``checkpoint_history``; empty: one version)
+    versions: tuple[dict[str, Any], ...] = ()
+    #: watched workload changes refused (``run_stream(workload_source=...)``): time and located error
+    refusals: tuple[dict[str, Any], ...] = ()
+    #: the pauses of this run's graceful restarts for new workloads, in seconds
+    pauses_s: tuple[float, ...] = ()
 
     def render(self) -> str:
         """The batch summary's table, then the end-to-end latencies."""
@@ -570,6 +582,11 @@ class StreamSummary:
                 f"    {query:<{wide}} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
                 f"p99 {figures['p99']:>8,.0f}  max {figures['max']:>8,.0f}"
             )
+        if self.versions:
+            lines.append("  workload versions:")
+            lines += [f"    version {v['number']} ({v['time']}): {v['change']}" for v in self.versions]
+        for refused in self.refusals:
+            lines.append(f"  workload change refused ({refused['time']}): {refused['error'].splitlines()[0]}")
         if self.skipped:
             lines.append(f"  skipped, never read: {len(self.skipped)} in the source folder")
             lines += [f"    {path}: {reason}" for path, reason in self.skipped]
@@ -584,6 +601,9 @@ class StreamSummary:
             "watermark_ms": self.watermark_ms,
             "stopped": self.stopped,
             "skipped_files": [{"file": path, "reason": reason} for path, reason in self.skipped],
+            **({"workload_versions": list(self.versions)} if self.versions else {}),
+            **({"workload_refusals": list(self.refusals)} if self.refusals else {}),
+            **({"restart_pauses_s": list(self.pauses_s)} if self.pauses_s else {}),
         }
 
 
@@ -630,6 +650,7 @@ def run_stream(
     progress: TextIO | None = None,
     *,
     stop: StopRequest | None = None,
+    workload_source: str | Path | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
@@ -645,9 +666,24 @@ def run_stream(
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
+    watcher = _Watcher(workload, workload_source) if workload_source is not None else None
     query = start_stream(workload, source, checkpoint, out, settings, spark)
-    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None)
+    changed = watcher.changed if watcher is not None else None
+    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=changed)
     _raise_failure(query)
+    while why == "workload" and watcher is not None:
+        # a graceful restart from the checkpoint, at a micro-batch boundary: nothing lost or doubled
+        began = time.monotonic()
+        try:
+            query = start_stream(watcher.next, source, checkpoint, out, settings, spark)
+            workload = watcher.taken()
+        except SurfaceError as error:  # the checkpoint refuses it (another schema, lateness, ...)
+            watcher.refuse(error)
+            query = start_stream(workload, source, checkpoint, out, settings, spark)
+        watcher.pauses.append(time.monotonic() - began)
+        print(f"workload: {watcher.said}; restarted in {watcher.pauses[-1]:.1f} s", file=lines, flush=True)
+        why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=watcher.changed)
+        _raise_failure(query)
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
         query = start_stream(workload, source, checkpoint, out, settings, spark)
@@ -655,7 +691,62 @@ def run_stream(
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
     skipped = tuple(skipped_files(source, checkpoint, (out,)))
-    return replace(summary, stopped=None if why == "ended" else why, skipped=skipped)
+    versions, _ = checkpoint_history(checkpoint)
+    refused = tuple(watcher.refusals) if watcher is not None else ()
+    pauses = tuple(watcher.pauses) if watcher is not None else ()
+    return replace(
+        summary,
+        stopped=None if why == "ended" else why,
+        skipped=skipped,
+        versions=tuple(versions) if len(versions) > 1 else (),
+        refusals=refused,
+        pauses_s=pauses,
+    )
+
+
+class _Watcher:
+    """The workload file or folder of a watched stream (``run_stream``):
+    ``changed`` polls it (``language.workload_source``); a bad change is
+    refused, logged and kept in ``refusals``, and the stream runs on."""
+
+    def __init__(self, workload: Workload, path: str | Path) -> None:
+        from sharp_cer.language.workload_source import WorkloadSource
+
+        self.source = WorkloadSource(path)
+        self.current = workload
+        self.next = workload
+        self.said = ""
+        self.refusals: list[dict[str, Any]] = []
+        self.pauses: list[float] = []
+        with contextlib.suppress(SharpCerError):  # a bad file now is refused at its next change
+            self.source.poll()  # the contents now are the running workload's
+
+    def changed(self) -> bool:
+        """Whether the files changed to another workload that loads (``next``)."""
+        try:
+            found = self.source.poll()
+        except SharpCerError as error:
+            self.refuse(error)
+            return False
+        if found is None or found.fingerprint() == self.current.fingerprint():
+            return False
+        self.next = found
+        return True
+
+    def taken(self) -> Workload:
+        """The new workload, now running."""
+        changes = signature_changes(self.current.signature(), self.next.signature())
+        self.said = "; ".join(changes)
+        self.current = self.next
+        return self.current
+
+    def refuse(self, error: Exception) -> None:
+        import logging
+
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        self.refusals.append({"time": stamp, "error": str(error)})
+        self.said = "change refused, every query runs on as before"
+        logging.getLogger("sharp_cer").error("workload change refused, every query runs on as before:\n%s", error)
 
 
 def _raise_failure(query: StreamingQuery) -> None:
