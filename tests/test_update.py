@@ -276,3 +276,19 @@ def test_a_stream_key_group_switches_between_the_events_before_and_after_the_ver
     got = [(r["query"], r["tenant"], r["start"], r["end"], r["version"]) for r in rows]
     assert got == [("p", "t", 0, 3, 1), ("p", "t", 1, 3, 1), ("p", "t", 2, 3, 1), ("q", "u", 2, 3, 1)]
     assert group.pending == [] and group.detector is not None and group.detector.version == 1
+
+
+def test_a_watched_stream_refuses_a_bad_file_and_takes_the_fixed_one(tmp_path: Any) -> None:
+    # run_stream's watcher, without Spark: what it decides between micro-batches
+    from sharp_cer.spark.stream import _Watcher
+
+    spec = tmp_path / "w.toml"
+    _write(spec, {"p": SEQ})
+    watcher = _Watcher(workload({"p": SEQ}), spec)
+    assert not watcher.changed()
+    _write(spec, {"p": SEQ, "q": SEQ.replace("WITHIN", "WITHN")})
+    assert not watcher.changed() and len(watcher.refusals) == 1
+    assert "w.toml:" in watcher.refusals[0]["error"] and "^" in watcher.refusals[0]["error"]
+    _write(spec, {"p": SEQ, "q": SEQ})
+    assert watcher.changed() and [q.name for q in watcher.next.queries] == ["p", "q"]
+    assert watcher.taken() is watcher.current and watcher.said == "query q added"
