@@ -160,11 +160,11 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     from sharp_cer.spark.stream import StreamSettings, checkpoint_history, run_stream
 
     before, after = parse_workload(HAND_MADE), parse_workload(CHANGED)
-    whole = csv_file(before, hand_made_events(1000, 5), tmp_path / "all.csv").read_text().splitlines()
+    whole = csv_file(before, hand_made_events(1200, 5), tmp_path / "all.csv").read_text().splitlines()
     source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
     source.mkdir()
     rows_in = {}
-    for k in range(5):
+    for k in range(6):
         part = source / f"part-{k}.csv"
         part.write_text("\n".join(whole[k * 200 : (k + 1) * 200]) + "\n")
         rows_in[part.name] = len(whole[k * 200 : (k + 1) * 200])
@@ -174,11 +174,12 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     argv = ["stream", str(spec), "--watch", "--source", str(source), "--checkpoint", str(checkpoint), "--out",
             str(out), "--trigger", "0.5", "--max-files", "1", "--timeout", "600", "--master", "local[2]"]  # fmt: skip
     code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
+    progress = (tmp_path / "progress.txt").open("w")  # the restart's line and pause, for a reader
     driver = subprocess.Popen(
         [sys.executable, "-c", code, *argv],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=progress,
     )
     offsets, commits = checkpoint / "query" / "offsets", checkpoint / "query" / "commits"
 
@@ -202,6 +203,7 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
+        progress.close()
     assert in_flight is not None  # moved to the new workload, then killed while a later micro-batch ran
     versions, lanes = checkpoint_history(str(checkpoint))
     position = sum(

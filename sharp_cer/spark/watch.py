@@ -120,8 +120,10 @@ def watch(
                 break
         why = (asked.signal or "a request") if asked.is_set() else "ended" if not query.isActive else "timeout"
         why = "workload" if moved and why == "timeout" else why
-        # a boundary: no trigger running, so the last batch is committed or not begun
-        while query.isActive and query.status["isTriggerActive"]:
+        # a boundary: no trigger running, so the last batch is committed or not begun; for a new
+        # workload the running micro-batch is not waited for (back-to-back micro-batches leave no
+        # gap): stopped now, it is not committed, and the restart redoes it from the checkpoint
+        while not moved and query.isActive and query.status["isTriggerActive"]:
             time.sleep(poll / 5)
         query.stop()
         report()
