@@ -736,7 +736,7 @@ class _Watcher:
     def taken(self) -> Workload:
         """The new workload, now running."""
         changes = signature_changes(self.current.signature(), self.next.signature())
-        self.said = "; ".join(changes)
+        self.said = "; ".join(c.split(": was ")[0] for c in changes)  # the parts, without the texts
         self.current = self.next
         return self.current
 
