@@ -11,7 +11,7 @@
 >>> detector.events_of(detector.matches[0])
 {'BUY': [{'type': 'BUY', 'position': 0, 'id': 1}], 'SELL': [{'type': 'SELL', 'position': 1, 'id': 2}]}
 >>> matches_to_arrow(detector.matches).column_names
-['query', 'tenant', 'start', 'end', 'events', 'vars', 'deadline']
+['query', 'tenant', 'start', 'end', 'events', 'vars', 'deadline', 'version']
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from sharp_cer.builder import DetectorBuilder, DetectorConfig
+from sharp_cer.builder import DetectorBuilder, DetectorConfig, WorkloadChange
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
@@ -34,9 +34,12 @@ from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
+from sharp_cer.language.workload_source import WorkloadSource
 from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from sharp_cer.latency_summary import Summary
@@ -143,6 +146,17 @@ class Detector:
         self._next_position = 0  # the position of the next loaded row
         self._latest_time = StreamProgress().latest  # the latest primary time loaded (lateness across feeds)
         self._last_position = -1
+        #: the builder of a detector made from a workload (``update`` moves it on)
+        self.builder: DetectorBuilder | None = None
+        #: the workload version matches are produced under (0: the first; ``update``)
+        self.version = 0
+        #: every version since the first (``update``), oldest first
+        self.versions: list[WorkloadVersion] = []
+        #: per query, the positions it ran from and (once removed) to: [first, last] pairs
+        self.intervals: dict[str, list[list[int | None]]] = {q.name: [[0, None]] for q in plan.queries}
+        #: changes refused (``watch``): when, at which position, and the located error
+        self.refusals: list[dict[str, Any]] = []
+        self._source: WorkloadSource | None = None
 
     @classmethod
     def from_queries(
@@ -223,7 +237,132 @@ class Detector:
         >>> Detector.from_builder(b, history=True).history
         True
         """
-        return cls(builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options})
+        detector = cls(
+            builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options}
+        )
+        detector.builder = builder
+        return detector
+
+    def watch(self, path: str | Path) -> None:
+        """Take the workload from ``path`` (a TOML file, or a folder of one
+        file per tenant: ``language.workload_source``) from now on: before
+        each feed the detector reads it again if it changed and moves to it
+        (``update``). A change that cannot apply (a syntax or type error in
+        any file, another schema) is refused: its located error is logged
+        (logger ``sharp_cer``), kept in ``refusals`` and in the summary, and
+        every query runs on as before; the next change of the files is
+        tried again. The file as it is now is taken at once."""
+        self._source = WorkloadSource(path)
+        self.poll_workload()
+
+    def poll_workload(self) -> WorkloadVersion | None:
+        """Move to the watched workload if its files changed (``watch``):
+        the new version, or None (no change, or a change refused)."""
+        import datetime
+        import logging
+
+        from sharp_cer.errors import SharpCerError
+
+        if self._source is None:
+            return None
+        try:
+            workload = self._source.poll()
+            if workload is None:
+                return None
+            running = self.builder.workload if self.builder is not None else None
+            if running is not None and workload.fingerprint() == running.fingerprint():
+                return None  # the same rules written another way
+            return self.update(workload)
+        except SharpCerError as error:
+            stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            self.refusals.append({"time": stamp, "position": self._next_position, "error": str(error)})
+            logging.getLogger("sharp_cer").error(
+                "workload change refused, every query runs on as before (version %d):\n%s", self.version, error
+            )
+            return None
+
+    @classmethod
+    def from_versions(cls, workloads: Sequence[Workload], **options: Any) -> Detector:
+        """A detector of the first workload moved through each later one
+        (``update``), with no event fed: the same plans and query groups as
+        the detector that went through them live, so that its snapshot
+        (``Engine.snapshot``) restores here; a stream's checkpoint keeps its
+        versions for that."""
+        if not workloads:
+            raise SurfaceError("Detector.from_versions needs at least one workload")
+        detector = cls.from_workload(workloads[0], **options)
+        for later in workloads[1:]:
+            detector.update(later)
+        return detector
+
+    def update(self, workload: Workload) -> WorkloadVersion:
+        """Change the running queries to ``workload``'s between two feeds,
+        keeping every unchanged query's partial matches (``engine.update``
+        states the rule): a query added now matches only events from the
+        next feed's first position on, a removed one puts out nothing more,
+        a replaced one (same name, another text) is both, and a tenant,
+        weight or bound changes in place. Only the added and replaced
+        queries are compiled. Returns the new version (also last in
+        ``versions``); later matches carry its number (``Match.version``).
+        A change that cannot apply (another schema, lateness or capacity)
+        raises ``SurfaceError`` and leaves everything as it was.
+
+        >>> from sharp_cer.language import parse_workload
+        >>> head = '[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }"\\n'
+        >>> def query(name, text):
+        ...     return f'[[query]]\\nname = "{name}"\\ntext = "{text}"\\n'
+        >>> seq = "SELECT * WHERE A ; B WITHIN 9 EVENTS"
+        >>> d = Detector.from_workload(parse_workload(head + query("p", seq)))
+        >>> import pandas as pd
+        >>> _ = d.feed(pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}))
+        >>> d.update(parse_workload(head + query("p", seq) + query("q", seq))).describe()
+        'version 1 at position 2: added q'
+        >>> [(m.query, m.start, m.end, m.version) for m in d.feed(pd.DataFrame({"type": ["A", "B"], "x": [3, 4]}))]
+        [('p', 0, 3, 1), ('p', 1, 3, 1), ('p', 2, 3, 1), ('q', 2, 3, 1)]
+        """
+        import datetime
+
+        if self.builder is None or self.builder.workload is None:
+            raise SurfaceError(
+                "Detector.update needs a detector built from a workload\n"
+                "  hint: make it with Detector.from_workload(workload)"
+            )
+        if not isinstance(workload, Workload):
+            raise SurfaceError(
+                f"Detector.update takes a Workload, found {kind_of(workload)}\n"
+                "  hint: load_workload(path) or parse_workload(text) makes one"
+            )
+        if self.shedder is not None:
+            raise SurfaceError(
+                "Detector.update: a detector with a shedder cannot change its queries while it runs\n"
+                "  hint: run without a shedder, or start a new detector"
+            )
+        builder = self.builder
+        before = builder.workload
+        assert before is not None  # checked above
+        change = builder.update(workload)  # raises before anything changed
+        try:
+            self.engine.update(change.plan, (*change.removed, *change.replaced))
+        except Exception:
+            builder.workload, builder.queries = before, [(q.name, q.checked) for q in before.queries]
+            builder.tenants, _ = dict(self.tenants), builder.changes.pop()
+            raise
+        position = self._next_position
+        for name in (*change.removed, *change.replaced):
+            self.intervals[name][-1][1] = position - 1
+        for name in (*change.added, *change.replaced):
+            self.intervals.setdefault(name, []).append([position, None])
+        self.tenants = dict(builder.tenants)
+        queue = self.engine.queue
+        if queue is not None and self.shedder is None:  # bounds judged in place
+            judged = builder.judged_bounds()
+            if judged is not None:
+                queue.bounds_ms, queue.bounds_units = dict(judged[0]), dict(judged[1])
+        self.version += 1
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        version = WorkloadVersion(self.version, stamp, position, change)
+        self.versions.append(version)
+        return version
 
     def feed(
         self,
@@ -255,11 +394,13 @@ class Detector:
         >>> [(m.start, m.end, m.tenant) for m in got]
         [(0, 1, 't'), (0, 2, 't'), (1, 2, 't')]
         """
+        if self._source is not None:
+            self.poll_workload()  # a feed's boundary is where a watched workload may change
         if emit is not None:
             self._process(events, arrivals, quota, None, self._with_tenants(emit))
             return []
         found: list[Match] = self._process(events, arrivals, quota, None)
-        if self.tenants:
+        if self.tenants or self.version:
             found = self._tenanted(found)
         if not self.engine.count_only:
             self.matches.extend(found)
@@ -270,20 +411,23 @@ class Detector:
         and return the trailing absences' alerts whose deadline it passes
         (``Engine.advance``), with their tenants, as ``feed`` does."""
         found = self.engine.advance(time)
-        if self.tenants:
+        if self.tenants or self.version:
             found = self._tenanted(found)
         if not self.engine.count_only:
             self.matches.extend(found)
         return found
 
     def _tenanted(self, found: list[Match]) -> list[Match]:
-        """The matches with their queries' tenants."""
+        """The matches with their queries' tenants (and, once updated, the workload version)."""
         tenants = self.tenants
-        return [Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline) for m in found]
+        version = self.version or None
+        return [
+            Match(m.query, m.start, m.end, m.events, m.vars, tenants.get(m.query), m.deadline, version) for m in found
+        ]
 
     def _with_tenants(self, emit: Callable[[list[Match]], Any]) -> Callable[[list[Match]], Any]:
         """``emit``, given the matches with their tenants."""
-        if not self.tenants:
+        if not self.tenants and not self.version:
             return emit
         return lambda found: emit(self._tenanted(found))
 
@@ -307,7 +451,9 @@ class Detector:
         >>> d.feed_lines(pd.DataFrame({"type": ["A", "A"], "x": [1, 2]}))
         ['{"query": "q", "tenant": "acme", "start": 0, "end": 1, "events": [0, 1], "vars": {"A": [0, 1]}}']
         """
-        if len(self.plan.queries) != 1 or self.history:
+        if self._source is not None:
+            self.poll_workload()  # before the choice of path: an update may add queries
+        if len(self.plan.queries) != 1 or self.history or self.version:
             # several queries' matches are ordered by the caller (see ``feed``)
             if emit is not None:
                 lined = emit
@@ -492,7 +638,23 @@ class Detector:
         """
         from .latency_summary import Summary, query_summaries
 
-        return Summary(query_summaries(self.engine, self.shedder, self.tenants))
+        return Summary(query_summaries(self.engine, self.shedder, self.tenants), self.version_report())
+
+    def version_report(self) -> list[dict[str, Any]]:
+        """The workload versions (``update``), oldest first, as plain data:
+        number, time, first position, what changed; and each query's
+        intervals as [first, last] positions (last None: still running).
+        Empty while the detector runs its first workload."""
+        if not self.versions and not self.refusals:
+            return []
+        first: dict[str, Any] = {"version": 0, "time": None, "position": 0, "change": "the first workload"}
+        rows = [first] + [
+            {"version": v.number, "time": v.time, "position": v.position, "change": v.change.describe()}
+            for v in self.versions
+        ]
+        rows += [{"refused": r["error"], "time": r["time"], "position": r["position"]} for r in self.refusals]
+        rows.append({"intervals": {name: [list(pair) for pair in pairs] for name, pairs in self.intervals.items()}})
+        return rows
 
     def _load(self, table: Any) -> EventBatch:
         loader = load_arrow if isinstance(table, pa.Table) else load_pandas
@@ -543,7 +705,8 @@ class Detector:
         {'q': 1048575}
         """
         per_query = self.engine.clock.per_query
-        return {q.name: per_query[q.name].matches if q.name in per_query else 0 for q in self.plan.queries}
+        names = dict.fromkeys(q.name for plan in self.engine.plans for q in plan.queries)
+        return {name: per_query[name].matches if name in per_query else 0 for name in names}
 
     def stats(self) -> dict[str, Any]:
         """The engine's figures: cost clock, caches, live nodes, partitions.
@@ -552,7 +715,26 @@ class Detector:
         >>> Detector.from_queries([("q", "SELECT * WHERE A WITHIN 1 EVENTS")], s).stats()["events"]
         0
         """
-        return self.engine.stats()
+        found = self.engine.stats()
+        if self.versions or self.refusals:  # a workload that changed, or was refused a change
+            found["workload_version"] = self.version
+            found["workload_refusals"] = len(self.refusals)
+        return found
+
+
+class WorkloadVersion:
+    """One version of a detector's workload (``Detector.update``): its
+    number, when it was applied (UTC, ISO 8601), the first stream position
+    it applies to, and the change from the version before."""
+
+    __slots__ = ("change", "number", "position", "time")
+
+    def __init__(self, number: int, time: str, position: int, change: WorkloadChange) -> None:
+        self.number, self.time, self.position, self.change = number, time, position, change
+
+    def describe(self) -> str:
+        """One line: the version, its position and its change."""
+        return f"version {self.number} at position {self.position}: {self.change.describe()}"
 
 
 def detect(
@@ -580,6 +762,8 @@ MATCH_SCHEMA = pa.schema(
         ("vars", pa.map_(pa.string(), pa.list_(pa.int64()))),
         # a trailing absence's alert: the event time it fired at (ns); null for every other match
         ("deadline", pa.int64()),
+        # the workload version the match was produced under (Detector.update); null: the first
+        ("version", pa.int64()),
     ]
 )
 
@@ -587,8 +771,9 @@ MATCH_SCHEMA = pa.schema(
 def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
     """Matches as an Arrow table with :data:`MATCH_SCHEMA`.
 
-    >>> matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)})]).to_pylist()
-    [{'query': 'q', 'tenant': None, 'start': 1, 'end': 3, 'events': [2, 3], 'vars': [('b', [2])], 'deadline': None}]
+    >>> row = matches_to_arrow([Match("q", 1, 3, (2, 3), {"b": (2,)}, version=2)]).to_pylist()[0]
+    >>> row["events"], row["vars"], row["deadline"], row["version"]
+    ([2, 3], [('b', [2])], None, 2)
     """
     if isinstance(matches, Match) or not isinstance(matches, Sequence | Iterable) or isinstance(matches, str):
         raise SurfaceError(f"matches_to_arrow takes a list of Match, found {kind_of(matches)}")
@@ -608,6 +793,7 @@ def matches_to_arrow(matches: Sequence[Match]) -> pa.Table:
             "events": [list(m.events) for m in matches],
             "vars": [[(k, list(v)) for k, v in sorted(m.vars.items())] for m in matches],
             "deadline": [m.deadline for m in matches],
+            "version": [m.version for m in matches],
         },
         schema=MATCH_SCHEMA,
     )

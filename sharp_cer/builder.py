@@ -34,11 +34,111 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sharp_cer.language import CheckedQuery, LatencyBound, Schema, Workload
+from sharp_cer.language import CheckedQuery, LatencyBound, Schema, Workload, WorkloadQuery
 from sharp_cer.planner import Plan, compile_plan
 
 if TYPE_CHECKING:
     from sharp_cer.shedding import ShedConfig
+
+
+@dataclass(frozen=True)
+class WorkloadChange:
+    """What an update changes (``diff_workloads``), by query name: queries
+    ``added``, ``removed``, ``replaced`` (another text: a removal and an
+    addition at the same position) and ``in_place`` (only tenant, weight,
+    bound, shedding or sketch attributes changed: their state is untouched).
+    ``plan`` is the compiled plan of the added and replaced queries (None:
+    none), the only part compiled."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    replaced: tuple[str, ...]
+    in_place: tuple[str, ...]
+    plan: Plan | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing changes."""
+        return not (self.added or self.removed or self.replaced or self.in_place)
+
+    def describe(self) -> str:
+        """One line saying what changes, for logs and summaries.
+
+        >>> WorkloadChange(("a",), (), ("b", "c"), ()).describe()
+        'added a; replaced b, c'
+        """
+        parts = [
+            f"{what} {', '.join(names)}"
+            for what, names in (
+                ("added", self.added),
+                ("removed", self.removed),
+                ("replaced", self.replaced),
+                ("changed in place", self.in_place),
+            )
+            if names
+        ]
+        return "; ".join(parts) or "nothing"
+
+
+def diff_workloads(old: Workload, new: Workload, *, counting: bool = False) -> WorkloadChange:
+    """The change from ``old`` to ``new`` by query name (``WorkloadChange``),
+    with the added and replaced queries compiled alone. Raises
+    ``SurfaceError`` for what cannot change while a stream runs: the
+    schema, the allowed lateness, the capacity.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> def workload(*queries):
+    ...     body = "".join(f'[[query]]\\nname = "{n}"\\ntenant = "{t}"\\ntext = "{q}"\\n' for n, t, q in queries)
+    ...     head = '[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { x:int } }"\\n'
+    ...     return parse_workload(head + body)
+    >>> a, b = "SELECT * WHERE A WITHIN 1 EVENTS", "SELECT * WHERE A ; A WITHIN 2 EVENTS"
+    >>> old = workload(("p", "t", a), ("q", "t", a), ("r", "t", a))
+    >>> change = diff_workloads(old, workload(("p", "u", a), ("q", "t", b), ("s", "t", a)))
+    >>> change.describe(), [q.name for q in change.plan.queries]
+    ('added s; removed r; replaced q; changed in place p', ['q', 's'])
+    """
+    from sharp_cer.errors import SurfaceError
+    from sharp_cer.language.printer import stream_declarations, to_ceql
+
+    def fixed(w: Workload, schema: bool) -> dict[str, str]:
+        return {
+            "schema": stream_declarations(w.schema.declarations) if schema else "",
+            "allowed lateness": str(w.allowed_lateness),
+            "capacity": repr(w.capacity),
+        }
+
+    apart = new.schema is not old.schema  # the same object is the same schema; else the printed forms decide
+    before, after = fixed(old, apart), fixed(new, apart)
+    for part, value in before.items():
+        if after[part] != value:
+            raise SurfaceError(
+                f"a running stream cannot change its workload's {part}: was {value!r}, now {after[part]!r}\n"
+                "  hint: keep it as it was, or start a new stream (a new checkpoint) for the new one"
+            )
+    was = {q.name: q for q in old.queries}
+    now = {q.name: q for q in new.queries}
+    added = tuple(n for n in now if n not in was)
+    removed = tuple(n for n in was if n not in now)
+    replaced, in_place = [], []
+    for name in now.keys() & was.keys():
+        one, two = was[name], now[name]
+        # the same checked query, or the same text, is the same query; else the printed forms decide
+        same = one.checked is two.checked or one.checked.source.text == two.checked.source.text
+        if not same and to_ceql(one.checked.query) != to_ceql(two.checked.query):
+            replaced.append(name)
+        elif _options(one) != _options(two):
+            in_place.append(name)
+    order = {name: k for k, name in enumerate(now)}
+    replaced.sort(key=order.__getitem__)
+    in_place.sort(key=order.__getitem__)
+    compiled = [n for n in order if n in added or n in replaced]
+    plan = compile_plan([(n, now[n].checked) for n in compiled], counting=counting) if compiled else None
+    return WorkloadChange(added, removed, tuple(replaced), tuple(in_place), plan)
+
+
+def _options(query: WorkloadQuery) -> tuple[object, ...]:
+    """What of a query may change in place (its state untouched)."""
+    return (query.tenant, query.weight, query.latency_bound, query.shed, query.sketch_attributes)
 
 
 def tenants_of(workload: Workload | None) -> dict[str, str]:
@@ -92,12 +192,34 @@ class DetectorBuilder:
         self.capacity = config.capacity
         if self.capacity is None and workload is not None:
             self.capacity = workload.capacity
+        #: the changes applied since the plan was compiled (``update``)
+        self.changes: list[WorkloadChange] = []
 
     @classmethod
     def for_workload(cls, workload: Workload, config: DetectorConfig, plan: Plan | None = None) -> DetectorBuilder:
         """The builder of every query of a workload."""
         queries = [(q.name, q.checked) for q in workload.queries]
         return cls(workload.schema, queries, config, workload=workload, plan=plan)
+
+    def update(self, workload: Workload) -> WorkloadChange:
+        """Move the builder to ``workload`` (``diff_workloads`` against its
+        own: only the added and replaced queries are compiled); the caller
+        applies the change to its running engine (``Detector.update``).
+        The builder's ``plan`` stays the first one; ``changes`` lists
+        every change since."""
+        if self.workload is None:
+            from sharp_cer.errors import SurfaceError
+
+            raise SurfaceError(
+                "only a detector built from a workload can be updated with another\n"
+                "  hint: build it with Detector.from_workload or DetectorBuilder.for_workload"
+            )
+        change = diff_workloads(self.workload, workload, counting=self.config.count_only)
+        self.workload = workload
+        self.queries = [(q.name, q.checked) for q in workload.queries]
+        self.tenants = tenants_of(workload)
+        self.changes.append(change)
+        return change
 
     @property
     def _bounds(self) -> dict[str, LatencyBound]:

@@ -23,7 +23,7 @@ q            1      -           -    4.50 / 4.50 / 5.94 / 6.00          4 / 6   
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,9 @@ def query_summaries(
     per_query = engine.clock.per_query
     pending = engine.absences.pending() if engine.absences is not None else {}
     out: dict[str, dict[str, Any]] = {}
-    for query in engine.plan.queries:
+    # every query that ran, removed ones included (``Engine.update``), each under its latest plan
+    ran = {q.name: q for plan in engine.plans for q in plan.queries}
+    for query in ran.values():
         name = query.name
         shed = report.get(name, {})
         bound_ms, bound_units = shed.get("bound_ms"), shed.get("bound_units")
@@ -144,6 +146,8 @@ class Summary(Mapping[str, dict[str, Any]]):
     """
 
     queries: Mapping[str, dict[str, Any]]
+    #: the workload versions (``Detector.version_report``; empty: never updated)
+    versions: Sequence[dict[str, Any]] = ()
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         return self.queries[name]
@@ -155,7 +159,22 @@ class Summary(Mapping[str, dict[str, Any]]):
         return len(self.queries)
 
     def __str__(self) -> str:
-        return render(self.queries)
+        table = render(self.queries)
+        if not self.versions:
+            return table
+        lines = [table, "workload versions:"]
+        for row in self.versions:
+            if "refused" in row:
+                first = row["refused"].splitlines()[0]
+                lines.append(f"  refused at position {row['position']} ({row['time']}): {first}")
+            elif "intervals" in row:
+                for name, pairs in row["intervals"].items():
+                    spans = ", ".join(f"{a}..{'' if b is None else b}" for a, b in pairs)
+                    lines.append(f"  {name}: positions {spans}")
+            else:
+                when = f" ({row['time']})" if row["time"] else ""
+                lines.append(f"  version {row['version']} at position {row['position']}{when}: {row['change']}")
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, dict[str, Any]]:
         """Plain dicts, as ``--stats`` writes them."""

@@ -83,6 +83,17 @@ The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
     (``ReferenceResult.pending``), not output. An event accepted after event
     time passed D cannot be at most D (it would be late), so (a) is decided
     by then.
+15. **Rules that change** (``Detector.update``). A query runs over an
+    interval of the stream: added at position ``p`` (0: from the start),
+    it has the matches of rules 1-14 over the events at positions ``p``
+    and after, positions kept (no match holds an earlier event, as if it
+    had run alone from p); removed at position ``r``, it has those of them
+    that end before ``r`` (nothing ending at or after r). A query replaced
+    at p (same name, new text) is the old one removed at p and the new one
+    added at p. A query no change touches runs over [0, end of stream]: its
+    matches are those of an uninterrupted run. Tenants, weights and
+    bounds may change anywhere; they change no match. ``evaluate_interval``
+    evaluates one interval.
 
 >>> from sharp_cer.language import Schema, parse_and_check
 >>> schema = Schema.parse("CREATE STREAM S { EVENT BUY { p:int }, EVENT SELL { p:int } }")
@@ -154,6 +165,36 @@ def evaluate(
         result.per_query[name] = found
         result.matches.extend(found)
     return result
+
+
+def evaluate_interval(
+    name: str,
+    checked: CheckedQuery,
+    events: EventBatch | Iterable[Event],
+    first: int,
+    removed: int | None = None,
+    *,
+    allowed_lateness: int = 0,
+) -> list[Match]:
+    """The matches of one query added at position ``first`` and removed at
+    position ``removed`` (None: never), by rule 15.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> schema = Schema.parse("CREATE STREAM S { EVENT A { p:int }, EVENT B { p:int } }")
+    >>> q = parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", schema)
+    >>> stream = [{"type": t, "p": 0} for t in ["A", "A", "B", "A", "B"]]
+    >>> [(m.start, m.end) for m in evaluate_interval("q", q, stream, 1, 4)]
+    [(1, 2)]
+    """
+    if isinstance(events, EventBatch):
+        later: EventBatch | list[dict[str, Any]] = events.take(events.positions >= first)
+    else:
+        listed = [dict(e) for e in events]
+        for i, row in enumerate(listed):
+            row.setdefault("position", i)
+        later = [row for row in listed if row["position"] >= first]
+    found = evaluate([(name, checked)], later, allowed_lateness=allowed_lateness).matches
+    return [m for m in found if removed is None or m.end < removed]
 
 
 def _vars_union(a: _Vars, b: _Vars) -> _Vars:

@@ -77,7 +77,7 @@ class _CsvSink(_FileSink):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.rows = csv.writer(self.stream)
-        self.rows.writerow(["query", "tenant", "start", "end", "events", "vars", "deadline"])
+        self.rows.writerow(["query", "tenant", "start", "end", "events", "vars", "deadline", "version"])
 
     def write(self, matches: Sequence[Match]) -> None:
         self.rows.writerows(
@@ -89,6 +89,7 @@ class _CsvSink(_FileSink):
                 json.dumps(list(m.events)),
                 json.dumps({k: list(v) for k, v in sorted(m.vars.items())}),
                 m.deadline if m.deadline is not None else "",
+                m.version if m.version is not None else "",
             ]
             for m in matches
         )

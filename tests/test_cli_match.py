@@ -151,6 +151,7 @@ def test_out_files_hold_the_same_matches(files: Path, capsys: pytest.CaptureFixt
             got = [{**r, "vars": {k: v for k, v in r["vars"]}} for r in pq.read_table(target).to_pylist()]
         if suffix != "jsonl":  # a column of its own, empty but for trailing absences' alerts
             assert {r.pop("deadline") for r in got} <= {"", None}
+            assert {r.pop("version") for r in got} <= {"", None}  # set once a workload changed
         assert got == expected, suffix
 
 

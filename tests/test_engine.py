@@ -247,6 +247,7 @@ def test_matches_as_arrow() -> None:
             "events": [0, 1],
             "vars": [("A", [0]), ("B", [1]), ("a", [0])],
             "deadline": None,
+            "version": None,
         },
         {
             "query": "q",
@@ -256,6 +257,7 @@ def test_matches_as_arrow() -> None:
             "events": [0, 2],
             "vars": [("A", [0]), ("B", [2]), ("a", [0])],
             "deadline": None,
+            "version": None,
         },
     ]
 

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from .._extras import check as check_extras
 from ..errors import SharpCerError, SurfaceError
-from ..language import load_workload
+from ..language.workload_source import WorkloadSource
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
 from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path, seconds_problem
@@ -40,12 +40,16 @@ class StreamOptions:
     master: str | None = None
     #: where every dead letter committed so far goes, one JSON line each (``letters``)
     dead_letters: str | None = None
+    #: read the workload again when it changes (a file, or a folder of one .toml per tenant)
+    watch: bool = False
 
 
 def add_parser(sub: Any) -> None:
     """The ``stream`` command's flags."""
     run_stream = sub.add_parser("stream", help="run a workload over files arriving in a folder (Spark streaming)")
-    run_stream.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
+    run_stream.add_argument(
+        "workload", metavar="WORKLOAD", help="the workload (.toml), or a folder of them (one per tenant)"
+    )
     run_stream.add_argument("--source", required=True, metavar="DIR", help="the folder .csv or .jsonl files arrive in")
     run_stream.add_argument("--checkpoint", required=True, metavar="DIR", help="state and progress (restart from it)")
     run_stream.add_argument("--out", required=True, metavar="DIR", help="where matches, dead letters and figures go")
@@ -67,6 +71,12 @@ def add_parser(sub: Any) -> None:
         "a fraction bound of: refused)",
     )
     run_stream.add_argument("--seed", type=int, default=0, help="seed of the shedder")
+    run_stream.add_argument(
+        "--watch",
+        action="store_true",
+        help="read WORKLOAD again when it changes (a file, or a folder of one .toml per tenant) and move the "
+        "stream to it at the next micro-batch boundary; a bad change is refused and every query runs on",
+    )
     run_stream.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     run_stream.add_argument(
         "--dead-letters",
@@ -92,6 +102,7 @@ def options(args: argparse.Namespace) -> StreamOptions:
         seed=args.seed,
         master=args.master,
         dead_letters=args.dead_letters,
+        watch=getattr(args, "watch", False),
     )
 
 
@@ -171,7 +182,7 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
         found = problem(options)
         if found is not None:
             raise SurfaceError(found)
-        workload = load_workload(options.workload)
+        workload = WorkloadSource(options.workload).load()  # a file, or a folder of one file per tenant
         settings = StreamSettings(
             options.trigger,
             options.max_files,
@@ -197,6 +208,7 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
                 options.timeout,
                 progress=err,
                 stop=asked,
+                workload_source=options.workload if options.watch else None,
             )
             if options.dead_letters is not None:
                 write_letters(spark, options.out, options.dead_letters)

@@ -321,6 +321,12 @@ class TrailingAbsences:
         while len(self.recent) > 1 and self.recent[0][2] < horizon:
             self.recent.popleft()
 
+    def drop(self, names: set[str]) -> None:
+        """Forget the pending matches of the queries ``names`` (removed by
+        ``Engine.update``): none of them may come out any more."""
+        for name in names:
+            self.queries.pop(name, None)
+
     # ------------------------------------------------------------ snapshots
     def state(self) -> dict[str, Any]:
         """Plain data for ``Engine.snapshot``: event time, the last window's

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import hashlib
 import heapq
 import itertools
 import operator
@@ -146,6 +147,10 @@ class QueryGroupRunner:
         self.state = state if state is not None else QueryGroupState()
         # what the per-event loop reads of the compiled query group, bound once
         self.group, self.number, self.plan = compiled.group, compiled.number, compiled.plan
+        # the plan this query group came from (``Engine.update`` adds plans beside the first)
+        self.generation = 0
+        # queries removed by ``Engine.update``: their runs go on for the others, their matches do not
+        self.dropped: frozenset[int] = frozenset()
         self.det, self.queries, self.symbols = compiled.det, compiled.queries, compiled.symbols
         self.summaries, self.checks, self.consumes = compiled.summaries, compiled.checks, compiled.consumes
         self.by_position, self.reach, self.largest = compiled.by_position, compiled.reach, compiled.largest
@@ -527,6 +532,7 @@ class QueryGroupRunner:
         accepted: dict[int, list[Node]] = {}
         accepting: list[int] = []  # the final states reached (the counted query's)
         finals = det.finals
+        dropped = self.dropped
         for state, ulist in new.items():
             if finals[state]:
                 if len(ulist) == 1:
@@ -534,9 +540,10 @@ class QueryGroupRunner:
                 else:
                     node = merged[state] = self._merge(ulist, created)
                 for qid in finals[state]:
-                    accepted.setdefault(qid, []).append(node)
-                    if counter is not None:
-                        accepting.append(state)
+                    if qid not in dropped:
+                        accepted.setdefault(qid, []).append(node)
+                        if counter is not None:
+                            accepting.append(state)
         log = self.log
         if log is not None or accepted:
             # the event's update units so far: before this query group, and this query group's step
@@ -1084,6 +1091,12 @@ class Engine:
         if self.observers.queue is not None and shedder is not None:
             self.observers.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
+        #: the plans this engine runs: the first, then one per ``update`` that
+        #: added queries (a runner's ``generation`` indexes it)
+        self.plans: list[Plan] = [plan]
+        # each later plan's predicate bits, made at its first batch (the first plan's: ``_bits``)
+        self._later_bits: list[PredicateBits | None] = []
+        self._numbered = len(plan.groups)  # query groups numbered so far (``update`` numbers on)
 
     @property
     def latency(self) -> LatencyLog | None:
@@ -1213,7 +1226,11 @@ class Engine:
         atoms = self._bits.evaluate(batch)
         self.clock.condition_checks += self._bits.checks - checks_before
         # every event costs its condition checks; the query groups add their work
-        units = np.asarray(self._bits.checks_per_type, dtype=np.int64)[batch.codes].tolist() if len(batch) else []
+        per_type = np.asarray(self._bits.checks_per_type, dtype=np.int64)
+        by_generation: list[AtomColumns | None] = [atoms]
+        if len(self.plans) > 1:
+            by_generation, per_type = self._later_atoms(batch, atoms, per_type)
+        units = per_type[batch.codes].tolist() if len(batch) else []
         update = sum(units)
         floors = list(units)
         out: list[Match] = []
@@ -1222,12 +1239,14 @@ class Engine:
             observers.backlog = Backlog(observers.server, arrivals, units, began)
         if (observers.backlog is not None or self._emit is not None) and len(self.runners) > 1:
             # event by event: one server's queue, or matches out in end order as they come
-            update += self._lockstep(batch, atoms, out, units, floors)
+            update += self._lockstep(batch, by_generation, out, units, floors)
         else:
             for runner in self.runners:
                 if self._quota is not None and self._quota <= 0:
                     break
-                update += runner.run(batch, atoms, out, units, floors)
+                atoms_of = by_generation[runner.generation]
+                assert atoms_of is not None  # a live runner's plan has its bits
+                update += runner.run(batch, atoms_of, out, units, floors)
         observers.backlog = None
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
@@ -1265,8 +1284,37 @@ class Engine:
         found = self.absences.advance(time, self.clock.per_query)
         return [] if self.count_only else found
 
+    def _later_atoms(
+        self, batch: EventBatch, atoms: AtomColumns, per_type: np.ndarray
+    ) -> tuple[list[AtomColumns | None], np.ndarray]:
+        """The atom columns of every plan an update added (None: no query
+        group of it runs any more), and each event type's condition checks
+        with theirs added."""
+        live = {runner.generation for runner in self.runners}
+        by_generation: list[AtomColumns | None] = [atoms]
+        for k, plan in enumerate(self.plans[1:], start=1):
+            bits = self._later_bits[k - 1]
+            if k not in live:
+                if bits is not None:  # freed with its last query group; its counts stay
+                    self.domain_errors += bits.domain_errors
+                    self._later_bits[k - 1] = None
+                by_generation.append(None)
+                continue
+            if bits is None:
+                bits = self._later_bits[k - 1] = PredicateBits(plan.predicates, batch.event_types)
+            before = bits.checks
+            by_generation.append(bits.evaluate(batch))
+            self.clock.condition_checks += bits.checks - before
+            per_type = per_type + np.asarray(bits.checks_per_type, dtype=np.int64)
+        return by_generation, per_type
+
     def _lockstep(
-        self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]
+        self,
+        batch: EventBatch,
+        by_generation: Sequence[AtomColumns | None],
+        out: list[Match],
+        units: list[int],
+        floors: list[int],
     ) -> int:
         """Run the query groups over a batch event by event, each event's query groups
         in plan order, as one server serves them: the shedder's view of the
@@ -1274,10 +1322,12 @@ class Engine:
         before the one in process. Returns the update units spent."""
         update = 0
         waiting: list[tuple[int, int, Generator[int, None, int]]] = []  # (next row, group, its steps)
-        for runner in self.runners:
+        for number, runner in enumerate(self.runners):
+            atoms = by_generation[runner.generation]
+            assert atoms is not None
             steps = runner.steps(batch, atoms, out, units, floors, lockstep=True)
             try:
-                waiting.append((next(steps), runner.number, steps))
+                waiting.append((next(steps), number, steps))
             except StopIteration as stop:
                 update += stop.value
         heapq.heapify(waiting)
@@ -1314,7 +1364,7 @@ class Engine:
         for row, name, spent in observers.outs:
             outs.setdefault(name, []).append((row, spent))
         observers.outs = []
-        for query in self.plan.queries:
+        for query in self.queries():
             seconds = default.copy()
             if capacity is not None:
                 found = outs.get(query.name)
@@ -1327,6 +1377,112 @@ class Engine:
                 for row, spent in outs.get(query.name, ()):
                     latency_units[row] = spent
             queue.add(query.name, seconds, latency_units)
+
+    # ------------------------------------------------------------ changes
+    def update(self, added: Plan | None = None, removed: Iterable[str] = ()) -> None:
+        """Change the queries while the stream runs, between two batches
+        (``engine.update`` says what this means for matches): the queries
+        named in ``removed`` put out nothing more, and a query group left
+        with none of its queries is dropped with its state; ``added``, a
+        plan of new queries, runs from the next event on beside the others,
+        with its own, empty state, so none of its matches holds an earlier
+        event. The other queries' state is untouched. A name both removed
+        and added is a replaced query.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.events.loaders import load_csv
+        >>> from sharp_cer.planner import compile_plan
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))])
+        >>> engine = Engine(plan)
+        >>> events = load_csv("A,1\\nA,2\\nB,3\\nA,4\\nB,5\\n", s)[0]
+        >>> [(m.query, m.start, m.end) for m in engine.process(events.take([0, 1]))]
+        []
+        >>> engine.update(compile_plan([("r", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
+        >>> [(m.query, m.start, m.end) for m in engine.process(events.take([2, 3]))]  # r saw no A yet
+        [('q', 0, 2), ('q', 1, 2)]
+        >>> engine.update(removed=["q"])
+        >>> [(m.query, m.start, m.end) for m in engine.process(events.take([4]))]
+        [('r', 3, 4)]
+        >>> len(engine.runners), [q.name for q in engine.queries()]  # q's query group is gone
+        (1, ['r'])
+        """
+        if self.shedder is not None:
+            raise EngineError(
+                "changing the queries of an engine with a shedder is not supported: the shedder's "
+                "per-query state would not follow\n  hint: update an engine without a shedder"
+            )
+        gone = set(removed)
+        live = {q.name for q in self.queries()}
+        unknown = sorted(gone - live)
+        if unknown:
+            raise EngineError(
+                f"cannot remove {', '.join(unknown)}: no such query runs (running: {', '.join(sorted(live))})"
+            )
+        if added is not None:
+            clash = sorted({q.name for q in added.queries} & (live - gone))
+            if clash:
+                raise EngineError(
+                    f"cannot add {', '.join(clash)}: a query of that name runs already\n"
+                    "  hint: remove it in the same update to replace it"
+                )
+            if TrailingAbsences.of(added, self.allowed_lateness) is not None:
+                raise EngineError(
+                    "adding a query with a trailing ABSENT(...) to a running engine is not supported\n"
+                    "  hint: start a new stream with it"
+                )
+        kept = []
+        for runner in self.runners:
+            dropped = runner.dropped | {q.id for q in runner.queries if q.name in gone}
+            if len(dropped) < len(runner.queries):
+                runner.dropped = frozenset(dropped)
+                kept.append(runner)
+        self.runners = kept  # a query group left without queries is freed with its state
+        self.compiled = [r.compiled for r in kept]
+        if self.absences is not None:
+            self.absences.drop(gone)
+        if added is not None:
+            self.plans.append(added)
+            self._later_bits.append(None)
+            for k in range(len(added.groups)):
+                compiled = CompiledQueryGroup(
+                    added,
+                    k,
+                    cache_capacity=self.cache_capacity,
+                    allowed_lateness=self.allowed_lateness,
+                    skip=self.skip,
+                )
+                runner = QueryGroupRunner(self, compiled)
+                runner.generation = len(self.plans) - 1
+                # a number no other query group had: the latency log keeps each one's events apart
+                runner.number = self._numbered
+                self._numbered += 1
+                self.runners.append(runner)
+                self.compiled.append(compiled)
+
+    def queries(self) -> list[QueryPlan]:
+        """The queries running now, in the order of their query groups (see ``update``)."""
+        return [q for r in self.runners for q in r.queries if q.id not in r.dropped]
+
+    def fingerprint(self) -> str:
+        """What the engine's state depends on: its plan's fingerprint
+        (``engine.state.plan_fingerprint``), and after updates each plan's
+        and which query groups run which queries."""
+        first = plan_fingerprint(self.plan)
+        if (
+            len(self.plans) == 1
+            and len(self.runners) == len(self.plan.groups)
+            and not any(r.dropped for r in self.runners)
+        ):
+            return first
+        parts = [plan_fingerprint(p) for p in self.plans]
+        parts += [f"{r.generation}/{r.number}/{sorted(r.dropped)}" for r in self.runners]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+    def _bit_errors(self) -> int:
+        """Domain errors the predicate bits of every plan counted."""
+        found = self._bits.domain_errors if self._bits else 0
+        return found + sum(b.domain_errors for b in self._later_bits if b is not None)
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -1390,7 +1546,7 @@ class Engine:
             "live_nodes": self.live_nodes(),
             "partitions": self.partitions(),
             "partitions_evicted": sum(r.state.evicted for r in self.runners),
-            "domain_errors": (self._bits.domain_errors if self._bits else 0) + self.domain_errors,
+            "domain_errors": self._bit_errors() + self.domain_errors,
             "matches": {name: cost.matches for name, cost in self.clock.per_query.items()},
             "truncated_enumerations": sum(cost.truncated for cost in self.clock.per_query.values()),
             "late_window_values": self.late_window_values,
@@ -1420,17 +1576,17 @@ class Engine:
             "clock": copy.deepcopy(self.clock),
             "server": (server.free if server.capacity is not None else None, server.units, server.busy),
             "late_window_values": self.late_window_values,
-            "domain_errors": self.domain_errors + (self._bits.domain_errors if self._bits else 0),
+            "domain_errors": self.domain_errors + self._bit_errors(),
             "absences": self.absences.state() if self.absences is not None else None,
         }
         groups = tuple(r.state.snapshot(r.det) for r in self.runners)
-        return EngineSnapshot(FORMAT_VERSION, plan_fingerprint(self.plan), groups, engine)
+        return EngineSnapshot(FORMAT_VERSION, self.fingerprint(), groups, engine)
 
     def restore(self, snapshot: EngineSnapshot) -> None:
         """Continue from ``snapshot`` (``Engine.snapshot`` of an engine of
         the same plan): this engine's state so far is replaced. Raises
         EngineError for a snapshot of another format version or plan."""
-        snapshot.check(self.plan)
+        snapshot.check_fingerprint(self.fingerprint())
         if self.shedder is not None:
             raise EngineError(
                 "restoring into an engine with a shedder is not supported: the shedder would not know the "
@@ -1444,7 +1600,7 @@ class Engine:
         if free is not None and self.server.capacity is not None:
             self.server.free = free
         self.late_window_values = saved["late_window_values"]
-        self.domain_errors = saved["domain_errors"] - (self._bits.domain_errors if self._bits else 0)
+        self.domain_errors = saved["domain_errors"] - self._bit_errors()
         if self.absences is not None and saved.get("absences") is not None:
             self.absences.restore(copy.deepcopy(saved["absences"]))
 

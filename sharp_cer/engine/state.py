@@ -169,13 +169,21 @@ class EngineSnapshot:
         sharp_cer.errors.EngineError: this engine restores snapshots of format version 1, and this one is of version 0
           hint: restore it with the sharp-cer release that took it, and process the stream from there
         """
+        self.check_fingerprint(plan_fingerprint(plan))
+
+    def check_version(self) -> None:
+        """Refuse a snapshot of another format version."""
         if self.version != FORMAT_VERSION:
             raise EngineError(
                 f"this engine restores snapshots of format version {FORMAT_VERSION}, and this one is of "
                 f"version {self.version}\n"
                 "  hint: restore it with the sharp-cer release that took it, and process the stream from there"
             )
-        found = plan_fingerprint(plan)
+
+    def check_fingerprint(self, found: str) -> None:
+        """``check`` against an engine's fingerprint (``Engine.fingerprint``:
+        its plan's, or after updates its plans' and query groups')."""
+        self.check_version()
         if self.plan != found:
             raise EngineError(
                 f"this snapshot is of another plan (fingerprint {self.plan}) than the engine's ({found})\n"

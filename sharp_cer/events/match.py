@@ -39,6 +39,9 @@ class Match:
     vars: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
     tenant: str | None = field(default=None, compare=False)
     deadline: int | None = None
+    #: the workload version the match was produced under (``Detector.update``;
+    #: None: the first, in a detector never updated)
+    version: int | None = field(default=None, compare=False)
 
     def key(self) -> tuple[str, int, int, tuple[int, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
         """Everything that identifies the match, variables included, hashable."""
@@ -52,6 +55,8 @@ class Match:
         held = self.vars
         pairs = ", ".join([key + str(list(held[name])) for name, key in _keys(tuple(held))])
         tail = "}" if self.deadline is None else f', "deadline": {self.deadline}}}'
+        if self.version is not None:
+            tail = f'{tail[:-1]}, "version": {self.version}}}'
         return (
             f"{_head(self.query, self.tenant)}{self.start}, "
             f'"end": {self.end}, "events": {list(self.events)}, "vars": {{{pairs}}}{tail}'

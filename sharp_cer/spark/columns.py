@@ -20,7 +20,7 @@ constant is free, changing its value is a format change.
 
 >>> OUTPUT.names == [OUTPUT_KIND, *MATCH_ROW.names, *TELEMETRY_ROW.names[1:]]
 True
->>> arrow_ddl(MATCH_ROW).split(", `")[-3:]
+>>> arrow_ddl(MATCH_ROW).split(", `")[-4:-1]
 ['events` array<bigint>', 'vars` map<string, array<bigint>>', 'deadline` bigint']
 """
 
@@ -54,7 +54,9 @@ ROW_KIND = "__kind"
 #: input row kinds: an event, a dead letter, a partition's (or file's) summary,
 #: a stream's flush request, a stream's counter (name in ``TEXT``, value in ``VALUE``)
 EVENT, DEAD, SUMMARY, FLUSH, COUNT = "event", "dead", "summary", "flush", "count"
-ROW_KINDS = (EVENT, DEAD, SUMMARY, FLUSH, COUNT)
+#: a new workload version applies from the row's position on (stage 1 to every lane and key group)
+VERSION = "version"
+ROW_KINDS = (EVENT, DEAD, SUMMARY, FLUSH, COUNT, VERSION)
 #: pass 1's columns: the input partition, the row's number in it, its line,
 #: the event's primary time and the largest time before it
 PART, LOCAL, LINE, TS, PREV = "__part", "__local", "__line", "__ts", "__prev"

@@ -40,6 +40,7 @@ of those values as text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sharp_cer.language import Workload
@@ -55,9 +56,21 @@ class Lane:
     event_types: frozenset[str]
 
 
-def lanes(workload: Workload) -> tuple[Lane, ...]:
-    """The workload's lanes, in order of their first query (see the module example)."""
-    found: dict[tuple[str, ...], tuple[list[str], set[str]]] = {}
+def lanes(workload: Workload, keep: Sequence[Sequence[str]] = ()) -> tuple[Lane, ...]:
+    """The workload's lanes, in order of their first query (see the module
+    example); with ``keep``, the partition attributes of an earlier
+    version's lanes, in its order: those lanes keep their numbers (a lane
+    whose queries are all gone stays, empty, so that the later ones keep
+    theirs: a stream's state lives under its lanes' numbers) and new ones
+    come after.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { k:int } }"\\n'
+    ...                    '[[query]]\\nname = "q"\\ntext = "SELECT * WHERE A PARTITION BY [k]"')
+    >>> [(lane.queries, lane.partition_attributes) for lane in lanes(w, keep=[(), ("k",)])]
+    [((), ()), (('q',), ('k',))]
+    """
+    found: dict[tuple[str, ...], tuple[list[str], set[str]]] = {tuple(spec): ([], set()) for spec in keep}
     for q in workload.queries:
         query = q.checked.query
         spec = query.partition_attributes if query.consume != "ANY" else ()

@@ -37,6 +37,8 @@ of earlier ones.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import io
 import json
 import time
@@ -47,8 +49,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sharp_cer.engine.histogram import weighted_percentile
-from sharp_cer.errors import SurfaceError
+from sharp_cer.errors import SharpCerError, SurfaceError
 from sharp_cer.language import Workload
+from sharp_cer.language.workload import signature_changes
 
 from .columns import (
     ARRIVED,
@@ -201,7 +204,9 @@ def stream_conf() -> dict[str, str]:
     }
 
 
-def check_checkpoint(checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1) -> int:
+def check_checkpoint(
+    checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1, shedder: str | None = None
+) -> int:
     """Refuse a checkpoint written in another format or by another workload
     (naming the difference); remember this workload's signature and the
     stream's key groups per lane in a new one. Returns the key groups per
@@ -220,21 +225,66 @@ def check_checkpoint(checkpoint: str, workload: Workload, key_groups: int | None
     from .stream_key_group import FORMAT, check_format
 
     path = Path(checkpoint) / SIGNATURE_FILE
+    signature = workload.signature()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         chosen = key_groups or default
-        path.write_text(json.dumps({"format": FORMAT, "signature": workload.signature(), "groups": chosen}, indent=1))
+        first = _version(0, workload, "the first workload")
+        kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload)]
+        record = {"format": FORMAT, "signature": signature, "groups": chosen, "versions": [first], "lanes": kept_lanes}
+        path.write_text(json.dumps(record, indent=1))
         return chosen
     stored = json.loads(path.read_text())
     check_format(int(stored.get("format", 1)), str(path))  # format 1 kept the bare signature
     kept = int(stored.get("groups") or key_groups or default)  # the file's key, from 0.1
     chosen = key_groups or kept
+    # the queries may change while the stream runs (issue 39); the rest may not
     check_signature(
-        json.dumps({**stored["signature"], KEY_GROUPS_PART: str(kept)}),
-        {**workload.signature(), KEY_GROUPS_PART: str(chosen)},
+        json.dumps({**_fixed(stored["signature"]), KEY_GROUPS_PART: str(kept)}),
+        {**_fixed(signature), KEY_GROUPS_PART: str(chosen)},
         str(path),
     )
+    if stored["signature"] != signature:
+        if shedder:
+            raise SurfaceError(
+                f"{path}: error: a stream that sheds load cannot change its queries\n"
+                "  hint: restart with the original workload, or without --shedder"
+            )
+        versions = stored.get("versions") or [_version(0, None, "the first workload")]
+        changes = signature_changes(stored["signature"], signature)
+        entry = _version(len(versions), workload, "; ".join(changes))
+        # the last micro-batch committed under the version before: the new one numbers the events after it
+        commits = Path(checkpoint, "query", "commits")
+        done = [int(p.name) for p in commits.glob("[0-9]*")] if commits.is_dir() else []
+        entry["after_batch"] = max(done, default=-1)
+        versions.append(entry)
+        keep = stored.get("lanes") or []
+        kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload, keep)]
+        stored.update(signature=signature, versions=versions, lanes=kept_lanes)
+        path.write_text(json.dumps(stored, indent=1))
     return chosen
+
+
+def checkpoint_history(checkpoint: str) -> tuple[list[dict[str, Any]], list[tuple[str, ...]]]:
+    """The workload versions a checkpoint's stream ran (oldest first: number,
+    time, fingerprint, what changed) and its lanes' partition attributes,
+    in the order that numbers them (``check_checkpoint`` keeps both)."""
+    path = Path(checkpoint) / SIGNATURE_FILE
+    if not path.exists():
+        return [], []
+    stored = json.loads(path.read_text())
+    return list(stored.get("versions") or []), [tuple(lane) for lane in stored.get("lanes") or []]
+
+
+def _version(number: int, workload: Workload | None, change: str) -> dict[str, Any]:
+    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    fingerprint = workload.fingerprint() if workload is not None else None
+    return {"number": number, "time": stamp, "fingerprint": fingerprint, "change": change}
+
+
+def _fixed(signature: dict[str, str]) -> dict[str, str]:
+    """The parts of a signature a running stream keeps: all but its queries."""
+    return {k: v for k, v in signature.items() if not k.startswith("query ")}
 
 
 def request_flush(checkpoint: str) -> None:
@@ -259,8 +309,11 @@ def start_stream(
     fmt = settings.format or format_of(source)
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
-    key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
+    key_groups = check_checkpoint(
+        checkpoint, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder
+    )
     settings = replace(settings, key_groups=key_groups)
+    versions, kept_lanes = checkpoint_history(checkpoint)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
@@ -282,7 +335,7 @@ def start_stream(
         .unionByName(files(str(Path(checkpoint, "control")), True, None))
         .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
-    output = _engines(parsed, workload, settings, spark, None)
+    output = _engines(parsed, workload, settings, spark, None, kept_lanes, max(len(versions) - 1, 0))
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
     output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
@@ -381,24 +434,39 @@ def _check_session(spark: SparkSession) -> None:
 
 
 def _engines(
-    parsed: DataFrame, workload: Workload, settings: StreamSettings, spark: SparkSession, order: list[str] | None
+    parsed: DataFrame,
+    workload: Workload,
+    settings: StreamSettings,
+    spark: SparkSession,
+    order: list[str] | None,
+    keep: Sequence[Sequence[str]] = (),
+    version: int = 0,
 ) -> DataFrame:
     """Stage 0's rows numbered (stage 1), held until the watermark passes
-    them and fed to their key groups' engines (stage 2)."""
+    them and fed to their key groups' engines (stage 2); ``keep``: the
+    lanes of the workload's earlier versions (``lanes.lanes``), ``version``
+    its number in the stream's history."""
     from pyspark.sql import functions as F
 
     from .stream_key_group import check_live_bounds
     from .stream_processors import KeyGroups, Sequencer
 
     check_live_bounds(workload, settings.shedder)
-    found = lanes(workload)
+    found = lanes(workload, keep)
     key_groups = settings.key_groups_for(spark)
     job = Job(
-        workload, tuple(lane.queries for lane in found), settings.bin_width, settings.shedder, settings.seed, key_groups
+        workload,
+        tuple(lane.queries for lane in found),
+        settings.bin_width,
+        settings.shedder,
+        settings.seed,
+        key_groups,
+        version=version,
     )
     every_route = [
         n * key_groups + g
         for n, lane in enumerate(found)
+        if lane.queries  # a lane whose queries are all gone keeps its number, and gets no rows
         for g in range(key_groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
@@ -493,6 +561,12 @@ class StreamSummary:
     stopped: str | None = None
     #: the entries of the source folder the stream will never read, with the reason (``stream_files``)
     skipped: tuple[tuple[str, str], ...] = ()
+    #: the workload versions of the checkpoint's stream (``checkpoint_history``; empty: one version)
+    versions: tuple[dict[str, Any], ...] = ()
+    #: watched workload changes refused (``run_stream(workload_source=...)``): time and located error
+    refusals: tuple[dict[str, Any], ...] = ()
+    #: the pauses of this run's graceful restarts for new workloads, in seconds
+    pauses_s: tuple[float, ...] = ()
 
     def render(self) -> str:
         """The batch summary's table, then the end-to-end latencies."""
@@ -508,6 +582,11 @@ class StreamSummary:
                 f"    {query:<{wide}} matches {figures['matches']:>8,.0f}  p50 {figures['p50']:>8,.0f}  "
                 f"p99 {figures['p99']:>8,.0f}  max {figures['max']:>8,.0f}"
             )
+        if self.versions:
+            lines.append("  workload versions:")
+            lines += [f"    version {v['number']} ({v['time']}): {v['change']}" for v in self.versions]
+        for refused in self.refusals:
+            lines.append(f"  workload change refused ({refused['time']}): {refused['error'].splitlines()[0]}")
         if self.skipped:
             lines.append(f"  skipped, never read: {len(self.skipped)} in the source folder")
             lines += [f"    {path}: {reason}" for path, reason in self.skipped]
@@ -522,6 +601,9 @@ class StreamSummary:
             "watermark_ms": self.watermark_ms,
             "stopped": self.stopped,
             "skipped_files": [{"file": path, "reason": reason} for path, reason in self.skipped],
+            **({"workload_versions": list(self.versions)} if self.versions else {}),
+            **({"workload_refusals": list(self.refusals)} if self.refusals else {}),
+            **({"restart_pauses_s": list(self.pauses_s)} if self.pauses_s else {}),
         }
 
 
@@ -568,6 +650,7 @@ def run_stream(
     progress: TextIO | None = None,
     *,
     stop: StopRequest | None = None,
+    workload_source: str | Path | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
@@ -583,9 +666,24 @@ def run_stream(
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
+    watcher = _Watcher(workload, workload_source) if workload_source is not None else None
     query = start_stream(workload, source, checkpoint, out, settings, spark)
-    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None)
+    changed = watcher.changed if watcher is not None else None
+    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=changed)
     _raise_failure(query)
+    while why == "workload" and watcher is not None:
+        # a graceful restart from the checkpoint, at a micro-batch boundary: nothing lost or doubled
+        began = time.monotonic()
+        try:
+            query = start_stream(watcher.next, source, checkpoint, out, settings, spark)
+            workload = watcher.taken()
+        except SurfaceError as error:  # the checkpoint refuses it (another schema, lateness, ...)
+            watcher.refuse(error)
+            query = start_stream(workload, source, checkpoint, out, settings, spark)
+        watcher.pauses.append(time.monotonic() - began)
+        print(f"workload: {watcher.said}; restarted in {watcher.pauses[-1]:.1f} s", file=lines, flush=True)
+        why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=watcher.changed)
+        _raise_failure(query)
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
         query = start_stream(workload, source, checkpoint, out, settings, spark)
@@ -593,7 +691,62 @@ def run_stream(
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
     skipped = tuple(skipped_files(source, checkpoint, (out,)))
-    return replace(summary, stopped=None if why == "ended" else why, skipped=skipped)
+    versions, _ = checkpoint_history(checkpoint)
+    refused = tuple(watcher.refusals) if watcher is not None else ()
+    pauses = tuple(watcher.pauses) if watcher is not None else ()
+    return replace(
+        summary,
+        stopped=None if why == "ended" else why,
+        skipped=skipped,
+        versions=tuple(versions) if len(versions) > 1 else (),
+        refusals=refused,
+        pauses_s=pauses,
+    )
+
+
+class _Watcher:
+    """The workload file or folder of a watched stream (``run_stream``):
+    ``changed`` polls it (``language.workload_source``); a bad change is
+    refused, logged and kept in ``refusals``, and the stream runs on."""
+
+    def __init__(self, workload: Workload, path: str | Path) -> None:
+        from sharp_cer.language.workload_source import WorkloadSource
+
+        self.source = WorkloadSource(path)
+        self.current = workload
+        self.next = workload
+        self.said = ""
+        self.refusals: list[dict[str, Any]] = []
+        self.pauses: list[float] = []
+        with contextlib.suppress(SharpCerError):  # a bad file now is refused at its next change
+            self.source.poll()  # the contents now are the running workload's
+
+    def changed(self) -> bool:
+        """Whether the files changed to another workload that loads (``next``)."""
+        try:
+            found = self.source.poll()
+        except SharpCerError as error:
+            self.refuse(error)
+            return False
+        if found is None or found.fingerprint() == self.current.fingerprint():
+            return False
+        self.next = found
+        return True
+
+    def taken(self) -> Workload:
+        """The new workload, now running."""
+        changes = signature_changes(self.current.signature(), self.next.signature())
+        self.said = "; ".join(c.split(": was ")[0] for c in changes)  # the parts, without the texts
+        self.current = self.next
+        return self.current
+
+    def refuse(self, error: Exception) -> None:
+        import logging
+
+        stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        self.refusals.append({"time": stamp, "error": str(error)})
+        self.said = "change refused, every query runs on as before"
+        logging.getLogger("sharp_cer").error("workload change refused, every query runs on as before:\n%s", error)
 
 
 def _raise_failure(query: StreamingQuery) -> None:

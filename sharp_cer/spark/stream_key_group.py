@@ -60,7 +60,8 @@ E2E_MS = 10
 #: 3: one key group per shuffle partition by default, not four (a format-2
 #: checkpoint's events would reach other key groups than the ones holding their state);
 #: 4: sharp-cer 0.2.0: the engine split into plan, state and observers and its classes renamed
-#: (a format-3 state's pickled engine does not load)
+#: (a format-3 state's pickled engine does not load); the checkpoint's workload file
+#: may list workload versions and lanes (issue 39), which format 4 without them reads as one version
 FORMAT = 4
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
@@ -112,6 +113,27 @@ class KeyGroupStream(KeyGroupRun):
         # may still hold: an alert carries its events whole; forgotten once no
         # live run reaches them, so it stays within the windows
         self.recent: dict[int, tuple[int | None, str]] = {}
+        # workload versions to move to, each from a stream position on (``switch``), oldest first
+        self.pending: list[tuple[int, Job]] = []
+        if self.detector is not None:
+            self.detector.version = job.version
+
+    def switch(self, job: Job, position: int) -> None:
+        """Move to ``job``'s workload for the events from stream ``position``
+        on (the first the stream numbered under it): events before it, still
+        held, are released under the workload they came under (the rule of
+        ``Detector.update``: a query added at p sees nothing before p)."""
+        latest = self.pending[-1][1] if self.pending else self.job
+        if job.fingerprint != latest.fingerprint:
+            self.pending.append((position, job))
+
+    def _switch_to(self, job: Job) -> None:
+        """``Detector.update`` to the lane's queries in ``job``."""
+        assert self.detector is not None
+        lane = job.lane_workload(self.lane)
+        self.detector.update(lane)
+        self.job, self.workload = job, lane
+        self.detector.version = job.version
 
     def __getstate__(self) -> dict[str, Any]:
         # a live server's timeline is this process's clock, whose origin
@@ -131,7 +153,25 @@ class KeyGroupStream(KeyGroupRun):
 
     def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         """Process released events (JSON lines, their positions in stream
-        order, the arrival of each in ms) at wall time ``now_ms``."""
+        order, the arrival of each in ms) at wall time ``now_ms``; a pending
+        ``switch`` applies between the events before its position and the
+        ones after."""
+        parts = []
+        while self.pending:
+            at, job = self.pending[0]
+            cut = int(np.searchsorted(np.asarray(positions, dtype=np.int64), at))
+            if cut == len(positions):
+                break  # no event from its position on yet
+            if cut:
+                parts.append(self._release(texts[:cut], positions[:cut], arrived[:cut], now_ms))
+                texts, positions, arrived = texts[cut:], positions[cut:], arrived[cut:]
+            self.pending.pop(0)
+            self._switch_to(job)
+        if parts:
+            return pa.concat_tables([*parts, self._release(texts, positions, arrived, now_ms)])
+        return self._release(texts, positions, arrived, now_ms)
+
+    def _release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         batch = lines_batch(self.workload.schema, texts, positions)
         self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
         assert self.detector is not None

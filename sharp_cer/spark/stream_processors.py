@@ -51,7 +51,6 @@ from pyspark.sql.streaming.stateful_processor import (
     TimerValues,
 )
 
-from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 
 from .columns import (
@@ -69,11 +68,14 @@ from .columns import (
     LETTER_COLUMNS,
     LETTER_FIELDS,
     LINE,
+    ROUTE,
     ROW_KIND,
     SEQ,
     STREAM_OUTPUT,
     TEXT,
+    TS,
     VALUE,
+    VERSION,
     rows_of,
 )
 from .stream_input import KEY_GROUPS_PART, NONE, Cursor, check_signature, number_rows
@@ -118,13 +120,21 @@ class Sequencer(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         frame = _named(rows, self.columns)
         stored = self.cursor.get() if self.cursor.exists() else None
+        switch = None
         if stored is None:
             cursor = Cursor(0, NONE, json.dumps(self.signature))
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
-            check_signature(cursor.signature, self.signature, "stream state (positions)")
+            # the queries may change (issue 39); the schema, lateness, capacity and key groups may not
+            kept = json.dumps(_fixed(json.loads(cursor.signature)))
+            check_signature(kept, _fixed(self.signature), "stream state (positions)")
+            if json.loads(cursor.signature) != self.signature:
+                switch = cursor.position  # the new workload applies from the next position on
+                cursor = Cursor(cursor.position, cursor.latest, json.dumps(self.signature))
         lateness = self.workload.allowed_lateness
         out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
+        if switch is not None:  # told to every lane and key group, as a flush is
+            out = pd.concat([out, version_row(out, switch, self.routes)], ignore_index=True)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
 
@@ -163,7 +173,10 @@ class KeyGroups(StatefulProcessor):
         latest = int(flushes[CLOCK].max()) - 1_000_000 if flush else None
         # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
         new = list(zip(*columns, strict=True))
-        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest)
+        # a new workload version, for the events from its row's position on (``Sequencer``)
+        versions = frame[frame[ROW_KIND] == VERSION]
+        switch = int(versions[SEQ].min()) if len(versions) else None
+        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest, switch)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -178,6 +191,7 @@ class KeyGroups(StatefulProcessor):
         horizon: int = 0,
         new: list[Any] | None = None,
         latest: int | None = None,
+        switch: int | None = None,
     ) -> Iterator[pd.DataFrame]:
         """Release the held and ``new`` events the watermark (or ``horizon``)
         passes, then fire the trailing absences whose deadline the watermark
@@ -205,13 +219,15 @@ class KeyGroups(StatefulProcessor):
                 self.buffer.put(held[n:])
             elif had:
                 self.buffer.clear()
-        if not n and not fire:
+        if not n and not fire and switch is None:
             self._time(timer, due, timed)
             return
         cache = (self.job.fingerprint, lane, int(key[1]))
         state, restored = self._load(lane, cache)
+        if switch is not None:
+            state.switch(self.job, switch)
         now = int(time.time() * 1000)
-        parts = []
+        parts = [with_alert_columns(telemetry_table([]))]
         if n:
             released = held[:n]
             parts.append(
@@ -258,14 +274,10 @@ class KeyGroups(StatefulProcessor):
         stored = self.engine.get()
         if stored is None:
             return KeyGroupStream(self.job, lane), False
-        written, fingerprint, token = stored
+        written, _, token = stored
         check_format(int(written), f"stream state (lane {lane})")
-        if fingerprint != self.job.fingerprint:
-            raise SurfaceError(
-                f"stream state (lane {lane}): error: this checkpoint's engines were built for workload "
-                f"fingerprint {fingerprint}, not {self.job.fingerprint}\n"
-                "  hint: restart with the original workload, or give a new --checkpoint (and --out) to start over"
-            )
+        # a state of another workload version goes on as it is until the stream's version row
+        # says from which position the new one applies (``KeyGroupStream.switch``)
         if mine is not None and mine[0] == token:
             return mine[1], False
         group: KeyGroupStream = restore(bytes(self.snapshot.get()[0]))  # type: ignore[index]
@@ -273,6 +285,22 @@ class KeyGroups(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _fixed(signature: dict[str, str]) -> dict[str, str]:
+    """The parts of a signature a running stream keeps: all but its queries."""
+    return {k: v for k, v in signature.items() if not k.startswith("query ")}
+
+
+def version_row(out: pd.DataFrame, position: int, routes: list[int]) -> pd.DataFrame:
+    """The row that tells every lane and key group a new workload version
+    applies from ``position`` on (stage 1's columns, as a flush row's)."""
+    row: dict[str, Any] = {c: None for c in out.columns}
+    now = int(out[CLOCK].max()) if len(out) else 1_000_000
+    horizon = int(out[HORIZON].max()) if len(out) else 0
+    row.update({ROW_KIND: VERSION, SEQ: position, CLOCK: now, ROUTE: routes, HORIZON: horizon, VALUE: np.nan})
+    row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: None, TS: NONE})
+    return pd.DataFrame([row], columns=out.columns)
 
 
 def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

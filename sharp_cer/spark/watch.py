@@ -17,7 +17,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any, TextIO
 
@@ -85,6 +85,7 @@ def watch(
     poll: float = 0.5,
     asked: StopRequest | None = None,
     quiet: bool = False,
+    changed: Callable[[], bool] | None = None,
 ) -> str:
     """Wait for ``query``: print a line per finished micro-batch on ``out``
     (``quiet``: none); on a stop request (or after ``timeout`` seconds) let
@@ -92,7 +93,10 @@ def watch(
     The requests come from SIGINT and SIGTERM, or from ``asked`` if given
     (its owner handles the signals, and it may be set already). Returns why
     it stopped: ``"SIGINT"`` or ``"SIGTERM"``, ``"timeout"``, or ``"ended"``
-    (the query stopped by itself; its error, if any, is the caller's)."""
+    (the query stopped by itself; its error, if any, is the caller's), or
+    ``"workload"`` when ``changed`` (asked after each poll) says the
+    workload changed: the query then stops at a micro-batch boundary too,
+    for the caller to start it again with the new one."""
     shown = -1
 
     def report() -> None:
@@ -105,18 +109,25 @@ def watch(
 
     deadline = None if timeout is None else time.monotonic() + timeout
     with stop_requests() if asked is None else nullcontext(asked) as asked:
+        moved = False
         while query.isActive and not asked.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
             asked.wait(poll)
             report()
+            if changed is not None and changed():
+                moved = True
+                break
         why = (asked.signal or "a request") if asked.is_set() else "ended" if not query.isActive else "timeout"
-        # a boundary: no trigger running, so the last batch is committed or not begun
-        while query.isActive and query.status["isTriggerActive"]:
+        why = "workload" if moved and why == "timeout" else why
+        # a boundary: no trigger running, so the last batch is committed or not begun; for a new
+        # workload the running micro-batch is not waited for (back-to-back micro-batches leave no
+        # gap): stopped now, it is not committed, and the restart redoes it from the checkpoint
+        while not moved and query.isActive and query.status["isTriggerActive"]:
             time.sleep(poll / 5)
         query.stop()
         report()
-    if why != "ended":
+    if why not in ("ended", "workload"):
         last = f"after micro-batch {shown}" if shown >= 0 else "before the first micro-batch"
         print(
             f"stopped ({why}) {last}; events not yet released stay in the checkpoint: "

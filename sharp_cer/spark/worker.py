@@ -81,6 +81,8 @@ class Job:
     #: the input's largest primary time: at a key group's end, event time
     #: moves there, so trailing absences fire as in-process (None: not needed)
     final_time: int | None = None
+    #: the workload's version in the stream's history (``stream.check_checkpoint``): matches carry it
+    version: int = 0
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -198,10 +200,13 @@ class KeyGroupRun:
         counts = detector.counts
         summaries = query_summaries(engine, self.shedder)
         out: list[tuple[str, str, int | None, str | None, float]] = []  # kind, query, bin, name, value
-        for g, group in enumerate(self.plan.groups):
+        for runner in engine.runners:  # the query groups running now (``Detector.update`` adds and drops some)
+            g = runner.number
             bins, inverse = np.unique(log.positions(g) // width, return_inverse=True)
-            for qid in group.queries:
-                name = self.plan.queries[qid].name
+            for query in runner.queries:
+                if query.id in runner.dropped:
+                    continue
+                name = query.name
                 units = log.units(g, name)
                 values, times = np.unique(units, return_counts=True)
                 out += [(LATENCY, name, int(v), None, float(c)) for v, c in zip(values, times, strict=True)]
