@@ -260,7 +260,7 @@ def test_match_writes_every_dead_letter_located_to_dead_letters(
     assert "3 dead-lettered" in err and "dead letters -> letters.jsonl (3)" in err
 
 
-@pytest.mark.parametrize(("path", "says"), [("e.csv", "--dead-letters is the --events file"), ("", "is empty")])
+@pytest.mark.parametrize(("path", "says"), [("e.csv", "--dead-letters is the input e.csv"), ("", "is empty")])
 def test_dead_letters_onto_an_input_or_nowhere_is_refused(
     files: Path, capsys: pytest.CaptureFixture[str], path: str, says: str
 ) -> None:

@@ -257,7 +257,7 @@ FLAG_CASES = [
     (["run", "w.toml", "--events", "src", "--out", "src"], "src: error: --out is the --events folder"),
     (["run", "w.toml", "--events", "o/matches/e.csv", "--out", "o"], "--events is where this run writes"),
     ([*RUN, "--plot", "src"], "src: error: --plot names a folder"),
-    ([*RUN, "--plot", "e.csv"], "e.csv: error: --plot is the --events file"),
+    ([*RUN, "--plot", "e.csv"], "e.csv: error: --plot is the input e.csv"),
     ([*RUN, "--plot", "a_file/p.png"], "--plot is under a file"),
     ([*RUN, "--conf", "novalue"], "--conf takes KEY=VALUE"),
     (["run", "w.toml", "--generate", "0"], "--generate"),

@@ -1,9 +1,11 @@
 """Argument types and flags shared by several commands: integers with a
-floor, latency bounds, the shedders' names and the latency flags."""
+floor, latency bounds, the shedders' names and the latency flags, and a
+number of seconds' range (``seconds_problem``)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from ..language import LatencyBound
@@ -102,3 +104,19 @@ def bound_option(args: argparse.Namespace) -> LatencyBound | None:
     if not 0 < fraction <= 1:
         raise UsageError(f"--latency-bound-fraction must be in (0, 1], not {fraction:g}")
     return LatencyBound(fraction=fraction)
+
+
+def seconds_problem(value: float | None, flag: str, *, zero: bool) -> str | None:
+    """A number of seconds that is not finite, or negative (or zero, unless ``zero``).
+
+    >>> seconds_problem(float("nan"), "--trigger", zero=True)
+    'error: --trigger must be a finite number of seconds >= 0, not nan'
+    >>> seconds_problem(0.5, "--timeout", zero=False) is None
+    True
+    """
+    if value is None:
+        return None
+    low = ">= 0" if zero else "> 0"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        return f"error: {flag} must be a finite number of seconds {low}, not {value:g}"
+    return None

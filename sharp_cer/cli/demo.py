@@ -17,7 +17,7 @@ from ..language.diagnostics import counted
 from ..language.printer import window as window_text
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
-from .folders import folder_problem, make_folder, overlap_problem
+from .outputs import folder_problem, make_folder, overlap_problem
 from .run import complete
 from .signals import SignalGuard, guarded
 

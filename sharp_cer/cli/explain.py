@@ -16,9 +16,8 @@ from ..errors import SharpCerError
 from ..language import Schema, load_workload
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK
-from .folders import file_problem
 from .inputs import load_events, schema_and_queries
-from .outputs import atomic_output, check_outputs, write_atomic
+from .outputs import atomic_output, check_outputs, file_problem, write_atomic
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_opt
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, schema_and_queries
 from .letters import LetterTally, LetterWriter
-from .outputs import atomic_output, check_outputs, write_atomic
+from .outputs import atomic_output, check_outputs, file_problem, write_atomic
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 if TYPE_CHECKING:
@@ -506,13 +506,10 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
 
 
 def _letters_problem(options: MatchOptions) -> str | None:
-    """What is wrong with ``--dead-letters``'s path: a file to write, not the events file."""
-    from .folders import file_problem, same_path
-
+    """What is wrong with ``--dead-letters``'s path: a file to write, not an
+    input (``check_outputs`` then compares it with every input)."""
     if options.dead_letters is None:
         return None
-    if same_path(options.dead_letters, options.events):
-        return f"{options.dead_letters}: error: --dead-letters is the --events file\n  hint: give another file"
     return file_problem(options.dead_letters, "--dead-letters")
 
 

@@ -16,9 +16,18 @@ from ..errors import SharpCerError
 from ..language import Workload, load_workload
 from .arguments import SHEDDER_NAMES, at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
-from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path
 from .inputs import events_problem
-from .outputs import atomic_output, check_outputs, write_atomic
+from .outputs import (
+    atomic_output,
+    check_outputs,
+    file_problem,
+    folder_problem,
+    make_folder,
+    output_problem,
+    overlap_problem,
+    same_path,
+    write_atomic,
+)
 from .signals import SignalGuard, guarded
 
 
@@ -140,7 +149,7 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
     plot = Path(options.plot) if options.plot else target / "latency.png"
     try:
         outputs = [("--plot", str(plot)), ("the summary", str(target / "summary.json"))]
-        check_outputs([options.workload, options.events], outputs)
+        check_outputs([options.workload, options.events], [*outputs, ("--dead-letters", options.dead_letters)])
     except SharpCerError as exc:
         print(exc, file=err)
         return EXIT_INVALID
@@ -194,14 +203,11 @@ def flags_problem(options: RunOptions) -> str | None:
                 f"{options.events}: error: --events is where this run writes its output (--out {options.out})\n"
                 "  expected: outputs apart from the inputs\n  hint: give another --out"
             )
-    if problem is None and options.dead_letters is not None:
-        problem = file_problem(options.dead_letters, "--dead-letters")
-        if problem is None and options.events is not None and same_path(options.dead_letters, options.events):
-            problem = f"{options.dead_letters}: error: --dead-letters is the --events file\n  hint: give another file"
-    if problem is None and options.plot is not None:
-        problem = file_problem(options.plot, "--plot")
-        if problem is None and options.events is not None and same_path(options.plot, options.events):
-            problem = f"{options.plot}: error: --plot is the --events file\n  expected: outputs apart from the inputs"
+    for path, flag in ((options.dead_letters, "--dead-letters"), (options.plot, "--plot")):
+        if problem is None and path is not None:
+            problem = file_problem(path, flag)
+    if problem is None:  # the workload and the summary are compared once --out is made (``check_outputs``)
+        problem = output_problem([options.events], [("--dead-letters", options.dead_letters), ("--plot", options.plot)])
     return problem
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..language import LatencyBound, Schema
-from .folders import file_problem
+from .outputs import file_problem
 
 #: the smallest --capacity (cost units per second): one unit then takes 1e6 ms, an event of a million
 #: units 1e12 ms, the top of the latency histograms' range

@@ -12,10 +12,9 @@ from typing import Any, TextIO
 from .._extras import check as check_extras
 from ..errors import SharpCerError, SurfaceError
 from ..language.workload_source import WorkloadSource
-from .arguments import SHEDDER_NAMES, at_least
+from .arguments import SHEDDER_NAMES, at_least, seconds_problem
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
-from .folders import file_problem, folder_problem, make_folder, overlap_problem, same_path, seconds_problem
-from .outputs import write_atomic
+from .outputs import file_problem, folder_problem, make_folder, overlap_problem, same_path, write_atomic
 from .signals import SignalGuard, guarded
 
 
