@@ -65,6 +65,8 @@ WORKLOADS = {
     "ds2": (HERE / "workloads" / "sharp_ds2.toml", "x"),
     "card_fraud": (HERE.parent / "configs" / "card_fraud.toml", "amount"),
     "stock_trading": (HERE.parent / "configs" / "stock_trading.toml", "price"),
+    "kleene": (HERE / "workloads" / "burst_kleene.toml", "x"),
+    "pair": (HERE / "workloads" / "burst_pair.toml", "x"),
 }
 
 
@@ -109,6 +111,9 @@ class OracleShedder(LoadShedder):
 
 
 class _OracleGroup(GroupState):
+    # weight-aware like ``value``: heaviest first, a lighter query cut under pressure
+    weighted_budgets = True
+
     def __init__(self, owner: OracleShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.useful = owner.useful
