@@ -238,7 +238,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bursts", type=float, nargs="*")
     parser.add_argument("--window", type=int, help="DS1 and DS2's window in events (default: theirs, 1,000)")
     parser.add_argument("--weights", nargs="*", default=[], metavar="QUERY=W", help="override query weights")
+    parser.add_argument("--merge", nargs="*", metavar="NAME", help="merge earlier runs' JSON into --name's")
     args = parser.parse_args(argv)
+    if args.merge:
+        merge(args.merge, args.name)
+        return
     if args.reduced:
         workloads, n, window, bursts, bounds, seeds = (
             ["ds1", "ds2", "card_fraud"],
@@ -311,6 +315,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CPU seconds: {cpu:.0f}")
 
 
+def merge(names: list[str], name: str) -> None:
+    """Write one table, JSON and PNG from the runs ``names`` (e.g. one per workload, run in parallel)."""
+    parts = [json.loads((RESULTS / f"shedding_burst_{n}.json").read_text()) for n in names]
+    rows = [r for p in parts for r in p["rows"]]
+    meta = {**parts[0]["settings"], "merged": names, "cpu_seconds": sum(p["settings"]["cpu_seconds"] for p in parts)}
+    stem = "shedding_burst" + (f"_{name}" if name else "")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"settings": meta, "rows": rows}, indent=1))
+    (RESULTS / f"{stem}.md").write_text(table(rows))
+    plot(rows, RESULTS / f"{stem}.png")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| workload | burst | bound | shedder | recall | weighted | spread | over bound | p99/bound | ev/s "
@@ -336,8 +351,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     except ImportError:
         return
     panels = sorted({(r["workload"], r["burst"]) for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
-    for ax, (name, burst) in zip(axes[0], panels, strict=True):
+    columns = min(4, len(panels))
+    lines = -(-len(panels) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 3.6 * lines), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (name, burst) in zip(axes.flat, panels, strict=False):
         mine = [r for r in rows if r["workload"] == name and r["burst"] == burst]
         for shedder in dict.fromkeys(r["shedder"] for r in mine):
             pts = sorted(
@@ -349,7 +368,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_xlabel("bound (fraction of unshedded mean latency)")
         ax.set_ylabel("weighted recall")
         ax.set_ylim(0, 1.05)
-    axes[0][0].legend(fontsize=7)
+    axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
