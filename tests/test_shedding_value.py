@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import open_events
+from sharp_cer.engine.shedder_protocol import Progress, WalkControl
 from sharp_cer.language import parse_and_check
 from sharp_cer.planner import compile_plan
+from sharp_cer.planner.plan import QueryPlan
 from sharp_cer.reference import evaluate
 from sharp_cer.shedding import ShedConfig, make_shedder
-from sharp_cer.engine.shedder_protocol import Progress, WalkControl
-from sharp_cer.planner.plan import QueryPlan
 from sharp_cer.shedding.base import GroupState
 from sharp_cer.shedding.value import ValueGroup, ValueShedder, dead_by_conditions, single_event_sequence
 from tests.engine_cases import SCHEMA, queries, streams, to_batch
