@@ -8,12 +8,23 @@ half again. A query's bound is a fraction (10 % to 90 %) of its mean
 latency, queueing included, in the unshedded run under the same arrivals.
 
 Shedders: every one asked for (``--shedders``), and the *oracle*, a
-clairvoyant ceiling in two passes: the unshedded run records each (position,
+clairvoyant selector in two passes: the unshedded run records each (position,
 label) a true match marks, and the oracle then takes out at creation every
 new partial match whose (position, label) no true match marks (by instance;
-it cannot lose a match) on top of truncation's budget. A shedder's *gap
+it cannot lose a match) on top of truncation's budget, with ``value``'s
+weighted budgets (heaviest query first, lighter ones cut under pressure). It
+is a ceiling for selectors that drop only dead partial matches, not for
+every shedder: where the update alone fills the queue (DS2), dropping live
+partial matches too pays off, and ``value`` passes it. A shedder's *gap
 share* is (its weighted recall - truncation's) / (the oracle's -
 truncation's): 1 closes the gap, 0 is truncation, negative is below it.
+
+Workloads: DS1, DS2 (Sharp's), card fraud, stock trading (``configs/``) and
+two of issue 36's own over DS2's generator (``workloads/burst_kleene.toml``:
+``kleene``, Kleene queries with many matches; ``workloads/burst_pair.toml``:
+``pair``, two queries sharing ``A ; B`` and ending on the same D events, for
+weights 4:1 with ``--weights H=4 L=1``). ``--merge A B --name C`` joins runs
+made in parallel (one per workload) into one table, JSON and PNG.
 
 Figures per (workload, burst, bound, shedder), the mean over the seeds
 (and the spread): recall, weighted recall (the workload's query weights),
@@ -24,7 +35,7 @@ share of events over the bound, p99 latency over the bound, throughput
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_shedding_burst.py            # the full grid
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_shedding_burst.py --reduced  # ~15 CPU minutes
 
-Full: DS1, DS2, card fraud, stock trading; 8,000 events (DS1/DS2 windows of
+Full: the six workloads; 8,000 events (DS1/DS2 windows of
 1,000 events); bursts 2x and 5x; bounds 10 %, 30 %, 50 %, 70 %, 90 %; three
 seeds. ``--reduced``: DS1 and DS2 with windows of 300 events and card fraud,
 5,000 events, burst 2x, bounds 10 %, 30 %, 50 %, 90 %, one seed.
