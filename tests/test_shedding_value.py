@@ -146,7 +146,7 @@ def _admit_all(group: GroupState) -> Any:
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(_sequences() | queries(2, cross=True), min_size=1, max_size=2), streams(max_size=12), st.data())
 def test_dropping_every_new_partial_match_under_a_queue_loses_only_the_matches_through_them(
     texts: list[str], rows: list[dict[str, Any]], data: st.DataObject
