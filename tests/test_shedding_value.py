@@ -190,3 +190,38 @@ def test_a_lighter_query_s_states_are_dropped_first_and_it_enumerates_nothing_un
     assert group.weighted_budget(0, 70.0, 30.0, [1.0]) == 70.0
     assert group.weighted_budget(1, 70.0, 30.0, []) == 0.0
     assert group.weighted_budget(1, 90.0, 10.0, []) == 90.0
+
+
+def test_with_weights_only_events_no_heavier_query_reads_are_dropped_and_the_heavy_query_keeps_its_matches() -> None:
+    """Weights 4:1, a group that may shed input (issue 36): under a queue,
+    ``value`` drops the events of D, which only the light query reads, and
+    never an A, B or C; with enumeration budgets off, the heavy query's
+    matches are then exactly the reference's over the whole stream (no PM
+    of it is dropped at a pressure below its level: the bound is wide)."""
+    text = "SELECT * WHERE A AS a ; B AS b ; {} AS c WITHIN 6 EVENTS"
+    named = [("h", parse_and_check(text.format("C"), SCHEMA)), ("l", parse_and_check(text.format("D"), SCHEMA))]
+    plan = compile_plan(named)
+    rows = [{"type": t, "x": 1, "k": 0, "t": i} for i, t in enumerate("ABDCABDCDABCD")]
+    batch = to_batch(rows)
+    shedder = ValueShedder(ShedConfig(bounds={"h": 10_000, "l": 10_000}, weights={"h": 4, "l": 1}))
+    seen: list[tuple[str, bool]] = []
+
+    original = ValueGroup.admit_input
+
+    def admit_input(group: ValueGroup, row: int) -> bool:
+        group.admit_pressure = 0.5  # past the light types' level (0.25 x 1/4), below the heavy PM level (0.75)
+        kept = original(group, row)
+        seen.append((batch.type_names[batch.codes[row]], kept))
+        return kept
+
+    ValueGroup.admit_input = admit_input  # type: ignore[method-assign]
+    try:
+        engine = Engine(plan, shedder=shedder, capacity=1000.0)
+        found = engine.process(batch, np.zeros(len(batch)))
+    finally:
+        ValueGroup.admit_input = original  # type: ignore[method-assign]
+    assert {t for t, kept in seen if not kept} == {"D"}
+    assert all(kept for t, kept in seen if t != "D")
+    truth = evaluate(named, batch).per_query
+    assert {m.key()[:4] for m in found if m.query == "h"} == {m.key()[:4] for m in truth["h"]}
+    assert not [m for m in found if m.query == "l"]
