@@ -8,12 +8,23 @@ half again. A query's bound is a fraction (10 % to 90 %) of its mean
 latency, queueing included, in the unshedded run under the same arrivals.
 
 Shedders: every one asked for (``--shedders``), and the *oracle*, a
-clairvoyant ceiling in two passes: the unshedded run records each (position,
+clairvoyant selector in two passes: the unshedded run records each (position,
 label) a true match marks, and the oracle then takes out at creation every
 new partial match whose (position, label) no true match marks (by instance;
-it cannot lose a match) on top of truncation's budget. A shedder's *gap
+it cannot lose a match) on top of truncation's budget, with ``value``'s
+weighted budgets (heaviest query first, lighter ones cut under pressure). It
+is a ceiling for selectors that drop only dead partial matches, not for
+every shedder: where the update alone fills the queue (DS2), dropping live
+partial matches too pays off, and ``value`` passes it. A shedder's *gap
 share* is (its weighted recall - truncation's) / (the oracle's -
 truncation's): 1 closes the gap, 0 is truncation, negative is below it.
+
+Workloads: DS1, DS2 (Sharp's), card fraud, stock trading (``configs/``) and
+two of issue 36's own over DS2's generator (``workloads/burst_kleene.toml``:
+``kleene``, Kleene queries with many matches; ``workloads/burst_pair.toml``:
+``pair``, two queries sharing ``A ; B`` and ending on the same D events, for
+weights 4:1 with ``--weights H=4 L=1``). ``--merge A B --name C`` joins runs
+made in parallel (one per workload) into one table, JSON and PNG.
 
 Figures per (workload, burst, bound, shedder), the mean over the seeds
 (and the spread): recall, weighted recall (the workload's query weights),
@@ -24,7 +35,7 @@ share of events over the bound, p99 latency over the bound, throughput
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_shedding_burst.py            # the full grid
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_shedding_burst.py --reduced  # ~15 CPU minutes
 
-Full: DS1, DS2, card fraud, stock trading; 8,000 events (DS1/DS2 windows of
+Full: the six workloads; 8,000 events (DS1/DS2 windows of
 1,000 events); bursts 2x and 5x; bounds 10 %, 30 %, 50 %, 70 %, 90 %; three
 seeds. ``--reduced``: DS1 and DS2 with windows of 300 events and card fraud,
 5,000 events, burst 2x, bounds 10 %, 30 %, 50 %, 90 %, one seed.
@@ -65,6 +76,8 @@ WORKLOADS = {
     "ds2": (HERE / "workloads" / "sharp_ds2.toml", "x"),
     "card_fraud": (HERE.parent / "configs" / "card_fraud.toml", "amount"),
     "stock_trading": (HERE.parent / "configs" / "stock_trading.toml", "price"),
+    "kleene": (HERE / "workloads" / "burst_kleene.toml", "x"),
+    "pair": (HERE / "workloads" / "burst_pair.toml", "x"),
 }
 
 
@@ -109,6 +122,9 @@ class OracleShedder(LoadShedder):
 
 
 class _OracleGroup(GroupState):
+    # weight-aware like ``value``: heaviest first, a lighter query cut under pressure
+    weighted_budgets = True
+
     def __init__(self, owner: OracleShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.useful = owner.useful
@@ -233,7 +249,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bursts", type=float, nargs="*")
     parser.add_argument("--window", type=int, help="DS1 and DS2's window in events (default: theirs, 1,000)")
     parser.add_argument("--weights", nargs="*", default=[], metavar="QUERY=W", help="override query weights")
+    parser.add_argument("--merge", nargs="*", metavar="NAME", help="merge earlier runs' JSON into --name's")
     args = parser.parse_args(argv)
+    if args.merge:
+        merge(args.merge, args.name)
+        return
     if args.reduced:
         workloads, n, window, bursts, bounds, seeds = (
             ["ds1", "ds2", "card_fraud"],
@@ -306,6 +326,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CPU seconds: {cpu:.0f}")
 
 
+def merge(names: list[str], name: str) -> None:
+    """Write one table, JSON and PNG from the runs ``names`` (e.g. one per workload, run in parallel)."""
+    parts = [json.loads((RESULTS / f"shedding_burst_{n}.json").read_text()) for n in names]
+    rows = [r for p in parts for r in p["rows"]]
+    meta = {**parts[0]["settings"], "merged": names, "cpu_seconds": sum(p["settings"]["cpu_seconds"] for p in parts)}
+    stem = "shedding_burst" + (f"_{name}" if name else "")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"settings": meta, "rows": rows}, indent=1))
+    (RESULTS / f"{stem}.md").write_text(table(rows))
+    plot(rows, RESULTS / f"{stem}.png")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| workload | burst | bound | shedder | recall | weighted | spread | over bound | p99/bound | ev/s "
@@ -331,8 +362,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     except ImportError:
         return
     panels = sorted({(r["workload"], r["burst"]) for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
-    for ax, (name, burst) in zip(axes[0], panels, strict=True):
+    columns = min(4, len(panels))
+    lines = -(-len(panels) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 3.6 * lines), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (name, burst) in zip(axes.flat, panels, strict=False):
         mine = [r for r in rows if r["workload"] == name and r["burst"] == burst]
         for shedder in dict.fromkeys(r["shedder"] for r in mine):
             pts = sorted(
@@ -344,7 +379,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_xlabel("bound (fraction of unshedded mean latency)")
         ax.set_ylabel("weighted recall")
         ax.set_ylim(0, 1.05)
-    axes[0][0].legend(fontsize=7)
+    axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

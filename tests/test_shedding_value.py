@@ -16,14 +16,17 @@ from hypothesis import strategies as st
 
 from sharp_cer.engine import Engine
 from sharp_cer.engine.enumeration import open_events
+from sharp_cer.engine.shedder_protocol import Progress, WalkControl
 from sharp_cer.language import parse_and_check
 from sharp_cer.planner import compile_plan
+from sharp_cer.planner.plan import QueryPlan
 from sharp_cer.reference import evaluate
 from sharp_cer.shedding import ShedConfig, make_shedder
-from sharp_cer.shedding.value import dead_by_conditions, single_event_sequence
-from tests.engine_cases import SCHEMA, streams, to_batch
+from sharp_cer.shedding.base import GroupState
+from sharp_cer.shedding.value import ValueGroup, ValueShedder, dead_by_conditions, single_event_sequence
+from tests.engine_cases import SCHEMA, queries, streams, to_batch
 from tests.test_shedding import DEAD, DS1, _dead_cluster_ds1
-from tests.test_take_out import _uses
+from tests.test_take_out import _select_star, _sequences, _uses
 
 
 @pytest.mark.slow
@@ -91,3 +94,134 @@ def test_a_partial_match_dead_by_its_conditions_is_on_no_true_match(text: str, r
                         continue
                     runs = {(t, start, tuple(p for p, _ in marks)) for start, marks in open_events(entry)}
                     assert not [m for m in truth if _uses(m, runs)], f"a dead partial match is on a match of {text}"
+
+
+class _Recording:
+    """A query group view that records the open events of every partial match taken out."""
+
+    def __init__(self, view: Any, taken: set[Any]) -> None:
+        self._view, self.taken = view, taken
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._view, name)
+
+    def take_out(self, partition: Any, state: int, keep: list[bool]) -> int:
+        for entry, kept in zip(self._view.union_list(partition, state), keep, strict=True):
+            if not kept:
+                self.taken.update((entry.pos, start, tuple(p for p, _ in marks)) for start, marks in open_events(entry))
+        return int(self._view.take_out(partition, state, keep))
+
+
+class _OnlyDropping(ValueShedder):
+    """``value``'s dropping at creation alone: no budget cuts an enumeration and no input is shed,
+    so every match lost is lost to a partial match it took out."""
+
+    def __init__(self, config: ShedConfig) -> None:
+        super().__init__(config)
+        self.taken: set[Any] = set()
+
+    def make_group(self, view: Any, tracked: list[QueryPlan]) -> GroupState:
+        group = super().make_group(view, tracked)
+        group.view = _Recording(view, self.taken)
+        group.admit_input = lambda row: True  # type: ignore[method-assign]
+        group.enumeration = _unlimited(group)  # type: ignore[method-assign]
+        group.admit = _admit_all(group)  # type: ignore[method-assign]
+        return group
+
+
+def _unlimited(group: GroupState) -> Any:
+    def enumeration(query: QueryPlan, progress: Progress) -> WalkControl:
+        GroupState.enumeration(group, query, progress)  # keeps the bounds and counters as they are
+        return WalkControl()
+
+    return enumeration
+
+
+def _admit_all(group: GroupState) -> Any:
+    def admit(row: int, progress: Progress) -> bool:
+        group.entry_floor = progress.floor
+        return True
+
+    return admit
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(_sequences() | queries(2, cross=True), min_size=1, max_size=2), streams(max_size=12), st.data())
+def test_dropping_every_new_partial_match_under_a_queue_loses_only_the_matches_through_them(
+    texts: list[str], rows: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """Issue 36: once the queue passes half the bound, ``value`` drops every
+    new partial match it may (``ValueGroup.drop_all_from``), in groups that
+    may shed input or not (NOT, ABSENT). Every event arrives at once at a
+    bound of one unit, so the queue is always over it: against the reference
+    evaluator, no match is invented and every match lost passes through a
+    partial match taken out; with weights, the heavier query's partial
+    matches are the last to go."""
+    named = [(f"q{i}", parse_and_check(_select_star(text), SCHEMA)) for i, text in enumerate(texts)]
+    plan, batch = compile_plan(named), to_batch(rows)
+    weights = {name: float(data.draw(st.sampled_from([1, 4]))) for name, _ in named}
+    shedder = _OnlyDropping(ShedConfig(bounds=dict.fromkeys(weights, 1), weights=weights))
+    engine = Engine(plan, shedder=shedder, capacity=1000.0)
+    found = {m.key()[:4] for m in engine.process(batch, np.zeros(len(batch)))}
+    truth = [m for q in evaluate(named, batch).per_query.values() for m in q]
+    assert found <= {m.key()[:4] for m in truth}, "dropping partial matches invented a match"
+    lost = [m for m in truth if m.key()[:4] not in found and not _uses(m, shedder.taken)]
+    assert not lost, f"lost matches that use no partial match taken out: {lost}"
+
+
+def test_a_lighter_query_s_states_are_dropped_first_and_it_enumerates_nothing_under_pressure() -> None:
+    """Weights 4:1 (issue 36): a state serving only the light query drops
+    every new partial match from a quarter of the bound, one serving the
+    heavy query from three quarters (half where input may not be shed); the
+    light query's enumeration gets no budget once the event's latency so far
+    passes a quarter of its bound, the heavy one all that is left."""
+    text = "SELECT * WHERE A AS a ; B AS b ; {} AS c WITHIN 5 EVENTS"
+    named = [("h", parse_and_check(text.format("C"), SCHEMA)), ("l", parse_and_check(text.format("D"), SCHEMA))]
+    plan = compile_plan(named)
+    shedder = ValueShedder(ShedConfig(bounds={"h": 100, "l": 100}, weights={"h": 4, "l": 1}))
+    engine = Engine(plan, shedder=shedder, capacity=1000.0)
+    engine.process(to_batch([{"type": "A", "x": 1, "k": 0, "t": 0}]), np.zeros(1))
+    (group,) = shedder.groups
+    assert isinstance(group, ValueGroup)
+    assert [group.drop_all_from(w) for w in (4.0, 1.0)] == [0.75, 0.25]
+    order = [plan.queries[q].name for q in group.ranking()]
+    assert order == ["h", "l"]
+    assert group.weighted_budget(0, 70.0, 30.0, [1.0]) == 70.0
+    assert group.weighted_budget(1, 70.0, 30.0, []) == 0.0
+    assert group.weighted_budget(1, 90.0, 10.0, []) == 90.0
+
+
+def test_with_weights_only_events_no_heavier_query_reads_are_dropped_and_the_heavy_query_keeps_its_matches() -> None:
+    """Weights 4:1, a group that may shed input (issue 36): under a queue,
+    ``value`` drops the events of D, which only the light query reads, and
+    never an A, B or C; with enumeration budgets off, the heavy query's
+    matches are then exactly the reference's over the whole stream (no PM
+    of it is dropped at a pressure below its level: the bound is wide)."""
+    text = "SELECT * WHERE A AS a ; B AS b ; {} AS c WITHIN 6 EVENTS"
+    named = [("h", parse_and_check(text.format("C"), SCHEMA)), ("l", parse_and_check(text.format("D"), SCHEMA))]
+    plan = compile_plan(named)
+    rows = [{"type": t, "x": 1, "k": 0, "t": i} for i, t in enumerate("ABDCABDCDABCD")]
+    batch = to_batch(rows)
+    shedder = ValueShedder(ShedConfig(bounds={"h": 10_000, "l": 10_000}, weights={"h": 4, "l": 1}))
+    seen: list[tuple[str, bool]] = []
+
+    original = ValueGroup.admit_input
+
+    def admit_input(group: ValueGroup, row: int) -> bool:
+        group.admit_pressure = 0.5  # past the light types' level (0.25 x 1/4), below the heavy PM level (0.75)
+        kept = original(group, row)
+        seen.append((batch.type_names[batch.codes[row]], kept))
+        return kept
+
+    ValueGroup.admit_input = admit_input  # type: ignore[method-assign]
+    try:
+        engine = Engine(plan, shedder=shedder, capacity=1000.0)
+        found = engine.process(batch, np.zeros(len(batch)))
+    finally:
+        ValueGroup.admit_input = original  # type: ignore[method-assign]
+    assert {t for t, kept in seen if not kept} == {"D"}
+    assert all(kept for t, kept in seen if t != "D")
+    truth = evaluate(named, batch).per_query
+    assert {m.key()[:4] for m in found if m.query == "h"} == {m.key()[:4] for m in truth["h"]}
+    assert not [m for m in found if m.query == "l"]
