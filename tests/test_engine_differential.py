@@ -130,13 +130,13 @@ def test_every_feature_in_best_first_order(texts: list[str], rows: list[dict[str
     check(texts, rows, order=BestFirst(lambda node: -node.maxstart), count=True)
 
 
-@settings(max_examples=120, **SETTINGS)  # type: ignore[arg-type]
-@given(st.lists(full_queries(negation=True), min_size=1, max_size=3), streams(nulls=True))
+@settings(max_examples=50, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(full_queries(negation=True), min_size=1, max_size=2), streams(max_size=8, nulls=True))
 def test_every_feature_with_nulls(texts: list[str], rows: list[dict[str, Any]]) -> None:
     check(texts, rows, count=True)
 
 
-@settings(max_examples=80, **SETTINGS)  # type: ignore[arg-type]
-@given(st.lists(queries(negation=True), min_size=1, max_size=3), streams(nulls=True), st.integers(1, 4))
+@settings(max_examples=30, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(negation=True), min_size=1, max_size=2), streams(max_size=8, nulls=True), st.integers(1, 4))
 def test_nulls_in_batches(texts: list[str], rows: list[dict[str, Any]], size: int) -> None:
     check(texts, rows, batch_sizes=size)

@@ -189,6 +189,8 @@ def _logic(left: VectorEvaluator, right: VectorEvaluator, conjunction: bool) -> 
         return value, errors, nulls if nulls.any() else False
 
     return evaluate
+
+
 def _is_int(values: Any) -> bool:
     if isinstance(values, np.ndarray):
         return values.dtype.kind in "iub" or (values.dtype == object and all(isinstance(v, int) for v in values))
