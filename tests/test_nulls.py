@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sharp_cer.api import Detector
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
 from sharp_cer.cli import main
 from sharp_cer.engine import Engine
 from sharp_cer.events.batch import EventBatch
-from sharp_cer.events.loaders import load_csv, load_jsonl
+from sharp_cer.events.loaders import load_csv, load_jsonl, load_pandas
 from sharp_cer.language import Schema, parse_and_check
 from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate
@@ -81,7 +83,8 @@ def test_csv_json_and_tables_read_the_same_nulls() -> None:
     from_csv, report = load_csv("A,,,1\nB,2,b,2\n", SCHEMA)
     assert report.dead_letters == []
     frame = pd.DataFrame({"type": ["A", "B"], "x": pd.array([None, 2], dtype="Int64"), "s": [None, "b"], "t": [1, 2]})
-    from_table = Detector.from_queries([("q", "SELECT * WHERE A")], SCHEMA)._load(frame)
+    from_table, table_report = load_pandas(frame, SCHEMA)
+    assert table_report.dead_letters == []
     for batch in (from_csv, from_table):
         assert [batch.row(i) for i in range(2)] == [from_json.row(i) for i in range(2)]
     assert from_json.columns["x"].valid.tolist() == [False, True]
@@ -265,3 +268,68 @@ def test_match_recognize_over_json_with_nulls() -> None:
     assert match_recognize(table, clause).to_pylist() == [{"a": 3, "b": 5}]
     frame = pd.read_json(io.StringIO(text), lines=True)
     assert match_recognize(frame, clause).to_dict("records") == [{"a": 3, "b": 5}]
+
+
+# ---------------------------------------------------------------- the JSONL fast path
+
+_VALUE = st.sampled_from([1, -2, None, "absent"])
+_SPACING = st.sampled_from(['"{k}": {v}', '"{k}":{v}', '"{k}" :  {v}'])
+
+
+@st.composite
+def _jsonl_lines(draw: st.DrawFn) -> str:
+    """JSON lines with values, nulls and absent keys, spaced in several ways,
+    sometimes with a nested object holding ``"x": null`` (which must not
+    count as the top-level key)."""
+    lines = []
+    for t in range(draw(st.integers(1, 8))):
+        parts = [f'"type": "{draw(st.sampled_from(["A", "B"]))}"', f'"t": {t}']
+        for key, value in (("x", draw(_VALUE)), ("s", draw(st.sampled_from(['"a"', None, "absent"])))):
+            if value != "absent":
+                parts.append(draw(_SPACING).format(k=key, v="null" if value is None else value))
+        if draw(st.integers(0, 3)) == 0:
+            parts.append('"extra": {"x": null, "s": null}')
+        order = draw(st.permutations(parts))
+        lines.append("{" + ", ".join(order) + "}\n")
+    return "".join(lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_jsonl_lines())
+def test_the_jsonl_fast_path_reads_nulls_as_the_line_reader_does(text: str) -> None:
+    """pyarrow cannot tell a null from an absent key: the fast path must give
+    what reading line by line gives (a null value, or a missing attribute)."""
+    import sharp_cer.events.loaders as loaders
+
+    fast_batch, fast_report = load_jsonl(text, SCHEMA)
+    slow_read = loaders._read_jsonl_block
+    try:
+        loaders._read_jsonl_block = lambda *args: None  # type: ignore[assignment]
+        slow_batch, slow_report = load_jsonl(text, SCHEMA)
+    finally:
+        loaders._read_jsonl_block = slow_read
+    assert [fast_batch.row(i) for i in range(len(fast_batch))] == [slow_batch.row(i) for i in range(len(slow_batch))]
+    assert fast_report.dead_letters == slow_report.dead_letters
+
+
+def test_the_jsonl_fast_path_takes_a_block_with_nulls() -> None:
+    """A null no longer sends its block line by line: the fast path reads it
+    (counted by whether pyarrow's reader was used)."""
+    import sharp_cer.events.loaders as loaders
+
+    text = jsonl({"type": "A", "x": None, "s": "a", "t": 1}, {"type": "A", "x": 2, "s": None, "t": 2})
+    real = loaders._read_jsonl_block
+    used = []
+
+    def spy(*args: object) -> object:
+        found = real(*args)  # type: ignore[arg-type]
+        used.append(found is not None)
+        return found
+
+    loaders._read_jsonl_block = spy  # type: ignore[assignment]
+    try:
+        batch, _ = load_jsonl(text, SCHEMA)
+    finally:
+        loaders._read_jsonl_block = real
+    assert used == [True]
+    assert batch.columns["x"].to_list() == [None, 2] and batch.columns["s"].to_list() == ["a", None]

@@ -613,9 +613,10 @@ def _read_jsonl_block(
     """A block of JSON lines read by pyarrow, when that reads it as the
     line-by-line reader would: every non-blank line one object, every row
     with a type and every attribute its type declares (pyarrow makes no
-    difference between a null and an absent key), attribute columns of
-    plain JSON types (no timestamps inferred from strings, no ints turned
-    floats beside an int attribute); else None."""
+    difference between a null and an absent key: where a declared
+    attribute is null, its line must show the key with ``null``), attribute
+    columns of plain JSON types (no timestamps inferred from strings, no
+    ints turned floats beside an int attribute); else None."""
     import pyarrow.json as pj
 
     if not block.strip(_BLANK.encode()) or not plain_utf8(block):  # else pyarrow lets bad keys through
@@ -639,6 +640,7 @@ def _read_jsonl_block(
     if types.type != pa.string() or types.null_count:
         return None
     codes = to_numpy(compute.index_in(types, value_set=strings([e.name for e in etypes])), -1)
+    found_nulls = False
     for code, event in enumerate(etypes):
         rows_of_type = codes == code
         if not rows_of_type.any():
@@ -649,8 +651,13 @@ def _read_jsonl_block(
                 return None
             if kind in ("int", "primary_time") and column.type == pa.float64():
                 return None
-            if column.null_count and nulls(column)[rows_of_type].any():
-                return None
+            null = nulls(column) & rows_of_type if column.null_count else None
+            if null is not None and null.any():
+                if not _null_keys(attr, null, block, starts, stops, rows):
+                    return None
+                found_nulls = True
+    if found_nulls and not all(c.type in _PLAIN_JSON for c in columns.values()):
+        return None  # a nested object could hold the key that _null_keys found
 
     def text(i: int) -> str:
         line = int(rows[i])
@@ -665,6 +672,26 @@ def _read_jsonl_block(
         raw=text,
     )
     return raw, len(starts) - len(rows)
+
+
+def _null_keys(
+    attr: str,
+    null: _Mask,
+    block: bytes,
+    starts: npt.NDArray[np.intp],
+    stops: npt.NDArray[np.intp],
+    rows: npt.NDArray[np.intp],
+) -> bool:
+    """Whether the line of every ``null`` row holds ``"attr": null`` (so its
+    null is there, not an absent key). In valid JSON without nested objects
+    a quoted name followed by a colon is a key; a name JSON would escape
+    never matches, and the caller falls back to reading line by line."""
+    pattern = re.compile(b'"' + re.escape(attr.encode()) + rb'"\s*:\s*null\b')
+    for i in np.flatnonzero(null).tolist():
+        line = int(rows[i])
+        if pattern.search(block, int(starts[line]), int(stops[line])) is None:
+            return False
+    return True
 
 
 def _read_jsonl(data: bytes, name: str, kinds: dict[str, str], first_line: int = 1) -> tuple[_Raw, int]:
