@@ -36,6 +36,23 @@ The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
    whole conjunct false, and is counted. ``LIKE`` searches the regex
    anywhere in the string unless anchored. ``IN RANGE`` and ``IN {a..b}``
    include both bounds.
+   **Nulls** (an attribute that is there and null, see
+   ``sharp_cer.events.loaders``) follow SQL's three-valued logic: arithmetic,
+   math and LIKE of a null are null (null ``/ 0`` too, which is then no
+   domain error); a comparison, ``IN``, ``NOT IN`` or ``IN RANGE`` reading a
+   null is *unknown*; NOT unknown is unknown; AND is false if a side is
+   false, else unknown if a side is; OR is true if a side is true, else
+   unknown if a side is; ``x[P]`` is false if some event of x makes P false,
+   else unknown if some makes it unknown. A condition holds only when it is
+   true: unknown is not enough, so ``A[NOT (x > 3)]`` and ``A[x <= 3]`` hold on
+   the same events, and neither on an A whose x is null (``NOT(A[x > 3])``, an
+   event that does not satisfy ``A[x > 3]``, is such an A). AND's right side
+   is read (and may be out of domain) unless the left is false, OR's unless
+   it is true. Aggregates skip nulls: ``sum``, ``avg``, ``min`` and ``max``
+   run over x's non-null values (so over only nulls they are as over none);
+   ``count(x)`` counts x's events; ``first`` and ``last`` are the value of
+   x's first and last event, null if it is. An attribute window ``n [attr]``
+   needs the value at both ends: a null there is outside the window.
 7. **Clause order.** PARTITION BY, then WHERE with every FILTER, then WITHIN,
    then the strategy, then projection. PARTITION BY splits the stream into
    substreams, as CORE's paper defines them (§3): the key is every attribute
@@ -421,8 +438,8 @@ class _Query:
         variables = referenced_variables(part)
         if len(variables) == 1 and not has_aggregate(part) and not isinstance(part, ast.VariableFilter):
             (var,) = variables
-            return all(bool(self._value(part, binding, {var: i})) for i in binding.get(var, []))
-        return bool(self._value(part, binding, {}))
+            return all(_truth(self._value(part, binding, {var: i})) is True for i in binding.get(var, []))
+        return _truth(self._value(part, binding, {})) is True
 
     def _value(self, node: ast.Expr, binding: dict[str, list[int]], current: dict[str, int]) -> Any:
         if isinstance(node, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
@@ -431,14 +448,18 @@ class _Query:
             return self.sub[self._event_of(node, binding, current)][node.attribute]
         if isinstance(node, ast.VariableFilter):
             # Bare attributes inside x[...] name x's current event ("" remembers x).
-            return all(
-                bool(self._value(node.condition, binding, {**current, node.variable: i, "": i}))
-                for i in binding.get(node.variable, [])
-            )
+            truth: bool | None = True
+            for i in binding.get(node.variable, []):
+                value = _truth(self._value(node.condition, binding, {**current, node.variable: i, "": i}))
+                if value is False:
+                    return False
+                truth = None if value is None else truth
+            return truth
         if isinstance(node, ast.Call):
             return self._call(node, binding, current)
         if isinstance(node, ast.Negate):
-            return -self._value(node.operand, binding, current)
+            value = self._value(node.operand, binding, current)
+            return None if value is None else -value
         if isinstance(node, ast.Arithmetic):
             return _arithmetic(
                 node.op, self._value(node.left, binding, current), self._value(node.right, binding, current)
@@ -449,24 +470,32 @@ class _Query:
             )
         if isinstance(node, ast.InSet):
             value = self._value(node.operand, binding, current)
-            found = any(value == self._value(item, binding, current) for item in node.values)
-            return found != node.negated
+            items = [self._value(item, binding, current) for item in node.values]
+            if value is None:
+                return None
+            return any(value == item for item in items) != node.negated
         if isinstance(node, ast.InInterval):
             value = self._value(node.operand, binding, current)
             low = self._value(node.low, binding, current) if node.low is not None else -math.inf
             high = self._value(node.high, binding, current) if node.high is not None else math.inf
-            return (low <= value <= high) != node.negated
+            inside = _and(_compare("<=", low, value), _compare("<=", value, high))
+            return None if inside is None else inside != node.negated
         if isinstance(node, ast.Between):
             value = self._value(node.operand, binding, current)
-            return self._value(node.low, binding, current) <= value <= self._value(node.high, binding, current)
+            low, high = self._value(node.low, binding, current), self._value(node.high, binding, current)
+            return _and(_compare("<=", low, value), _compare("<=", value, high))
         if isinstance(node, ast.Like):
-            return re.search(node.pattern, self._value(node.operand, binding, current)) is not None
+            text = self._value(node.operand, binding, current)
+            return None if text is None else re.search(node.pattern, text) is not None
         if isinstance(node, ast.And):
-            return bool(self._value(node.left, binding, current)) and bool(self._value(node.right, binding, current))
+            left = _truth(self._value(node.left, binding, current))
+            return False if left is False else _and(left, _truth(self._value(node.right, binding, current)))
         if isinstance(node, ast.Or):
-            return bool(self._value(node.left, binding, current)) or bool(self._value(node.right, binding, current))
+            left = _truth(self._value(node.left, binding, current))
+            return True if left is True else _or(left, _truth(self._value(node.right, binding, current)))
         if isinstance(node, ast.Not):
-            return not self._value(node.operand, binding, current)
+            truth = _truth(self._value(node.operand, binding, current))
+            return None if truth is None else not truth
         raise TypeError(f"unknown expression {node!r}")
 
     def _event_of(self, node: ast.AttributeRef, binding: dict[str, list[int]], current: dict[str, int]) -> int:
@@ -488,14 +517,21 @@ class _Query:
             if fn == "count":
                 return len(binding.get(arg.attribute if arg.variable is None else arg.variable, []))
             values = [self.sub[i][arg.attribute] for i in binding.get(arg.variable or "", [])]
+            if fn in ("first", "last"):
+                if not values:
+                    raise _OutOfDomain()
+                return values[0] if fn == "first" else values[-1]
+            values = [v for v in values if v is not None]  # aggregates skip nulls
             if fn == "sum":
                 return sum(values)
             if not values:
                 raise _OutOfDomain()
             if fn == "avg":
                 return sum(values) / len(values)
-            return {"min": min(values), "max": max(values), "first": values[0], "last": values[-1]}[fn]
+            return min(values) if fn == "min" else max(values)
         x = self._value(arg, binding, current)
+        if x is None:
+            return None
         try:
             return _MATH[fn](x)
         except ValueError:
@@ -509,7 +545,8 @@ class _Query:
         if isinstance(w, ast.EventWindow):
             return bool(last["position"] - first["position"] <= w.count)
         if isinstance(w, ast.AttributeWindow):
-            return bool(last[w.attribute] - first[w.attribute] < w.size)
+            low, high = first[w.attribute], last[w.attribute]
+            return low is not None and high is not None and bool(high - low < w.size)
         t0 = first[self.time_attribute[first["type"]]]
         t1 = last[self.time_attribute[last["type"]]]
         return bool(t1 - t0 <= w.nanoseconds)
@@ -559,7 +596,26 @@ _MATH: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _truth(value: Any) -> bool | None:
+    """A value as a truth value: None (unknown) for a null."""
+    return None if value is None else bool(value)
+
+
+def _and(left: bool | None, right: bool | None) -> bool | None:
+    if left is False or right is False:
+        return False
+    return None if left is None or right is None else True
+
+
+def _or(left: bool | None, right: bool | None) -> bool | None:
+    if left is True or right is True:
+        return True
+    return None if left is None or right is None else False
+
+
 def _arithmetic(op: str, left: Any, right: Any) -> Any:
+    if left is None or right is None:
+        return None
     if op == "+":
         return left + right
     if op == "-":
@@ -575,7 +631,9 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
     return int(remainder) if isinstance(left, int) and isinstance(right, int) else remainder
 
 
-def _compare(op: str, left: Any, right: Any) -> bool:
+def _compare(op: str, left: Any, right: Any) -> bool | None:
+    if left is None or right is None:
+        return None
     if op == "=":
         return bool(left == right)
     if op == "!=":

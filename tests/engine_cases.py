@@ -68,6 +68,7 @@ class _Options:
 
     conjunction: bool = False
     cross: bool = False
+    negation: bool = False  # NOT, NOT IN and OR in unary and cross-event conditions
 
 
 @dataclass(frozen=True)
@@ -110,18 +111,25 @@ def _either(text: str, left: _Part, right: _Part) -> _Part:
     return _Part(text, counts, left.bound & right.bound, max(left.size, right.size))
 
 
-def _condition(draw: st.DrawFn, target: str, form: str) -> str:
+def _condition(draw: st.DrawFn, target: str, form: str, negation: bool = False) -> str:
+    """A unary condition on ``target``'s x; with ``negation``, also NOT, NOT IN
+    and OR (where SQL's nulls make a difference)."""
     op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "!="]))
     value = draw(st.integers(0, 3))
-    kind = draw(st.sampled_from(["compare", "set", "arith"]))
+    kinds = ["compare", "set", "arith"] + (["not", "not_in", "or", "not_or"] if negation else [])
+    kind = draw(st.sampled_from(kinds))
     inner = {
-        "compare": f"x {op} {value}",
-        "set": f"x IN {{{value}, {(value + 2) % 4}}}",
-        "arith": f"x % 2 {op} {value % 2}",
+        "compare": f"X {op} {value}",
+        "set": f"X IN {{{value}, {(value + 2) % 4}}}",
+        "arith": f"X % 2 {op} {value % 2}",
+        "not": f"NOT (X {op} {value})",
+        "not_in": f"X NOT IN {{{value}, {(value + 2) % 4}}}",
+        "or": f"(X {op} {value} OR X % 2 = {value % 2})",
+        "not_or": f"NOT (X {op} {value} OR X = {(value + 1) % 4})",
     }[kind]
     if form == "bracket":
-        return f"{target}[{inner}]"
-    return inner.replace("x", f"{target}.x", 1)
+        return f"{target}[{inner.replace('X', 'x')}]"
+    return inner.replace("X", f"{target}.x")
 
 
 def _cross_atom(draw: st.DrawFn, single: list[str], many: list[str]) -> str:
@@ -154,7 +162,7 @@ def _cross_atom(draw: st.DrawFn, single: list[str], many: list[str]) -> str:
     return f"{function}({var}.x) {op} {right}"
 
 
-def _cross_condition(draw: st.DrawFn, part: _Part) -> str:
+def _cross_condition(draw: st.DrawFn, part: _Part, negation: bool = False) -> str:
     """A cross-event condition the checker accepts on ``part``: one or two
     atoms (under AND or OR), sometimes with a unary conjunct on any variable
     the part binds."""
@@ -163,47 +171,50 @@ def _cross_condition(draw: st.DrawFn, part: _Part) -> str:
     joint = draw(st.sampled_from(["", "", "AND", "OR"]))
     if joint:
         condition = f"({condition}) {joint} ({_cross_atom(draw, single, many)})"
+    if negation and draw(st.integers(0, 2)) == 0:
+        condition = f"NOT ({condition})"
     if draw(st.integers(0, 2)) == 0:
         if joint == "OR":  # AND binds tighter: keep the unary conjunct outside the OR
             condition = f"({condition})"
         var = draw(st.sampled_from(sorted(part.bound)))
-        unary = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])))
+        unary = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])), negation)
         condition = f"{unary} AND {condition}" if draw(st.booleans()) else f"{condition} AND {unary}"
     return condition
 
 
-def _maybe_cross(draw: st.DrawFn, part: _Part, percent: int) -> _Part:
+def _maybe_cross(draw: st.DrawFn, part: _Part, percent: int, negation: bool = False) -> _Part:
     """``part`` under a cross-event FILTER, ``percent`` times in 100 (when
     the part binds two single-event variables or a many-event one)."""
     if percent <= 0 or not (len(part.single()) >= 2 or part.many()):
         return part
     if draw(st.integers(1, 100)) > percent:
         return part
-    return _Part(f"({part.text}) FILTER {_cross_condition(draw, part)}", part.counts, part.bound, part.size)
+    condition = _cross_condition(draw, part, negation)
+    return _Part(f"({part.text}) FILTER {condition}", part.counts, part.bound, part.size)
 
 
 @st.composite
-def _single(draw: st.DrawFn) -> str:
+def _single(draw: st.DrawFn, negation: bool = False) -> str:
     """A one-event formula for NOT(...) and ABSENT(...)."""
     kind = draw(st.sampled_from(TYPES))
     if draw(st.booleans()):
-        return f"{kind} FILTER {_condition(draw, kind, 'bracket')}"
+        return f"{kind} FILTER {_condition(draw, kind, 'bracket', negation)}"
     return kind
 
 
-def _leaf(draw: st.DrawFn, names: _Names) -> _Part:
+def _leaf(draw: st.DrawFn, names: _Names, negation: bool = False) -> _Part:
     kind = draw(st.sampled_from(TYPES))
     names.types.add(kind)
     choice = draw(st.sampled_from(["plain", "plain", "plain", "filter", "as", "as_filter"]))
     if choice == "plain":
         return _Part.event(kind, kind)
     if choice == "filter":
-        condition = _condition(draw, kind, draw(st.sampled_from(["bracket", "dot"])))
+        condition = _condition(draw, kind, draw(st.sampled_from(["bracket", "dot"])), negation)
         return _Part.event(f"{kind} FILTER {condition}", kind)
     var = names.fresh()
     if choice == "as":
         return _Part.event(f"{kind} AS {var}", kind, var)
-    condition = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])))
+    condition = _condition(draw, var, draw(st.sampled_from(["bracket", "dot"])), negation)
     return _Part.event(f"{kind} AS {var} FILTER {condition}", kind, var)
 
 
@@ -211,7 +222,7 @@ def _pattern(draw: st.DrawFn, names: _Names, depth: int, options: _Options, cros
     """A pattern of at most ``depth`` nested operators; compound ones get a
     cross-event FILTER ``cross`` times in 100 (with ``options.cross``)."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
-        return _leaf(draw, names)
+        return _leaf(draw, names, options.negation)
     inner = 25 if options.cross else 0
     ops = ["seq", "seq", "or", "kleene", "bind"] + (["and"] if options.conjunction else [])
     op = draw(st.sampled_from(ops))
@@ -221,12 +232,12 @@ def _pattern(draw: st.DrawFn, names: _Names, depth: int, options: _Options, cros
         for part in parts[1:]:
             link = draw(st.sampled_from([";", ";", ":"]))
             if link == ";" and draw(st.integers(0, 3)) == 0:
-                text += f" ; ABSENT({draw(_single())})"
+                text += f" ; ABSENT({draw(_single(options.negation))})"
             elif link == ";" and draw(st.integers(0, 4)) == 0:
-                text += f" ; NOT({draw(_single())})"
+                text += f" ; NOT({draw(_single(options.negation))})"
             text += f" {link} ({part.text})"
         if draw(st.integers(0, 4)) == 0:
-            text = f"NOT({draw(_single())}) ; {text}"
+            text = f"NOT({draw(_single(options.negation))}) ; {text}"
         result = _concat(text, parts)
     elif op == "and":
         parts = [_pattern(draw, names, depth - 1, options, inner) for _ in range(draw(st.sampled_from([2, 2, 3])))]
@@ -244,10 +255,10 @@ def _pattern(draw: st.DrawFn, names: _Names, depth: int, options: _Options, cros
         body = _pattern(draw, names, depth - 1, options, inner)
         text = f"({body.text}) AS {var}"
         if draw(st.booleans()):
-            text += f" FILTER {_condition(draw, var, 'bracket')}"
+            text += f" FILTER {_condition(draw, var, 'bracket', options.negation)}"
         counts = {**body.counts, var: max(body.counts.get(var, 0), body.size)}
         result = _Part(text, counts, body.bound | {var}, body.size)
-    return _maybe_cross(draw, result, cross)
+    return _maybe_cross(draw, result, cross, options.negation)
 
 
 @st.composite
@@ -260,13 +271,14 @@ def queries(
     limit: bool = False,
     conjunction: bool = False,
     cross: bool = False,
+    negation: bool = False,
 ) -> str:
     """One query's text; the keyword options add features (see the module
     docstring). Keep streams short (``streams(max_size=14)`` or less): the
     reference then takes milliseconds per query even with every option on."""
     names = _Names()
-    part = _pattern(draw, names, depth, _Options(conjunction=conjunction, cross=cross))
-    pattern = _maybe_cross(draw, part, 60).text if cross else part.text
+    part = _pattern(draw, names, depth, _Options(conjunction=conjunction, cross=cross, negation=negation))
+    pattern = _maybe_cross(draw, part, 60, negation).text if cross else part.text
     selection = draw(st.sampled_from(["*", "*", "NONE", "project"]))
     if selection == "project":
         candidates = sorted(names.types | {f"v{i}" for i in range(1, names.count + 1)})
@@ -296,35 +308,48 @@ def queries(
     return text
 
 
-def full_queries(depth: int = 3) -> st.SearchStrategy[str]:
-    """Queries with every option of :func:`queries` on."""
-    return queries(depth, strategies=True, consume=True, limit=True, conjunction=True, cross=True)
+def full_queries(depth: int = 3, *, negation: bool = False) -> st.SearchStrategy[str]:
+    """Queries with every option of :func:`queries` on (``negation`` apart,
+    off by default so the draws stay as they were)."""
+    return queries(depth, strategies=True, consume=True, limit=True, conjunction=True, cross=True, negation=negation)
 
 
 @st.composite
-def streams(draw: st.DrawFn, max_size: int = 10) -> list[dict[str, Any]]:
-    """Events with non-decreasing t (seconds apart, sometimes equal)."""
+def streams(draw: st.DrawFn, max_size: int = 10, nulls: bool = False) -> list[dict[str, Any]]:
+    """Events with non-decreasing t (seconds apart, sometimes equal); with
+    ``nulls``, x, k and j are sometimes None (a null, loaded as SQL's null)."""
     n = draw(st.integers(0, max_size) | st.just(max_size))
     t = 0
     rows = []
+
+    def value(high: int, chance: int) -> int | None:
+        if nulls and draw(st.integers(0, chance - 1)) == 0:
+            return None
+        return draw(st.integers(0, high))
+
     for _ in range(n):
         t += draw(st.sampled_from([0, SECOND // 2, SECOND, 2 * SECOND]))
         kind = draw(st.sampled_from([*TYPES, *TYPES, *TYPES, "D"]))
-        row = {"type": kind, "x": draw(st.integers(0, 3)), "k": draw(st.integers(0, 1)), "t": t}
+        row = {"type": kind, "x": value(3, 3), "k": value(1, 8), "t": t}
         if kind != "D":
-            row["j"] = draw(st.integers(0, 1))
+            row["j"] = value(1, 8)
         rows.append(row)
     return rows
 
 
 def to_batch(rows: list[dict[str, Any]]) -> EventBatch:
     """Load rows through the pandas loader, as a user would (a row of A, B
-    or C without ``j`` gets j = 0)."""
+    or C without ``j`` gets j = 0; a None is a null)."""
     import pandas as pd
 
-    frame = pd.DataFrame(rows, columns=["type", "x", "k", "j", "t"])
-    frame["j"] = frame["j"].where(frame["type"] == "D", frame["j"].fillna(0))
-    frame = frame.astype({"x": np.int64, "k": np.int64, "j": "Int64", "t": np.int64})
+    if any(None in (r["x"], r["k"], r.get("j", 0)) for r in rows):
+        rows = [r if r["type"] == "D" else {"j": 0, **r} for r in rows]
+        frame = pd.DataFrame(rows, columns=["type", "x", "k", "j", "t"])
+        frame = frame.astype({"x": "Int64", "k": "Int64", "j": "Int64", "t": np.int64})
+    else:
+        frame = pd.DataFrame(rows, columns=["type", "x", "k", "j", "t"])
+        frame["j"] = frame["j"].where(frame["type"] == "D", frame["j"].fillna(0))
+        frame = frame.astype({"x": np.int64, "k": np.int64, "j": "Int64", "t": np.int64})
     batch, report = load_pandas(frame, SCHEMA)
     assert report.accepted == len(rows), report.summary()
     return batch

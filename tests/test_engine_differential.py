@@ -10,7 +10,9 @@ OR), in batches, with cuts, in another enumeration order. Every case also
 counts each query's matches without enumerating them (``count_only`` over a
 counting plan): the counts equal the number of matches enumerated; and runs
 the engine with and without bulk skipping of events that can change
-nothing: the outputs are identical, order included."""
+nothing: the outputs are identical, order included. The last tests draw
+streams where x, k and j are sometimes null, and conditions with NOT, NOT IN
+and OR, where SQL's three-valued logic decides (issue 33.14)."""
 
 from __future__ import annotations
 
@@ -126,3 +128,15 @@ def test_every_feature_cutting_old_branches_every_event(texts: list[str], rows: 
 def test_every_feature_in_best_first_order(texts: list[str], rows: list[dict[str, Any]]) -> None:
     # oldest branch first: the reverse of CORE's order, same matches
     check(texts, rows, order=BestFirst(lambda node: -node.maxstart), count=True)
+
+
+@settings(max_examples=50, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(full_queries(negation=True), min_size=1, max_size=2), streams(max_size=8, nulls=True))
+def test_every_feature_with_nulls(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    check(texts, rows, count=True)
+
+
+@settings(max_examples=30, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(negation=True), min_size=1, max_size=2), streams(max_size=8, nulls=True), st.integers(1, 4))
+def test_nulls_in_batches(texts: list[str], rows: list[dict[str, Any]], size: int) -> None:
+    check(texts, rows, batch_sizes=size)

@@ -1,8 +1,9 @@
 """The engine's part-3 machinery, against independent expectations.
 
 - Vectorized predicates: random typed conditions over random rows (zeros,
-  NaN, infinities, 64-bit edges, missing values) give, row for row, the
-  truth value and the out-of-domain errors of the scalar evaluator.
+  NaN, infinities, 64-bit edges, nulls in every column) give, row for row, the
+  truth value (three-valued: SQL's nulls) and the out-of-domain errors of the
+  scalar evaluator.
 - Bulk skipping: hand cases where events must be skipped, and ones where
   NOT, ABSENT, STRICT and ``:`` must see them; each against the reference
   evaluator and the engine without skipping. (Every generated case of
@@ -95,11 +96,24 @@ def row_data(draw: st.DrawFn) -> dict[str, list[Any]]:
     return {
         "x": draw(st.lists(st.sampled_from(INTS), min_size=m, max_size=m)),
         "y": draw(st.lists(st.sampled_from(FLOATS), min_size=m, max_size=m)),
-        "z": [0] * m,  # never valid: a missing attribute
+        "z": [0] * m,  # never valid: null everywhere
         "name": draw(st.lists(st.sampled_from(NAMES), min_size=m, max_size=m)),
         "flag": draw(st.lists(st.booleans(), min_size=m, max_size=m)),
         "valid": draw(st.lists(st.booleans(), min_size=m, max_size=m)),
+        # which rows hold a value of x, name and flag (the others hold null), mostly all
+        **{
+            f"{name}_valid": draw(st.lists(st.booleans(), min_size=m, max_size=m) | st.just([True] * m))
+            for name in ("x", "name", "flag")
+        },
     }
+
+
+def _valid(data: dict[str, list[Any]], name: str) -> list[bool]:
+    m = len(data["x"])
+    if name in ("y", "z"):
+        return data["valid"] if name == "y" else [False] * m
+    valid: list[bool] = data[f"{name}_valid"]
+    return valid
 
 
 def _scalar(expr: ast.Expr, data: dict[str, list[Any]]) -> tuple[list[bool], list[bool]]:
@@ -108,9 +122,7 @@ def _scalar(expr: ast.Expr, data: dict[str, list[Any]]) -> tuple[list[bool], lis
     for i in range(len(data["x"])):
 
         def get(name: str, i: int = i) -> Any:
-            if name == "z" or (name == "y" and not data["valid"][i]):
-                raise OutOfDomain()
-            return data[name][i]
+            return data[name][i] if _valid(data, name)[i] else None
 
         try:
             found.append(bool(evaluate_one(get)))
@@ -125,22 +137,20 @@ def _scalar(expr: ast.Expr, data: dict[str, list[Any]]) -> tuple[list[bool], lis
 @given(boolean(), row_data())
 def test_vectorized_conditions_agree_with_the_scalar_evaluator(expr: ast.Expr, data: dict[str, list[Any]]) -> None:
     m = len(data["x"])
-    ones = np.ones(m, dtype=bool)
-    rows = Rows(
-        m,
-        {
-            "x": Column("int", np.array(data["x"], dtype=np.int64), ones),
-            "y": Column("double", np.array(data["y"], dtype=np.float64), np.array(data["valid"], dtype=bool)),
-            "z": Column("int", np.zeros(m, dtype=np.int64), np.zeros(m, dtype=bool)),
-            "name": Column("string", np.array(data["name"], dtype=object), ones),
-            "flag": Column("bool", np.array(data["flag"], dtype=bool), ones),
-        },
-    )
-    values, errors = compile_vector(expr)(rows)
+    kinds = {"x": ("int", np.int64), "y": ("double", np.float64), "z": ("int", np.int64)}
+    kinds.update(name=("string", object), flag=("bool", bool))
+    columns = {}
+    for name, (kind, dtype) in kinds.items():
+        valid = np.array(_valid(data, name), dtype=bool)
+        values = np.array(data[name], dtype=dtype)
+        if kind == "string":  # as the loaders fill them
+            values[~valid] = None
+        columns[name] = Column(kind, values, valid)
+    values, errors, nulls = compile_vector(expr)(Rows(m, columns))
     errors = np.broadcast_to(np.asarray(errors, dtype=bool), (m,))
     want_found, want_errors = _scalar(expr, data)
     assert errors.tolist() == want_errors
-    assert holds(values, errors, m).tolist() == want_found
+    assert holds(values, errors, m, nulls).tolist() == want_found
 
 
 def test_integer_arithmetic_does_not_wrap_around() -> None:
@@ -149,8 +159,8 @@ def test_integer_arithmetic_does_not_wrap_around() -> None:
         ">", ast.Arithmetic("*", ast.AttributeRef(None, "x"), ast.NumberLiteral(4)), ast.NumberLiteral(0)
     )
     rows = Rows(1, {"x": Column("int", np.array([2**62]), np.ones(1, dtype=bool))})
-    values, errors = compile_vector(cond)(rows)
-    assert holds(values, errors, 1).tolist() == [True]
+    values, errors, nulls = compile_vector(cond)(rows)
+    assert holds(values, errors, 1, nulls).tolist() == [True]
 
 
 def test_the_engine_evaluates_predicates_without_the_scalar_fallback() -> None:
@@ -172,8 +182,8 @@ def test_like_runs_through_re2_and_rejects_what_re2_cannot_run() -> None:
     with pytest.raises(QueryError, match="RE2 cannot run"):
         parse_and_check("SELECT * WHERE A FILTER A[name LIKE '(a)\\1']", schema)
     rows = Rows(3, {"name": Column("string", np.array(["xab", "ba", "a"], dtype=object), np.ones(3, dtype=bool))})
-    values, errors = compile_vector(ast.Like(ast.AttributeRef(None, "name"), "a+b"))(rows)
-    assert holds(values, errors, 3).tolist() == [True, False, False]
+    values, errors, nulls = compile_vector(ast.Like(ast.AttributeRef(None, "name"), "a+b"))(rows)
+    assert holds(values, errors, 3, nulls).tolist() == [True, False, False]
 
 
 # ---------------------------------------------------------------- bulk skipping

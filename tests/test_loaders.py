@@ -72,12 +72,12 @@ def test_csv_every_kind_of_bad_row(tmp_path: Path) -> None:
     path.write_bytes(CSV_BYTES)
     batch, report = load_csv(path, SCHEMA, allowed_lateness=10)
     check_invariants(batch, report)
-    assert (report.source, report.read, report.accepted) == (str(path), 14, 5)
+    # an empty field is a null, not a missing attribute (issue 33.14): BUY 5 is accepted
+    assert (report.source, report.read, report.accepted) == (str(path), 14, 6)
     assert report.counts == {
         "malformed_row": 1,
         "unknown_type": 1,
         "field_count": 1,
-        "missing_attribute": 1,
         "mistyped_attribute": 3,
         "bad_time": 1,
         "late": 1,
@@ -91,7 +91,6 @@ def test_csv_every_kind_of_bad_row(tmp_path: Path) -> None:
             None,
             "wrong field count for BUY: expected 6 fields (type, id, name, ok, price, t), found 5 fields",
         ),
-        (4, 5, "missing_attribute", "name", "missing attribute 'name' of BUY: expected a string, found an empty field"),
         # line 6 is blank: not a row
         (6, 8, "mistyped_attribute", "price", "mistyped attribute 'price' of BUY: expected a double, found 'abc'"),
         (7, 9, "bad_time", "t", f"unparsable time 't' of BUY: expected {EXPECTED}, found 'yesterday'"),
@@ -121,19 +120,20 @@ def test_csv_every_kind_of_bad_row(tmp_path: Path) -> None:
         "'BYU'",
         "did you mean 'BUY'?",
     )
-    assert batch.positions.tolist() == [0, 2, 5, 10, 13]
-    assert batch.types.tolist() == ["BUY", "BUY", "PING", "BUY", "PING"]
-    assert batch.columns["id"].to_list() == [1, 3, None, 10, None]
-    assert batch.columns["name"].to_list() == ["MSFT", "MSFT", None, "IBM", None]
-    assert batch.columns["ok"].to_list() == [True, False, None, False, None]
-    assert batch.columns["price"].to_list() == [10.5, 10.25, None, 2.25, None]
-    assert batch.columns["t"].to_list() == [1000, 1002, 1004, 1709544600000000000, 1709544600000000003]
-    assert batch.row(3) == {
+    assert batch.positions.tolist() == [0, 2, 4, 5, 10, 13]
+    assert batch.types.tolist() == ["BUY", "BUY", "BUY", "PING", "BUY", "PING"]
+    assert batch.columns["id"].to_list() == [1, 3, 5, None, 10, None]
+    assert batch.columns["name"].to_list() == ["MSFT", "MSFT", None, None, "IBM", None]
+    assert batch.columns["ok"].to_list() == [True, False, True, None, False, None]
+    assert batch.columns["price"].to_list() == [10.5, 10.25, 10.5, None, 2.25, None]
+    assert batch.columns["t"].to_list() == [1000, 1002, 1003, 1004, 1709544600000000000, 1709544600000000003]
+    assert batch.row(2)["attributes"] == {"id": 5, "name": None, "ok": True, "price": 10.5, "t": 1003}
+    assert batch.row(4) == {
         "type": "BUY",
         "position": 10,
         "attributes": {"id": 10, "name": "IBM", "ok": False, "price": 2.25, "t": 1709544600000000000},
     }
-    assert batch.row(2) == {"type": "PING", "position": 5, "attributes": {"t": 1004}}
+    assert batch.row(3) == {"type": "PING", "position": 5, "attributes": {"t": 1004}}
     assert batch.times().to_list() == batch.columns["t"].to_list()
 
 
@@ -174,11 +174,12 @@ def test_jsonl_every_kind_of_bad_row(tmp_path: Path) -> None:
     path.write_bytes(b"\r\n".join(JSONL_LINES))
     batch, report = load_jsonl(path, SCHEMA)
     check_invariants(batch, report)
-    assert (report.read, report.accepted) == (14, 3)
+    # "name": null is a null (issue 33.14); no "name" key is a missing attribute
+    assert (report.read, report.accepted) == (14, 4)
     assert report.counts == {
         "malformed_json": 3,
         "unknown_type": 2,
-        "missing_attribute": 2,
+        "missing_attribute": 1,
         "mistyped_attribute": 2,
         "bad_time": 1,
         "late": 1,
@@ -191,7 +192,6 @@ def test_jsonl_every_kind_of_bad_row(tmp_path: Path) -> None:
         (3, 4, "unknown_type", "type", f"unknown event type: expected {declared}, found 'BYU'"),
         (4, 5, "unknown_type", "type", f"missing event type: expected {declared}, found no key 'type'"),
         (5, 6, "missing_attribute", "name", "missing attribute 'name' of BUY: expected a string, found no key 'name'"),
-        (6, 7, "missing_attribute", "name", "missing attribute 'name' of BUY: expected a string, found null"),
         # line 8 is blank: not a row
         (
             7,
@@ -207,18 +207,19 @@ def test_jsonl_every_kind_of_bad_row(tmp_path: Path) -> None:
             12,
             "late",
             "t",
-            "late event PING: expected t >= 1000 (the latest time so far, 1000, minus allowed_lateness 0), "
-            "found t = 990, 10 ns behind",
+            "late event PING: expected t >= 1002 (the latest time so far, 1002, minus allowed_lateness 0), "
+            "found t = 990, 12 ns behind",
         ),
         (12, 14, "malformed_json", None, f"{malformed} bytes that are not UTF-8 (at byte 24)"),
     ]
-    assert batch.positions.tolist() == [0, 11, 13]
-    assert batch.row(1) == {
+    assert batch.positions.tolist() == [0, 6, 11, 13]
+    assert batch.row(1)["attributes"] == {"id": 7, "name": None, "ok": True, "price": 10.5, "t": 1002}
+    assert batch.row(2) == {
         "type": "BUY",
         "position": 11,
         "attributes": {"id": 10, "name": "IBM", "ok": True, "price": 2.5, "t": 1003},
     }
-    assert batch.row(2)["attributes"] == {"id": 11, "name": "IBM", "ok": False, "price": 3.0, "t": 1709544600 * 10**9}
+    assert batch.row(3)["attributes"] == {"id": 11, "name": "IBM", "ok": False, "price": 3.0, "t": 1709544600 * 10**9}
     assert report.dead_letters[1].raw == '["BUY", 3]'
 
 
@@ -386,13 +387,12 @@ def test_table_columns_are_validated_by_type() -> None:
     )
     batch, report = load_pandas(df, SCHEMA)
     check_invariants(batch, report)
+    # NA in a declared attribute is a null (issue 33.14): rows 1 and 6 are accepted
     assert [(d.position, d.line, d.kind, d.found) for d in report.dead_letters] == [
-        (1, 2, "missing_attribute", "NA"),
         (2, 3, "mistyped_attribute", "'maybe'"),
         (5, 6, "unknown_type", "'NOPE'"),
-        (6, 7, "missing_attribute", "NA"),
     ]
-    assert report.dead_letters[2].raw == {
+    assert report.dead_letters[1].raw == {
         "type": "NOPE",
         "id": None,
         "name": None,
@@ -400,8 +400,10 @@ def test_table_columns_are_validated_by_type() -> None:
         "price": None,
         "t": stamp + pd.Timedelta(seconds=5),
     }
-    assert batch.columns["ok"].to_list() == [True, None, False, False]
-    assert batch.columns["t"].to_list() == [stamp.value + s * 10**9 for s in (0, 3, 4, 7)]
+    assert batch.columns["id"].to_list() == [1, None, None, 5, 7, 8]
+    assert batch.columns["price"].to_list() == [1.0, 2.0, None, 1.5, None, 2.0]
+    assert batch.columns["ok"].to_list() == [True, True, None, False, True, False]
+    assert batch.columns["t"].to_list() == [stamp.value + s * 10**9 for s in (0, 1, 3, 4, 6, 7)]
 
     _, report = load_pandas(df.drop(columns=["name"]), SCHEMA)
     assert report.dead_letters[0].reason == "missing attribute 'name' of BUY: expected a string, found no column 'name'"

@@ -320,6 +320,32 @@ def test_trailing_absence_on_spark_equals_in_process(spark: Any) -> None:
     assert sum(truth.values()) > 0 and got == truth
 
 
+def test_nulls_in_json_on_spark_equal_in_process(spark: Any, tmp_path: Path) -> None:
+    """JSON nulls in x and in the key k (issue 33.14) are nulls on Spark as
+    in process: no dead letter, the same matches (a null key is in no
+    partition; conditions on a null x are unknown)."""
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(WITH_SILENCE)
+    frame = hand_made_events(600, 5)
+    rng = np.random.default_rng(5)
+    for column in ("x", "k"):
+        values = frame[column].astype("Int64")
+        values[rng.random(len(frame)) < 0.15] = pd.NA
+        frame[column] = values
+    records = [{k: (None if v is pd.NA else v) for k, v in r.items()} for r in frame.to_dict("records")]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(r, default=int) + "\n" for r in records))
+    truth = expected(workload, frame)
+    assert sum(truth.values()) > 0
+    detection = run_detection(str(path), workload, spark=spark, key_groups=3)
+    try:
+        assert detection.dead_letters.count() == 0
+        assert collected(detection) == truth
+    finally:
+        detection.close()
+
+
 def test_join_events_gives_each_match_its_events_attributes(spark: Any) -> None:
     from sharp_cer.spark import run_detection
 

@@ -62,6 +62,13 @@ def test_trailing_absence_every_feature_in_batches(texts: list[str], rows: list[
     check(texts, to_batch(rows), size=size)
 
 
+@settings(max_examples=20, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(trailing_queries(full=True), min_size=1, max_size=2), streams(max_size=10, nulls=True))
+def test_trailing_absence_with_nulls(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    # null x, k and j (issue 33.14): ABSENT(B[x = a.x]) is not broken by a B whose x is null
+    check(texts, to_batch(rows))
+
+
 @pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)  # type: ignore[arg-type]
 @given(

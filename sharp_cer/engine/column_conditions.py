@@ -1,10 +1,12 @@
 """One-event conditions evaluated over many rows at once, with numpy.
 
 ``compile_vector`` turns a condition into a function of :class:`Rows` (the
-events of one type in a batch) that returns ``(values, errors)``: the value
-of every row, and a mask of the rows where the scalar evaluator
+events of one type in a batch) that returns ``(values, errors, nulls)``: the value
+of every row, a mask of the rows where the scalar evaluator
 (``engine.predicate_bits.compile_condition``) would have raised ``OutOfDomain``
-(math outside its domain, a missing attribute). The semantics are the
+(math outside its domain, a missing attribute), and a mask of the rows where
+it is null (SQL's unknown, for a truth value: a null read, and what follows
+from it by three-valued logic). The semantics are the
 scalar evaluator's, row for row: AND and OR only report an error from their
 right side where Python's short circuit would have evaluated it; integer
 arithmetic that could overflow 64 bits switches to Python integers; LIKE runs
@@ -16,8 +18,8 @@ through pyarrow's vectorized RE2 search.
 >>> cond = parse_query("SELECT * WHERE A FILTER A[10 / x > 2 AND name LIKE '^a']").pattern.condition.condition
 >>> rows = Rows(3, {"x": Column("int", np.array([4, 0, 2]), np.ones(3, bool)),
 ...                 "name": Column("string", np.array(["ab", "ab", "b"], dtype=object), np.ones(3, bool))})
->>> values, errors = compile_vector(cond)(rows)
->>> holds(values, errors, 3).tolist(), errors.tolist()
+>>> values, errors, nulls = compile_vector(cond)(rows)
+>>> holds(values, errors, 3, nulls).tolist(), errors.tolist()
 ([True, False, False], [False, True, False])
 """
 
@@ -34,9 +36,10 @@ from sharp_cer.events import arrow_compute as compute
 from sharp_cer.events.batch import Column
 from sharp_cer.language import ast
 
-#: A vectorized value: a numpy array (or a scalar, for constants) and an
-#: error mask (a bool array, or False for none).
-Vector = tuple[Any, Any]
+#: A vectorized value: a numpy array (or a scalar, for constants), an error
+#: mask and a null mask (each a bool array, or False for none). Where a row is
+#: null its value is a filler that raises nothing.
+Vector = tuple[Any, Any, Any]
 VectorEvaluator = Callable[["Rows"], Vector]
 
 # Integer results below this bound in magnitude cannot have overflowed int64.
@@ -46,7 +49,9 @@ _SAFE_INT = 2**62
 class Rows:
     """The attribute columns of ``size`` rows: the rows ``where`` of a
     batch's columns (every row when ``where`` is None), taken on first read;
-    a missing column reads as an error on every row.
+    a missing column reads as an error on every row, and a row where a column
+    is not valid as a null (the rows are of one type, which declares what its
+    conditions read).
 
     >>> Rows(2, {}).column("x") is None
     True
@@ -71,13 +76,14 @@ class Rows:
         return taken
 
 
-def holds(values: Any, errors: Any, size: int) -> npt.NDArray[np.bool_]:
-    """Rows where a condition is true and raised nothing.
+def holds(values: Any, errors: Any, size: int, nulls: Any = False) -> npt.NDArray[np.bool_]:
+    """Rows where a condition is true (not unknown) and raised nothing.
 
-    >>> holds(np.array([1, 0, 2]), np.array([False, False, True]), 3).tolist()
-    [True, False, False]
+    >>> holds(np.array([1, 0, 2, 3]), np.array([False, False, True, False]), 4, np.array([0, 0, 0, 1], bool)).tolist()
+    [True, False, False, False]
     """
-    return np.broadcast_to(truthy(values) & ~np.asarray(errors, dtype=bool), (size,))
+    found = truthy(values) & ~np.asarray(errors, dtype=bool) & ~np.asarray(nulls, dtype=bool)
+    return np.broadcast_to(found, (size,))
 
 
 def truthy(values: Any) -> Any:
@@ -100,11 +106,11 @@ def compile_vector(expr: ast.Expr) -> VectorEvaluator:
     module example). Raises TypeError for a node no one-event condition has.
 
     >>> compile_vector(ast.NumberLiteral(3))(Rows(2, {}))
-    (3, False)
+    (3, False, False)
     """
     if isinstance(expr, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
         constant = expr.value
-        return lambda rows: (constant, False)
+        return lambda rows: (constant, False, False)
     if isinstance(expr, ast.AttributeRef):
         return _attribute(expr.attribute)
     if isinstance(expr, ast.Negate):
@@ -122,8 +128,8 @@ def compile_vector(expr: ast.Expr) -> VectorEvaluator:
     if isinstance(expr, ast.InSet):
         return _in_set(compile_vector(expr.operand), [compile_vector(v) for v in expr.values], expr.negated)
     if isinstance(expr, ast.InInterval):
-        low = compile_vector(expr.low) if expr.low is not None else (lambda rows: (-np.inf, False))
-        high = compile_vector(expr.high) if expr.high is not None else (lambda rows: (np.inf, False))
+        low = compile_vector(expr.low) if expr.low is not None else (lambda rows: (-np.inf, False, False))
+        high = compile_vector(expr.high) if expr.high is not None else (lambda rows: (np.inf, False, False))
         return _chain(low, compile_vector(expr.operand), high, expr.negated)
     if isinstance(expr, ast.Between):
         return _chain(compile_vector(expr.low), compile_vector(expr.operand), compile_vector(expr.high), False)
@@ -138,11 +144,15 @@ def _attribute(name: str) -> VectorEvaluator:
     def read(rows: Rows) -> Vector:
         column = rows.column(name)
         if column is None:
-            return np.zeros(rows.size), np.ones(rows.size, dtype=bool)
+            return np.zeros(rows.size), np.ones(rows.size, dtype=bool), False
         values = column.values
-        if values.dtype == object:  # strings: None where invalid would break comparisons
+        if column.valid.all():
+            return values, False, False
+        if values.dtype == object:  # strings: None where null would break comparisons
             values = np.where(column.valid, values, "")
-        return values, ~column.valid
+        elif values.dtype.kind == "f":  # a null double's filler is NaN: 0 keeps math quiet
+            values = np.where(column.valid, values, 0.0)
+        return values, False, ~column.valid
 
     return read
 
@@ -151,23 +161,32 @@ def _either(a: Any, b: Any) -> Any:
     return a | b if a is not False else b
 
 
-def _negate(values: Any, errors: Any) -> Vector:
-    return -_exact(values, values, "-"), errors
+def _negate(values: Any, errors: Any, nulls: Any) -> Vector:
+    return -_exact(values, values, "-"), errors, nulls
 
 
-def _not(values: Any, errors: Any) -> Vector:
-    return ~np.asarray(truthy(values)), errors
+def _not(values: Any, errors: Any, nulls: Any) -> Vector:
+    return ~np.asarray(truthy(values)), errors, nulls
 
 
 def _logic(left: VectorEvaluator, right: VectorEvaluator, conjunction: bool) -> VectorEvaluator:
+    # SQL's AND and OR: a side that is false (AND) or true (OR) decides, else unknown wins
     def evaluate(rows: Rows) -> Vector:
-        lv, le = left(rows)
-        rv, re_ = right(rows)
+        lv, le, ln = left(rows)
+        rv, re_, rn = right(rows)
         lt, rt = np.asarray(truthy(lv)), np.asarray(truthy(rv))
-        # the right side runs only where Python's short circuit reaches it
-        reached = lt if conjunction else ~lt
+        ln, rn = np.asarray(ln, dtype=bool), np.asarray(rn, dtype=bool)
+        if conjunction:
+            decided = (~lt & ~ln) | (~rt & ~rn)  # a false side
+            value = lt & rt
+        else:
+            decided = (lt & ~ln) | (rt & ~rn)  # a true side
+            value = lt | rt
+        nulls = (ln | rn) & ~decided
+        # the right side runs only where the left does not decide alone
+        reached = ~(~lt & ~ln) if conjunction else ~(lt & ~ln)
         errors = _either(le, reached & re_) if re_ is not False else le
-        return (lt & rt if conjunction else lt | rt), errors
+        return value, errors, nulls if nulls.any() else False
 
     return evaluate
 
@@ -193,20 +212,29 @@ def _exact(a: Any, b: Any, op: str) -> Any:
     return a.astype(object) if bound >= _SAFE_INT else a
 
 
+def _nulls(a: Any, b: Any) -> Any:
+    return _either(a, b) if b is not False else a
+
+
+def _not_null(mask: Any, nulls: Any) -> Any:
+    """``mask`` where no operand is null: an operation on a null raises nothing."""
+    return mask if nulls is False else mask & ~nulls
+
+
 def _arithmetic(left: VectorEvaluator, right: VectorEvaluator, op: str) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
-        lv, le = left(rows)
-        rv, re_ = right(rows)
-        errors = _either(le, re_)
+        lv, le, ln = left(rows)
+        rv, re_, rn = right(rows)
+        errors, nulls = _either(le, re_), _nulls(ln, rn)
         if op in "+-*":
             lv, rv = _exact(lv, rv, op), _exact(rv, lv, op)
             with np.errstate(all="ignore"):  # inf - inf is NaN, as in Python
-                return (lv + rv if op == "+" else lv - rv if op == "-" else lv * rv), errors
+                return (lv + rv if op == "+" else lv - rv if op == "-" else lv * rv), errors, nulls
         zero = np.asarray(rv == 0)
         divisor = np.where(zero, 1, rv)
         if op == "/":
             with np.errstate(all="ignore"):
-                return np.true_divide(lv, divisor), _either(errors, zero)
+                return np.true_divide(lv, divisor), _either(errors, _not_null(zero, nulls)), nulls
         # % truncates toward zero through floats, as math.fmod does; fmod of
         # an infinity is a domain error there too
         as_float = np.asarray(lv, dtype=float)
@@ -215,55 +243,59 @@ def _arithmetic(left: VectorEvaluator, right: VectorEvaluator, op: str) -> Vecto
             remainder = np.fmod(np.where(bad, 0.0, as_float), np.asarray(divisor, dtype=float))
         if _is_int(lv) and _is_int(rv):
             remainder = remainder.astype(np.int64)
-        return remainder, _either(errors, bad)
+        return remainder, _either(errors, _not_null(bad, nulls)), nulls
 
     return evaluate
 
 
 def _comparison(left: VectorEvaluator, right: VectorEvaluator, compare: Callable[[Any, Any], Any]) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
-        lv, le = left(rows)
-        rv, re_ = right(rows)
+        lv, le, ln = left(rows)
+        rv, re_, rn = right(rows)
         with np.errstate(all="ignore"):
-            return np.asarray(compare(lv, rv), dtype=bool), _either(le, re_)
+            return np.asarray(compare(lv, rv), dtype=bool), _either(le, re_), _nulls(ln, rn)
 
     return evaluate
 
 
 def _in_set(operand: VectorEvaluator, items: list[VectorEvaluator], negated: bool) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
-        values, errors = operand(rows)
+        values, errors, nulls = operand(rows)
         found: Any = False
-        for item in items:  # literals: they raise nothing
+        for item in items:  # literals: they raise nothing and are never null
             found = found | np.asarray(values == item(rows)[0], dtype=bool)
-        return np.asarray(found, dtype=bool) != negated, errors
+        return np.asarray(found, dtype=bool) != negated, errors, nulls
 
     return evaluate
 
 
 def _chain(low: VectorEvaluator, operand: VectorEvaluator, high: VectorEvaluator, negated: bool) -> VectorEvaluator:
-    # low <= x <= high: Python evaluates high only where low <= x held
+    # low <= x <= high, SQL's AND of the two tests: high is read unless low <= x is false
     def evaluate(rows: Rows) -> Vector:
-        lv, le = low(rows)
-        ov, oe = operand(rows)
-        hv, he = high(rows)
+        lv, le, ln = low(rows)
+        ov, oe, on = operand(rows)
+        hv, he, hn = high(rows)
         with np.errstate(all="ignore"):
             above = np.asarray(lv <= ov, dtype=bool)
             below = np.asarray(ov <= hv, dtype=bool)
+        above_null = np.asarray(_nulls(ln, on), dtype=bool)
+        below_null = np.asarray(_nulls(on, hn), dtype=bool)
         errors = _either(le, oe)
         if he is not False:
-            errors = _either(errors, above & he)
-        return (above & below) != negated, errors
+            errors = _either(errors, (above | above_null) & he)
+        decided = (~above & ~above_null) | (~below & ~below_null)
+        nulls = (above_null | below_null) & ~decided
+        return (above & below) != negated, errors, nulls if nulls.any() else False
 
     return evaluate
 
 
 def _like(operand: VectorEvaluator, pattern: str) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
-        values, errors = operand(rows)
+        values, errors, nulls = operand(rows)
         strings = pa.array(np.broadcast_to(values, (rows.size,)).tolist(), type=pa.string())
         found = compute.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
-        return found.astype(bool), errors
+        return found.astype(bool), errors, nulls
 
     return evaluate
 
@@ -273,13 +305,13 @@ def _call(operand: VectorEvaluator, function: str) -> VectorEvaluator:
         raise TypeError(f"not a function this evaluator knows: {function}")
 
     def evaluate(rows: Rows) -> Vector:
-        values, errors = operand(rows)
+        values, errors, nulls = operand(rows)
         if function == "abs":
-            return np.abs(values), errors
+            return np.abs(values), errors, nulls
         x = np.asarray(values, dtype=float)
         outside = _DOMAIN[function](x)
         with np.errstate(all="ignore"):
-            return _FUNCTIONS[function](np.where(outside, 0.0, x)), _either(errors, outside)
+            return _FUNCTIONS[function](np.where(outside, 0.0, x)), _either(errors, _not_null(outside, nulls)), nulls
 
     return evaluate
 

@@ -46,7 +46,7 @@ IDENTITY = {"sum": (0, 0), "count": (0, 0), "min": (_INF, _INF), "max": (-_INF, 
 Interval = tuple[float, float]
 #: Per term, the lowest and the highest value: (lows, highs).
 Summary = tuple[tuple[float, ...], tuple[float, ...]]
-#: Per event: the values of the group's stored attributes (None: absent).
+#: Per event: the values of the group's stored attributes (None: null).
 Values = tuple[Any, ...]
 
 
@@ -261,10 +261,7 @@ class ExactCondition:
         return bool(self.evaluate((env, {})))
 
     def _read(self, values: Values, attribute: str) -> Any:
-        value = values[self.columns[attribute]]
-        if value is None:
-            raise OutOfDomain()
-        return value
+        return values[self.columns[attribute]]  # None: null (the checker made sure the type declares it)
 
     def _leaf(self, expr: ast.Expr) -> _Exact | None:
         """What reads events: attributes, ``x[...]`` and aggregates; the
@@ -287,7 +284,19 @@ class ExactCondition:
             return ref
         if isinstance(expr, ast.VariableFilter):
             var, inner = expr.variable, compile_condition(expr.condition, self._leaf)
-            return lambda ctx: all(bool(inner((ctx[0], {**ctx[1], var: e, "": e}))) for e in ctx[0].get(var, []))
+
+            def every(ctx: _Context) -> bool | None:
+                # SQL's AND over x's events: false if one is false, else unknown if one is
+                truth: bool | None = True
+                for e in ctx[0].get(var, []):
+                    value = inner((ctx[0], {**ctx[1], var: e, "": e}))
+                    if value is None:
+                        truth = None
+                    elif not value:
+                        return False
+                return truth
+
+            return every
         if isinstance(expr, ast.Call) and expr.function.lower() in AGGREGATES:
             return self._aggregate(expr)
         return None
@@ -302,17 +311,18 @@ class ExactCondition:
 
         def aggregate(ctx: _Context) -> Any:
             values = [read(e, attribute) for e in ctx[0].get(var, [])]
+            if fn in ("first", "last"):  # the first (last) event's value, null or not
+                if not values:
+                    raise OutOfDomain()
+                return values[0] if fn == "first" else values[-1]
+            values = [v for v in values if v is not None]  # aggregates skip nulls, as in SQL
             if fn == "sum":
                 return sum(values)
             if not values:
                 raise OutOfDomain()
             if fn == "avg":
                 return sum(values) / len(values)
-            if fn == "min":
-                return min(values)
-            if fn == "max":
-                return max(values)
-            return values[0] if fn == "first" else values[-1]
+            return min(values) if fn == "min" else max(values)
 
         return aggregate
 
@@ -430,7 +440,9 @@ class Summaries:
                 mine: Interval = (1, 1)
             elif own == "value" and values[column] is not None:
                 mine = (values[column], values[column])
-            else:
+            elif own == "value" and kind != "env":
+                mine = IDENTITY[kind]  # sum, min and max skip a null, as their exact values do
+            else:  # unknown: a null read as a plain value, first or last makes its comparisons unknown
                 mine = (-_INF, _INF)
             los[i], his[i] = join_sequence(kind, mine, base)
         return tuple(los), tuple(his)

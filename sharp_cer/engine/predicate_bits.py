@@ -5,7 +5,9 @@ once (``engine.column_conditions``): a type atom is a comparison of type codes; 
 condition atom is evaluated with numpy on the rows of its own type only. A
 condition whose math is out of its domain (``asin(2)``, ``sqrt(-1)``,
 division by zero) is false and counted; so is one that reads an attribute the
-event does not have. Should numpy ever refuse a condition, its rows are
+event's type lacks. A null attribute is read with SQL's three-valued logic
+(the reference evaluator's rule 6): the condition holds only where it is
+true, never where it is unknown. Should numpy ever refuse a condition, its rows are
 evaluated one by one by the scalar evaluator below, with the same meaning.
 
 >>> from sharp_cer.language import Schema, parse_and_check
@@ -125,9 +127,9 @@ class PredicateBits:
     def _holds(self, vector: VectorEvaluator | None, scalar: Evaluator, rows: Rows) -> npt.NDArray[np.bool_]:
         if vector is not None:
             try:
-                values, errors = vector(rows)
+                values, errors, nulls = vector(rows)
                 errors = np.broadcast_to(np.asarray(errors, dtype=bool), (rows.size,))
-                found = holds(values, errors, rows.size)
+                found = holds(values, errors, rows.size, nulls)
             except (TypeError, ValueError, ArithmeticError, LookupError, NotImplementedError):
                 pass  # numpy refused: the scalar evaluator decides, row by row
             else:
@@ -141,9 +143,9 @@ class PredicateBits:
 
             def get(attribute: str, i: int = i) -> Any:
                 column = columns.get(attribute)
-                if column is None or not column[1][i]:
+                if column is None:
                     raise OutOfDomain()
-                return column[0][i]
+                return column[0][i] if column[1][i] else None  # the type declares it: not valid is null
 
             try:
                 found[i] = bool(scalar(get))
@@ -178,43 +180,90 @@ def compile_condition(expr: ast.Expr, leaf: Callable[[ast.Expr], Evaluator | Non
     if isinstance(expr, ast.AttributeRef):
         name = expr.attribute
         return lambda get: get(name)
+    # Nulls (None) follow SQL's three-valued logic, as the reference evaluator's rule 6 says:
+    # None is also the truth value unknown, which holds nowhere (``bool(None)`` is False)
     if isinstance(expr, ast.Negate):
         operand = sub(expr.operand)
-        return lambda ctx: -operand(ctx)
+        return lambda ctx: _null_or(operand(ctx), lambda x: -x)
     if isinstance(expr, ast.Not):
         operand = sub(expr.operand)
-        return lambda ctx: not operand(ctx)
+        return lambda ctx: _null_or(_truth(operand(ctx)), lambda x: not x)
     if isinstance(expr, ast.And):
         left, right = sub(expr.left), sub(expr.right)
-        return lambda ctx: bool(left(ctx)) and bool(right(ctx))
+        return lambda ctx: (lambda a: False if a is False else and3(a, _truth(right(ctx))))(_truth(left(ctx)))
     if isinstance(expr, ast.Or):
         left, right = sub(expr.left), sub(expr.right)
-        return lambda ctx: bool(left(ctx)) or bool(right(ctx))
+        return lambda ctx: (lambda a: True if a is True else or3(a, _truth(right(ctx))))(_truth(left(ctx)))
     if isinstance(expr, ast.Arithmetic):
         left, right, arith = sub(expr.left), sub(expr.right), _ARITHMETIC[expr.op]
-        return lambda ctx: arith(left(ctx), right(ctx))
+        return lambda ctx: _both(left(ctx), right(ctx), arith)
     if isinstance(expr, ast.Comparison):
         left, right, compare = sub(expr.left), sub(expr.right), _COMPARE[expr.op]
-        return lambda ctx: compare(left(ctx), right(ctx))
+        return lambda ctx: _both(left(ctx), right(ctx), compare)
     if isinstance(expr, ast.InSet):
         operand, negated = sub(expr.operand), expr.negated
         items = [sub(v) for v in expr.values]
-        return lambda ctx: (lambda x: any(x == item(ctx) for item in items))(operand(ctx)) != negated
+        return lambda ctx: _null_or(operand(ctx), lambda x: any(x == item(ctx) for item in items) != negated)
     if isinstance(expr, ast.InInterval):
         operand, negated = sub(expr.operand), expr.negated
         low = sub(expr.low) if expr.low is not None else (lambda ctx: -math.inf)
         high = sub(expr.high) if expr.high is not None else (lambda ctx: math.inf)
-        return lambda ctx: (low(ctx) <= operand(ctx) <= high(ctx)) != negated
+        inside = _chain(low, operand, high)
+        return lambda ctx: _null_or(inside(ctx), lambda x: x != negated)
     if isinstance(expr, ast.Between):
-        operand, low, high = sub(expr.operand), sub(expr.low), sub(expr.high)
-        return lambda ctx: low(ctx) <= operand(ctx) <= high(ctx)
+        return _chain(sub(expr.low), sub(expr.operand), sub(expr.high))
     if isinstance(expr, ast.Like):
         operand, pattern = sub(expr.operand), re.compile(expr.pattern)
-        return lambda ctx: pattern.search(operand(ctx)) is not None
+        return lambda ctx: _null_or(operand(ctx), lambda x: pattern.search(x) is not None)
     if isinstance(expr, ast.Call):
         operand, function = sub(expr.args[0]), _MATH[expr.function.lower()]
-        return lambda ctx: function(operand(ctx))
+        return lambda ctx: _null_or(operand(ctx), function)
     raise TypeError(f"not a condition this evaluator knows: {expr!r}")
+
+
+def _truth(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def and3(a: bool | None, b: bool | None) -> bool | None:
+    """SQL's AND of two truth values, None being unknown.
+
+    >>> and3(True, None), and3(False, None), and3(True, True)
+    (None, False, True)
+    """
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def or3(a: bool | None, b: bool | None) -> bool | None:
+    """SQL's OR of two truth values, None being unknown.
+
+    >>> or3(True, None), or3(False, None), or3(False, False)
+    (True, None, False)
+    """
+    if a is True or b is True:
+        return True
+    return None if a is None or b is None else False
+
+
+def _null_or(value: Any, f: Callable[[Any], Any]) -> Any:
+    return None if value is None else f(value)
+
+
+def _both(left: Any, right: Any, f: Callable[[Any, Any], Any]) -> Any:
+    return None if left is None or right is None else f(left, right)
+
+
+def _chain(low: Evaluator, operand: Evaluator, high: Evaluator) -> Evaluator:
+    """``low <= x <= high``: high is read unless ``low <= x`` is false."""
+
+    def evaluate(ctx: Any) -> Any:
+        lo, x = low(ctx), operand(ctx)
+        above = _both(lo, x, _COMPARE["<="])
+        return False if above is False else and3(above, _both(x, high(ctx), _COMPARE["<="]))
+
+    return evaluate
 
 
 def _checked_math(function: Callable[[float], float]) -> Callable[[Any], Any]:

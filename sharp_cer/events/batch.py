@@ -4,8 +4,9 @@ A batch holds the accepted events of one load in input order: their
 positions (0-based data rows of the input, so a dead-lettered row leaves a
 gap), their type codes, and one :class:`Column` per attribute name of the
 schema. A column's ``valid`` mask is False exactly where the event's type
-does not declare the attribute (accepted events have every declared
-attribute); the value there is a filler (0, NaN, False or None).
+does not declare the attribute or the event holds null in it (accepted
+events have every declared attribute, perhaps null, and never a null
+primary time); the value there is a filler (0, NaN, False or None).
 
 >>> import numpy as np
 >>> from sharp_cer.language import Schema

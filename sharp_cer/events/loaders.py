@@ -15,8 +15,13 @@ primary time of the events accepted before it is dead-lettered as ``late``
 first bad row raises :class:`EventsError` instead. Nothing is dropped:
 ``report.accepted + len(report.dead_letters) == report.read``.
 
-Values: NA, null, NaN and an empty CSV field mean "no value" (so a declared
-attribute holding one is missing, for strings too); text is accepted for any
+Values: NA, null, NaN and an empty CSV field mean null. A declared attribute
+that is there and null (a JSON ``null``, an empty CSV field, a null in a
+table's column, for strings too) is null in the event: its column's ``valid``
+mask is False there, and conditions read it with SQL's three-valued logic
+(see ``sharp_cer.reference``, rule 6). A declared attribute that is not there
+at all (a JSON key, or a table column, left out) is ``missing_attribute``, and
+so is a null primary time: an event needs its time. Text is accepted for any
 type when it spells a value of it (``int``: ``[+-]digits`` in int64 range;
 ``double``: a decimal or scientific number, ``inf``; ``bool``: ``true``,
 ``false``, ``1``, ``0`` in any case; ``primary_time``: int64 nanoseconds or an
@@ -319,8 +324,8 @@ def load_parquet(
     ...     path = pathlib.Path(tmp) / "e.parquet"
     ...     pd.DataFrame({"type": ["A", "A"], "x": [1.5, None]}).to_parquet(path)
     ...     batch, report = load_parquet(path, s)
-    >>> batch.columns["x"].to_list(), report.dead_letters[0].reason
-    ([1.5], "missing attribute 'x' of A: expected a double, found null")
+    >>> batch.columns["x"].to_list(), report.dead_letters
+    ([1.5, None], [])
     """
     chunks = iter_parquet(path, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
     return collect(chunks, str(path))
@@ -380,7 +385,7 @@ def load_pandas(
 ) -> tuple[EventBatch, LoadReport]:
     """Load a DataFrame with a ``type`` column and attribute columns (other
     columns and the index are ignored); NA in an attribute the row's type
-    does not declare is expected, NA in a declared one is a missing value.
+    does not declare is expected, NA in a declared one is a null.
 
     >>> import pandas as pd
     >>> from sharp_cer.language import Schema
@@ -608,9 +613,10 @@ def _read_jsonl_block(
     """A block of JSON lines read by pyarrow, when that reads it as the
     line-by-line reader would: every non-blank line one object, every row
     with a type and every attribute its type declares (pyarrow makes no
-    difference between a null and an absent key), attribute columns of
-    plain JSON types (no timestamps inferred from strings, no ints turned
-    floats beside an int attribute); else None."""
+    difference between a null and an absent key: where a declared
+    attribute is null, its line must show the key with ``null``), attribute
+    columns of plain JSON types (no timestamps inferred from strings, no
+    ints turned floats beside an int attribute); else None."""
     import pyarrow.json as pj
 
     if not block.strip(_BLANK.encode()) or not plain_utf8(block):  # else pyarrow lets bad keys through
@@ -634,6 +640,7 @@ def _read_jsonl_block(
     if types.type != pa.string() or types.null_count:
         return None
     codes = to_numpy(compute.index_in(types, value_set=strings([e.name for e in etypes])), -1)
+    found_nulls = False
     for code, event in enumerate(etypes):
         rows_of_type = codes == code
         if not rows_of_type.any():
@@ -644,8 +651,13 @@ def _read_jsonl_block(
                 return None
             if kind in ("int", "primary_time") and column.type == pa.float64():
                 return None
-            if column.null_count and nulls(column)[rows_of_type].any():
-                return None
+            null = nulls(column) & rows_of_type if column.null_count else None
+            if null is not None and null.any():
+                if not _null_keys(attr, null, block, starts, stops, rows):
+                    return None
+                found_nulls = True
+    if found_nulls and not all(c.type in _PLAIN_JSON for c in columns.values()):
+        return None  # a nested object could hold the key that _null_keys found
 
     def text(i: int) -> str:
         line = int(rows[i])
@@ -660,6 +672,26 @@ def _read_jsonl_block(
         raw=text,
     )
     return raw, len(starts) - len(rows)
+
+
+def _null_keys(
+    attr: str,
+    null: _Mask,
+    block: bytes,
+    starts: npt.NDArray[np.intp],
+    stops: npt.NDArray[np.intp],
+    rows: npt.NDArray[np.intp],
+) -> bool:
+    """Whether the line of every ``null`` row holds ``"attr": null`` (so its
+    null is there, not an absent key). In valid JSON without nested objects
+    a quoted name followed by a colon is a key; a name JSON would escape
+    never matches, and the caller falls back to reading line by line."""
+    pattern = re.compile(b'"' + re.escape(attr.encode()) + rb'"\s*:\s*null\b')
+    for i in np.flatnonzero(null).tolist():
+        line = int(rows[i])
+        if pattern.search(block, int(starts[line]), int(stops[line])) is None:
+            return False
+    return True
 
 
 def _read_jsonl(data: bytes, name: str, kinds: dict[str, str], first_line: int = 1) -> tuple[_Raw, int]:
@@ -1091,7 +1123,9 @@ def _judge(
     bad |= codes < 0
 
     converted = _convert_all(raw, kinds, n)
-    failed = {attr: ~c.ok for attr, c in converted.items()}
+    # a value that is present and null is a null (not for a primary time: an event needs its time)
+    nulled = {attr: _present(raw, attr, c.null) for attr, c in converted.items() if kinds[attr] != "primary_time"}
+    failed = {attr: ~c.ok & ~nulled[attr] if attr in nulled else ~c.ok for attr, c in converted.items()}
     failing = {attr: bool(f.any()) for attr, f in failed.items()}
     times = np.zeros(n, dtype=np.int64)
     timed = np.zeros(n, dtype=np.bool_)
@@ -1137,11 +1171,23 @@ def _judge(
         valid = np.ones(len(keep), dtype=np.bool_) if declares.all() else declares[kept_codes]
         # converted values are this batch's own: taken whole when every row stays
         values = converted[attr].values if everyone else converted[attr].values[keep]
-        if not declares.all():
+        null = nulled.get(attr)
+        if null is not None and null.any():
+            valid = valid & ~(null if everyone else null[keep])
+        if not valid.all():
             values = np.where(valid, values, FILLER[kind])
         columns[attr] = Column(kind, values, valid)
     batch = EventBatch(etypes, keep.astype(np.int64) + start, kept_codes, columns)
     return batch, LoadReport(raw.name, n, len(keep), letters, skipped)
+
+
+def _present(raw: _Raw, attr: str, null: _Mask) -> _Mask:
+    """The rows where ``attr`` is there and null (an absent JSON key or table
+    column is missing, not null)."""
+    if attr not in raw.columns:
+        return np.zeros(raw.n, dtype=np.bool_)
+    absent = raw.absent.get(attr)
+    return null if absent is None else null & ~absent
 
 
 def _show(value: Any) -> str:

@@ -310,11 +310,13 @@ def normal_form(condition: ast.Expr) -> tuple[ast.Expr, ...]:
       ``x NOT IN {1}``) and another NOT;
     - a bool attribute is tested with ``=`` (``ok != true`` is ``ok = false``).
 
-    Each rule keeps every event's truth value, nulls included: an atom that
-    reads a null (or missing) attribute is false whatever operators are
-    around it (an attribute read raises, and the raise makes the whole atom
-    false), and a stored value is never NaN (loaders read NaN as null), so
-    ``x >= 10`` and ``NOT (x < 10)`` differ on no event. NOT is not pushed
+    Each rule keeps every event's truth value, nulls included: conditions
+    read nulls with SQL's three-valued logic (the reference evaluator's rule
+    6), where a comparison or set test reading a null is unknown and NOT
+    unknown is unknown, so ``x >= 10`` and ``NOT (x < 10)`` are both unknown
+    on a null x (and an atom holds only where it is true); AND splits into
+    atoms exactly because Kleene's AND is true only when both sides are; and a
+    stored value is never NaN (loaders read NaN as null). NOT is not pushed
     through arithmetic (``NOT (x - y < 1)``), where infinities can make NaN.
     Out-of-domain counts may differ: a split conjunction counts each atom's.
 
@@ -345,7 +347,7 @@ def normal_form(condition: ast.Expr) -> tuple[ast.Expr, ...]:
 def _tidy(condition: ast.Expr) -> ast.Expr:
     """A bool attribute tested with ``!=`` tested with ``=`` instead
     (``ok != true`` is ``ok = false``: the checker compares bools with bools
-    only, and a null is false either way).
+    only, and a null is unknown either way).
 
     >>> from sharp_cer.language import printer
     >>> printer.expr(_tidy(ast.Comparison("!=", ast.AttributeRef(None, "ok"), ast.BoolLiteral(True))))
