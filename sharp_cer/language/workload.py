@@ -32,12 +32,9 @@ A workload file looks like this (see ``configs/`` for complete ones)::
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import hashlib
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -45,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from sharp_cer.errors import LanguageError, kind_of
 
 from .checker import CheckedQuery, parse_and_check
+from .collector import collector_paused
 from .diagnostics import (
     ContradictoryOptionsError,
     LanguageErrors,
@@ -365,7 +363,7 @@ def parse_workload(
             f"parse_workload takes the workload's TOML text, found {kind_of(text)}\n"
             "  hint: load_workload(path) reads a workload file"
         )
-    with _collector_paused():
+    with collector_paused():
         return _parse_workload(text, name, base, path)
 
 
@@ -463,26 +461,6 @@ def _parse_workload(text: str, name: str, base: Path | None, path: Path | None) 
         path=path,
         capacity=float(capacity) if capacity is not None else None,
     )
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a workload loads.
-
-    The TOML's tables and each query's AST, checked form and source (~100
-    objects a query) stay alive, and the collector's passes walk the live
-    objects again and again: a quarter of the CPU time of loading 10,000
-    queries (10.9 s -> 8.1 s, benchmarks/bench_workload_load.py). Nothing
-    built here needs collecting mid-load; the collector resumes (if it was
-    on) when the load ends, errors or not.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _unknown_keys(

@@ -39,18 +39,17 @@ Comparison(op='>', left=AttributeRef(variable=None, attribute='x'), right=Number
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import gc
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sharp_cer.errors import PlanError
 from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
+from sharp_cer.language.collector import collector_paused
 
 from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
 from .plan import WHOLE, CrossFilter, Plan, QueryGroup, QueryPlan, prefix_query, window_kind
@@ -76,21 +75,6 @@ class _Context:
     conditions: tuple[_Condition, ...] = ()
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Planning allocates many small objects and frees them by reference
-    counting; the cyclic collector, run every few hundred allocations over
-    every live object (thousands of syntax trees), took 40% of planning
-    10,000 queries. It is paused while a plan is built."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool = False) -> Plan:
     """Compile named checked queries into one plan.
 
@@ -113,7 +97,7 @@ def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool 
     >>> [g.queries for g in plan.groups]
     [(0, 1), (2,), (3,)]
     """
-    with _collector_paused():
+    with collector_paused():
         return _compile(queries, counting)
 
 
