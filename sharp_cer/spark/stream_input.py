@@ -136,14 +136,15 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
     table), each event as a line of JSON; each row keeps its ``order``
     values and its place in the task (``__part``, ``__local``), which stage 1
     sorts a micro-batch by. No file: ``__file`` is null, a dead letter's
-    line is its row in the task, from 1.
+    line is its row in the task, from 1. A null attribute is a null; a null
+    time is a dead letter.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
-    >>> rows = pa.record_batch({"type": ["A", "A", "A"], "x": [1, None, 3], "t": [10, 11, 12], ARRIVED: [5] * 3,
+    >>> rows = pa.record_batch({"type": ["A", "A", "A"], "x": [1, 2, None], "t": [10, None, 12], ARRIVED: [5] * 3,
     ...                         "__order0": [2, 1, 0]})
     >>> out = pa.Table.from_batches(parse_rows(LoadSpec(s, "table", 0), ["__order0"], iter([rows]))).to_pylist()
     >>> [(r[ROW_KIND], r[LOCAL], r["__order0"], r[TEXT]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
-    [('event', 0, 2, '{"type": "A", "x": 1, "t": 10}'), ('event', 2, 0, '{"type": "A", "x": 3, "t": 12}'),
+    [('event', 0, 2, '{"type": "A", "x": 1, "t": 10}'), ('event', 2, 0, '{"type": "A", "x": null, "t": 12}'),
      ('dead', 1, 1, None)]
     """
     by_name = {e.name: e for e in spec.schema.event_types()}
