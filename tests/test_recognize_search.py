@@ -5,6 +5,9 @@ and rows; and the thread-list matcher, pruned by the sets, likewise."""
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_recognize_matcher import VARIABLES, _patterns
@@ -12,7 +15,7 @@ from test_recognize_matcher import VARIABLES, _patterns
 from sharp_cer.recognize import nodes
 from sharp_cer.recognize.brute_force import reference_match
 from sharp_cer.recognize.clause_parser import parse_clause
-from sharp_cer.recognize.matcher import first_match
+from sharp_cer.recognize.matcher import Found, first_match
 from sharp_cer.recognize.program import compile_pattern
 from sharp_cer.recognize.search import Automaton, build_automaton
 
@@ -93,3 +96,49 @@ def test_counter_free_sets_keep_every_match(pattern: nodes.Pattern, table: list[
         expected = reference_match(pattern, VARIABLES, start, len(table), condition)
         pruned = first_match(program, start, len(table), condition, labels_matter=False, alive=automaton.alive(sets))
         assert pruned == expected
+
+
+def test_empty_iteration_of_an_outer_star_is_no_iteration() -> None:
+    """Hand-computed: in ``(A*?)*`` an outer iteration past the minimum must
+    match a row, so over two A rows the preferred way is one A per outer
+    iteration (the inner lazy star would rather match nothing, which is no
+    iteration). Taking the inner loop's state for a new outer iteration's,
+    as the matchers once did, stopped after one row."""
+    pattern = parse_clause("MATCH_RECOGNIZE (PATTERN ((A*?)*))").pattern
+    program = compile_pattern(pattern, ["A"])
+    automaton = build_automaton(program)
+    sets = automaton.completable([0b1, 0b1])
+
+    def condition(var: int, labels: tuple[int, ...], row: int) -> bool:
+        return True
+
+    expected = Found(end=2, labels=(0, 0), excluded=())
+    assert reference_match(pattern, ["A"], 0, 2, condition) == expected
+    assert first_match(program, 0, 2, condition, labels_matter=True) == expected
+    assert automaton.walk(sets, 0, 2) == expected
+
+
+NULLABLE_BODIES = ["(A*?)*", "(A*)*", "(A*?)+", "(A?)*", "(A*?|B)*", "((A*?) B?)*", "(A*?){2,}", "(A*?)*?"]
+NULLABLE_BODIES += ["((A*?)*)*", "(A*? B*?)*", "(A|())*", "(()|A)*", "(A?? B??)+", "(^ A*?)*", "(A*? $)+"]
+
+
+@pytest.mark.parametrize("text", NULLABLE_BODIES)
+def test_nullable_loop_bodies_agree_with_the_reference_on_every_small_table(text: str) -> None:
+    """Every table of up to three rows over A/B: the three matchers find the
+    reference's preferred match (random patterns rarely nest a nullable body)."""
+    pattern = parse_clause(f"MATCH_RECOGNIZE (PATTERN ({text}))").pattern
+    program = compile_pattern(pattern, ["A", "B"])
+    automaton = build_automaton(program)
+    for size in range(4):
+        for table in itertools.product([(True, False), (False, True), (True, True)], repeat=size):
+
+            def condition(
+                var: int, labels: tuple[int, ...], row: int, table: tuple[tuple[bool, bool], ...] = table
+            ) -> bool:
+                return table[row][var]
+
+            sets = automaton.completable([sum(1 << i for i, holds in enumerate(row) if holds) for row in table])
+            for start in range(size + 1):
+                expected = reference_match(pattern, ["A", "B"], start, size, condition)
+                assert first_match(program, start, size, condition, labels_matter=True) == expected
+                assert automaton.walk(sets, start, size) == expected

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from sharp_cer.language.source import Source, Span
 
 from .clause_errors import MatchError
-from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
+from .program import CHECK, COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MARK, MATCH, SPLIT, START, Program, step
 
 Condition = Callable[[int, tuple[int, ...], int], bool]
 """``condition(variable, labels, row)``: does ``row`` fit ``variable`` when the
@@ -161,8 +161,8 @@ def first_match(
         labels_matter = False
     limit = (max_threads, start, where)
     _close(
-        code,
-        (0, (0,) * program.loops, 0, (), (), history),
+        program,
+        (0, program.initial, 0, (), (), history),
         start,
         size,
         threads,
@@ -202,8 +202,8 @@ def first_match(
                         assert reads is not None
                         history = _remember(history, reads, row, variable)
                     _close(
-                        code,
-                        (pc + 1, counters, depth, grown, moved, history),
+                        program,
+                        (pc + 1, program.consumed(counters), depth, grown, moved, history),
                         row + 1,
                         size,
                         following,
@@ -231,7 +231,7 @@ def _too_many(max_threads: int, start: int, where: tuple[Source | None, Span | N
 
 
 def _close(
-    code: tuple[tuple[int, ...], ...],
+    program: Program,
     thread: Thread,
     row: int,
     size: int,
@@ -245,6 +245,7 @@ def _close(
     """Follow the non-consuming instructions from ``thread`` at ``row`` in
     preference order (depth first), appending the threads that wait on a row
     or a match to ``out``; a state already reached at this row is dropped."""
+    code = program.code
     stack = [thread]
     while stack:
         thread = stack.pop()
@@ -290,8 +291,11 @@ def _close(
             if not greedy:
                 options.reverse()
             stack.extend(reversed(options))
-        else:
-            assert op == COUNT
+        elif op == COUNT:
             _, loop, cap, head = instruction
             counted = (*counters[:loop], min(counters[loop] + 1, cap), *counters[loop + 1 :])
             stack.append((head, counted, depth, labels, excluded, history))
+        else:
+            assert op in (MARK, CHECK)
+            for after in step(instruction, counters, program.loops) or ():
+                stack.append((pc + 1, after, depth, labels, excluded, history))

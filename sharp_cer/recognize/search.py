@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .matcher import Found
-from .program import COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MATCH, SPLIT, START, Program
+from .program import CHECK, COUNT, END, EXCL_IN, EXCL_OUT, JMP, LABEL, LOOP, MARK, MATCH, SPLIT, START, Program, step
 
 MAX_STATES = 20_000
 """Numbered states at most; a pattern with more (nested counted quantifiers
@@ -60,14 +60,19 @@ class TooManyStates(Exception):
     """The pattern has more than ``MAX_STATES`` states."""
 
 
-def _children(code: tuple[tuple[int, ...], ...], state: State, abstract: bool = False) -> list[tuple[State, int]]:
+def _children(program: Program, state: State, abstract: bool = False) -> list[tuple[State, int]]:
     """Non-consuming successors in preference order, each with the row it
     needs (any, the partition's first, after its last), as ``_close`` follows
-    them. ``abstract``: counters are dropped, so a counted loop may always
-    iterate and always leave (every real path is still a path)."""
+    them. ``abstract``: counters and marks are dropped, so a counted loop may
+    always iterate and always leave, and an empty iteration always lives
+    (every real path is still a path)."""
     pc, counters, depth = state
-    instruction = code[pc]
+    instruction = program.code[pc]
     op = instruction[0]
+    if op in (MARK, CHECK):
+        if abstract:
+            return [((pc + 1, (), depth), _ALWAYS)]
+        return [((pc + 1, after, depth), _ALWAYS) for after in step(instruction, counters, program.loops) or ()]
     if abstract and op == LOOP:
         either: list[tuple[State, int]] = [((pc + 1, (), depth), _ALWAYS), ((instruction[5], (), depth), _ALWAYS)]
         return either if instruction[4] else either[::-1]
@@ -127,7 +132,7 @@ class Automaton:
         ``max_states``). ``abstract``: without counters, an over-approximation
         whose sets only prune (no walk)."""
         code = program.code
-        initial: State = (0, () if abstract else (0,) * program.loops, 0)
+        initial: State = (0, () if abstract else program.initial, 0)
         ids: dict[State, int] = {initial: 0}
         order = [initial]
         kind: list[int] = []
@@ -152,8 +157,8 @@ class Automaton:
             op = code[pc][0]
             kind.append(code[pc][1] if op == LABEL else _MATCH if op == MATCH else -1)
             excluding.append(depth > 0)
-            successor.append(number((pc + 1, counters, depth)) if op == LABEL else -1)
-            edges.append([(number(child), need) for child, need in _children(code, state, abstract)])
+            successor.append(number((pc + 1, program.consumed(counters), depth)) if op == LABEL else -1)
+            edges.append([(number(child), need) for child, need in _children(program, state, abstract)])
         back: list[list[tuple[int, int]]] = [[] for _ in order]
         for source, out in enumerate(edges):
             for target, need in out:
