@@ -202,7 +202,7 @@ def test_a_snapshot_after_changes_restores_into_the_same_versions_and_continues(
     tail = batch.take([5, 6, 7])
     assert [m.key() for m in second.feed(tail)] == [m.key() for m in first.feed(tail)]
     with pytest.raises(EngineError, match="another plan"):
-        Detector.from_workload(versions[1]).engine.restore(snapshot)
+        Detector.from_workload(versions[0]).engine.restore(snapshot)
 
 
 def test_uninterrupted_queries_are_the_reference_whole_stream() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sharp_cer._moved import old_names
@@ -22,6 +22,7 @@ from sharp_cer.language.trailing import split
 from .automaton import Automaton
 from .predicates import PredicateTable
 from .psd import SharingDegrees, prefix_graph, sharing_degrees
+from .sharing import Sharing
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -222,6 +223,19 @@ class QueryGroup:
     window: WindowKind
     automaton: Automaton
     parts: tuple[Automaton, ...] = ()
+    #: how the parts' states were shared (:class:`~sharp_cer.planner.sharing.Sharing`), and
+    #: the automaton's state of each shared state: what lets queries join the group while
+    #: it runs (``compile.change_plan``); None for a query that runs alone
+    sharing: Sharing | None = field(default=None, compare=False, repr=False)
+    classes: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    #: the cross-event filters the group's node summaries are laid out for (None: its
+    #: queries' own); a group that lost or gained queries while running keeps its layout
+    basis: tuple[CrossFilter, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[frozenset[EventSchema], tuple[str, ...], WindowKind]:
+        """What queries of one group have in common (see the class docstring)."""
+        return (self.event_types, self.partition_attributes, self.window)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
