@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.api import Detector
 from sharp_cer.errors import EngineError, SurfaceError
 from sharp_cer.language import Workload, parse_and_check, parse_workload
+from sharp_cer.planner import compile_plan
 from sharp_cer.reference import evaluate, evaluate_interval
 from tests.engine_cases import SCHEMA, shared_workloads, streams, to_batch
 
@@ -82,15 +83,48 @@ def _run(plan: list[tuple[int, dict[str, str], dict[str, str]]], rows: list[dict
             checked = parse_and_check(text, SCHEMA, name)
             expected += [m.key() for m in evaluate_interval(name, checked, batch, first, removed)]
         assert sorted(found.get(name, [])) == sorted(expected), (name, spans)
+    _check_sharing(detector, plan)
+
+
+def query_groups(detector: Detector) -> list[list[str]]:
+    """The running query groups, as the sorted names of their queries."""
+    return sorted(sorted(q.name for q in runner.queries) for runner in detector.engine.runners)
+
+
+def _check_sharing(detector: Detector, plan: list[tuple[int, dict[str, str], dict[str, str]]]) -> None:
+    """The updated detector groups its queries as the sharing planner groups
+    the last workload from scratch: never more together, and, when no query
+    of any version has a cross-event filter (a query joins a running group
+    only if its filters are ones the group's node summaries are laid out
+    for), exactly so, with as many shared states."""
+    last = plan[-1][1]
+    fresh = Detector.from_workload(workload(last))
+    got, planned = query_groups(detector), query_groups(fresh)
+    assert all(any(set(g) <= set(p) for p in planned) for g in got), (got, planned)
+    texts = sorted({t for _, version, _ in plan for t in version.values()})
+    ever = compile_plan([(f"x{i}", parse_and_check(t, SCHEMA)) for i, t in enumerate(texts)])
+    if not any(q.filters for q in ever.queries):
+        assert got == planned
+        assert detector.stats()["prefix_states"] == fresh.stats()["prefix_states"]
+
+
+def _has_cross_filter(text: str) -> bool:
+    return any(q.filters for q in compile_plan([("x", parse_and_check(text, SCHEMA))]).queries)
 
 
 @st.composite
 def changing_workloads(
-    draw: st.DrawFn,
+    draw: st.DrawFn, plain: bool = False
 ) -> tuple[list[tuple[int, dict[str, str], dict[str, str]]], list[dict[str, Any]]]:
     """A stream and a plan of workloads: at each cut, queries are added,
-    removed, replaced, renamed or moved to another tenant."""
+    removed, replaced, renamed or moved to another tenant. The texts start
+    alike (``shared_workloads``), with renamed copies; ``plain``: none has
+    a cross-event filter, so every addition of a running group's key joins
+    it."""
     pool = draw(shared_workloads(min_size=3, max_size=6))
+    if plain:
+        pool = [t for t in pool if not _has_cross_filter(t)]
+        assume(len(pool) >= 2)
     pool += [renamed(t) for t in pool]
     rows = draw(streams(max_size=14))
     cuts = sorted(set(draw(st.lists(st.integers(0, len(rows)), min_size=1, max_size=3))))
@@ -123,6 +157,19 @@ def test_every_query_matches_the_reference_over_its_own_interval(case: Any) -> N
     _run(plan, rows)
 
 
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+@given(changing_workloads(plain=True))
+def test_added_queries_join_the_running_groups_and_match_by_the_rule(case: Any) -> None:
+    # without cross-event filters an added query always joins the running group of its
+    # key: the updated detector's groups and shared states are those of a fresh plan
+    plan, rows = case
+    _run(plan, rows)
+
+
 SEQ = "SELECT * WHERE A AS a1 ; B AS b1 WITHIN 9 EVENTS"
 
 
@@ -140,6 +187,41 @@ def test_an_added_query_sharing_a_prefix_sees_no_partial_match_started_before_it
     assert version.describe() == "version 1 at position 2: added q"
     got = [(m.query, m.start, m.end, m.version) for m in detector.feed(batch.take([2, 3]))]
     assert got == [("p", 0, 3, 1), ("p", 1, 3, 1), ("p", 2, 3, 1), ("q", 2, 3, 1)]
+
+
+def test_an_added_query_joins_the_running_group_and_reads_none_of_its_earlier_partial_matches() -> None:
+    # Worked by hand: A B | A B D C. p = A;B;C runs with a partial match after A0 B1;
+    # q = A;B;D (other variable names) added at 2 joins p's query group, sharing the
+    # states of A and A;B. p keeps its partial matches: (0,1,5), (0,3,5), (2,3,5);
+    # q's only match is over events from 2 on: (2,3,4), never A0 or B1.
+    p = "SELECT * WHERE A AS a ; B AS b ; C AS c WITHIN 9 EVENTS"
+    q = "SELECT * WHERE A AS first ; B AS then ; D AS last WITHIN 9 EVENTS"
+    batch = to_batch(_rows("ABABDC"))
+    detector = Detector.from_workload(workload({"p": p}))
+    assert detector.feed(batch.take([0, 1])) == []
+    detector.update(workload({"p": p, "q": q}))
+    assert query_groups(detector) == [["p", "q"]]  # one group: q shares p's states
+    together = Detector.from_workload(workload({"p": p, "q": q}))
+    assert detector.stats()["prefix_states"] == together.stats()["prefix_states"] == 4  # A, A;B, A;B;C, A;B;D
+    got = sorted((m.query, m.events) for m in detector.feed(batch.take([2, 3, 4, 5])))
+    assert got == [("p", (0, 1, 5)), ("p", (0, 3, 5)), ("p", (2, 3, 5)), ("q", (2, 3, 4))]
+
+
+def test_a_removed_query_s_own_states_are_freed_and_the_shared_ones_keep_their_partial_matches() -> None:
+    # A C | B C: p = A;B;C and r = A;C;B share the state after A. After A0 C1, r has a
+    # partial match after A;C that p cannot use; removing r drops it, p keeps A0.
+    p = "SELECT * WHERE A AS a ; B AS b ; C AS c WITHIN 9 EVENTS"
+    r = "SELECT * WHERE A AS a ; C AS c ; B AS b WITHIN 9 EVENTS"
+    batch = to_batch(_rows("ACBC"))
+    detector = Detector.from_workload(workload({"p": p, "r": r}))
+    assert detector.feed(batch.take([0, 1])) == []
+    before = detector.engine.live_nodes()
+    detector.update(workload({"p": p}))
+    assert query_groups(detector) == [["p"]]
+    alone = Detector.from_workload(workload({"p": p}))
+    assert detector.stats()["prefix_states"] == alone.stats()["prefix_states"] == 3  # r's states are gone
+    assert detector.engine.live_nodes() < before  # r's partial match after A0 C1 is freed
+    assert [(m.query, m.events) for m in detector.feed(batch.take([2, 3]))] == [("p", (0, 2, 3))]
 
 
 def test_a_removed_query_frees_its_query_group_and_a_replaced_one_restarts() -> None:
