@@ -91,8 +91,8 @@ class CompiledQueryGroup:
         if group.basis is not None:
             # a group whose queries changed while it ran: its live nodes' summaries keep
             # their layout, and each query's filters are among those it is laid out for
-            basis = list(group.basis)
-            self.summaries = Summaries(basis, plan.labels, _numeric(group)) if basis else None
+            basis = [f for layer in group.basis for f in layer]
+            self.summaries = Summaries(basis, plan.labels, _numeric(group), group.basis) if basis else None
             checks = dict(zip(basis, self.summaries.checks if self.summaries else (), strict=True))
             self.checks = {q.id: [checks[f] for f in q.filters] for q in self.queries}
         else:

@@ -1032,6 +1032,26 @@ def _remapped(
     return state
 
 
+def _widen(state: QueryGroupState, terms: int) -> None:
+    """Give every live node a summary of ``terms`` terms: a group that
+    gained cross-event filters (``Engine.update``) summarizes more. The
+    nodes' own terms stay; the new ones get the interval of everything,
+    which never prunes a branch (only the joined queries read them, and
+    they never enter these nodes' branches: they started before them)."""
+    seen: set[int] = set()
+    todo = [node for partition in state.partitions.values() for ulist in partition.active.values() for node in ulist]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        lows, highs = node.summary if node.summary is not None else ((), ())
+        if len(lows) < terms:
+            missing = terms - len(lows)
+            node.summary = ((*lows, *(-_INF,) * missing), (*highs, *(_INF,) * missing))
+        todo.extend(child for child in (node.left, node.right) if child is not None)
+
+
 def _all_older(instance: Partition, horizon: float) -> bool:
     return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
 
@@ -1509,7 +1529,11 @@ class Engine:
             else:
                 assert mapped is not None
                 old = self.runners[source]
-                runner = QueryGroupRunner(self, compiled, _remapped(old.state, old.det, compiled.det, mapped))
+                state = _remapped(old.state, old.det, compiled.det, mapped)
+                was, now = old.compiled.summaries, compiled.summaries
+                if now is not None and (was is None or len(was.keys) < len(now.keys)):
+                    _widen(state, len(now.keys))
+                runner = QueryGroupRunner(self, compiled, state)
                 runner.number = old.number
                 det = compiled.det
                 det.hits, det.misses, det.evictions = old.det.hits, old.det.misses, old.det.evictions

@@ -215,10 +215,10 @@ def change_plan(
 ) -> PlanChange:
     """Remove the queries with ids ``removed`` from a running plan, and
     compile ``added`` into it, as the sharing planner would have put them:
-    an added query joins the running group of its key when it may share
-    (its cross-event filters, if any, are ones the group's node summaries
-    are laid out for), else it goes with the other added queries of its
-    key. Only the changed groups are compiled again, from the shared states
+    an added query joins the running group of its key, if there is one,
+    else it goes with the other added queries of its key. A group's node
+    summaries keep their layout: the cross-event filters it gains are a
+    new layer of its ``basis``. Only the changed groups are compiled again, from the shared states
     kept with each group (``Sharing``): their states keep their numbers, so
     each old state maps to the new states that accept exactly the same of
     the old queries' futures (see ``planner.sharing``); states that serve
@@ -255,7 +255,7 @@ def change_plan(
     by_key = {g.key: k for k, g in enumerate(plan.groups) if g.sharing is not None and not set(g.queries) <= gone}
     for query, _, key in compiled:
         k = by_key.get(key)  # type: ignore[arg-type]
-        if k is not None and set(query.filters) <= set(_basis(plan.groups[k], plan.queries)):
+        if k is not None:
             joining.setdefault(k, []).append(query.id)
         else:
             buckets.setdefault(key, []).append(query.id)
@@ -273,7 +273,7 @@ def change_plan(
                 groups.append(group)
                 maps.append(None)
             else:
-                grown, mapped = _regroup(group, kept, [(q, parts[q]) for q in more], plan.queries)
+                grown, mapped = _regroup(group, kept, [(q, parts[q]) for q in more], plans)
                 groups.append(grown)
                 maps.append(mapped)
             sources.append(k)
@@ -285,11 +285,11 @@ def change_plan(
     return PlanChange(Plan(tuple(plans), tuple(groups), table, label_list), tuple(sources), tuple(maps), joined)
 
 
-def _basis(group: QueryGroup, queries: Sequence[QueryPlan]) -> tuple[CrossFilter, ...]:
-    """The cross-event filters a group's node summaries are laid out for."""
+def _basis(group: QueryGroup, queries: Sequence[QueryPlan]) -> tuple[tuple[CrossFilter, ...], ...]:
+    """The cross-event filters a group's node summaries are laid out for, in layers."""
     if group.basis is not None:
         return group.basis
-    return tuple(f for q in group.queries for f in queries[q].filters)
+    return (tuple(f for q in group.queries for f in queries[q].filters),)
 
 
 def _regroup(
@@ -323,6 +323,9 @@ def _regroup(
         if old >= 0 and classes[shared] >= 0:  # -1: a state dropped before, or now
             targets[old].add(classes[shared])
     keep = set(kept)
+    basis = _basis(group, queries)
+    known = {f for earlier in basis for f in earlier}
+    layer = tuple(dict.fromkeys(f for q, _ in more for f in queries[q].filters if f not in known))
     grown = dataclasses.replace(
         group,
         queries=members,
@@ -330,7 +333,7 @@ def _regroup(
         parts=(*(p for q, p in zip(group.queries, group.parts, strict=True) if q in keep), *(p for _, p in more)),
         sharing=sharing,
         classes=tuple(classes),
-        basis=_basis(group, queries),
+        basis=(*basis, layer) if layer else basis,
     )
     return grown, tuple(tuple(sorted(t)) for t in targets)
 

@@ -228,9 +228,10 @@ class QueryGroup:
     #: it runs (``compile.change_plan``); None for a query that runs alone
     sharing: Sharing | None = field(default=None, compare=False, repr=False)
     classes: tuple[int, ...] = field(default=(), compare=False, repr=False)
-    #: the cross-event filters the group's node summaries are laid out for (None: its
-    #: queries' own); a group that lost or gained queries while running keeps its layout
-    basis: tuple[CrossFilter, ...] | None = field(default=None, compare=False, repr=False)
+    #: the cross-event filters the group's node summaries are laid out for, in layers in
+    #: the order the group gained them (None: its queries' own, one layer); a group that
+    #: lost or gained queries while running keeps the layout its live nodes have
+    basis: tuple[tuple[CrossFilter, ...], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[frozenset[EventSchema], tuple[str, ...], WindowKind]:
