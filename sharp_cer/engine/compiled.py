@@ -93,8 +93,11 @@ class CompiledQueryGroup:
             # their layout, and each query's filters are among those it is laid out for
             basis = [f for layer in group.basis for f in layer]
             self.summaries = Summaries(basis, plan.labels, _numeric(group), group.basis) if basis else None
-            checks = dict(zip(basis, self.summaries.checks if self.summaries else (), strict=True))
-            self.checks = {q.id: [checks[f] for f in q.filters] for q in self.queries}
+            made = self.summaries.checks if self.summaries else []
+            # each query's filter objects are in the basis (its own, or an equal one before it)
+            by_object = {id(f): check for f, check in zip(basis, made, strict=True)}
+            equal = {f: check for f, check in zip(reversed(basis), reversed(made), strict=True)}
+            self.checks = {q.id: [by_object.get(id(f)) or equal[f] for f in q.filters] for q in self.queries}
         else:
             self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
             made = iter(self.summaries.checks if self.summaries else ())  # in the order of ``filters``
@@ -142,10 +145,7 @@ class CompiledQueryGroup:
         self.floors = {q.id: floors[q.id] for q in self.queries if q.id in floors}
         classes: dict[object, int] = {}
         self.walk_class = {
-            q.id: classes.setdefault(
-                (tuple((f.tag, f.whole, f.conjuncts) for f in q.filters), self.floors.get(q.id, -1)), len(classes)
-            )
-            for q in self.queries
+            q.id: classes.setdefault((q.filters, self.floors.get(q.id, -1)), len(classes)) for q in self.queries
         }
         widest: dict[int, QueryWindow] = {}
         peers: dict[int, int] = {}

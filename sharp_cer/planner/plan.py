@@ -118,6 +118,20 @@ class CrossFilter:
     conjuncts: tuple[ast.Expr, ...]
     whole: bool = False
 
+    # hashed once: groups of many queries look filters up often (``engine.compiled``), and a
+    # syntax tree hashes deeply. Not pickled: another process hashes strings apart.
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        return hash((self.tag, self.first_tag, self.conjuncts, self.whole))
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
 
 @dataclass(frozen=True)
 class QueryPlan:
