@@ -167,7 +167,7 @@ def test_an_added_query_joins_the_running_group_and_reads_none_of_its_earlier_pa
     # q's only match is over events from 2 on: (2,3,4), never A0 or B1.
     p = "SELECT * WHERE A AS a ; B AS b ; C AS c WITHIN 9 EVENTS"
     q = "SELECT * WHERE A AS first ; B AS then ; D AS last WITHIN 9 EVENTS"
-    batch = to_batch(_rows("ABABDC"))
+    batch = to_batch(_rows("ABABDC" + "BBBBBB"))
     detector = Detector.from_workload(workload({"p": p}))
     assert detector.feed(batch.take([0, 1])) == []
     detector.update(workload({"p": p, "q": q}))
@@ -176,6 +176,9 @@ def test_an_added_query_joins_the_running_group_and_reads_none_of_its_earlier_pa
     assert detector.stats()["prefix_states"] == together.stats()["prefix_states"] == 4  # A, A;B, A;B;C, A;B;D
     got = sorted((m.query, m.events) for m in detector.feed(batch.take([2, 3, 4, 5])))
     assert got == [("p", (0, 1, 5)), ("p", (0, 3, 5)), ("p", (2, 3, 5)), ("q", (2, 3, 4))]
+    assert detector.engine.floors == {1: 2}  # q (id 1) starts no match before 2
+    detector.feed(batch.take(np.arange(6, 12)))
+    assert detector.engine.floors == {}  # at 11, every run older than 2 is out of 9-event windows
 
 
 def test_a_removed_query_s_own_states_are_freed_and_the_shared_ones_keep_their_partial_matches() -> None:

@@ -1167,6 +1167,8 @@ class Engine:
         self._numbered = len(plan.groups)  # query groups numbered so far (``update`` numbers on)
         #: per query that joined a running query group (``update``): the first start of its matches
         self.floors: dict[int, int] = {}
+        # per such query: its query group's latest window value then (``_settle_floors``)
+        self._floor_values: dict[int, float] = {}
         self._next = 0  # the position after the last event seen: where an update applies
 
     @property
@@ -1321,6 +1323,8 @@ class Engine:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
         if self.absences is not None:
             out = self._trailing(batch, out)
+        if self.floors:
+            self._settle_floors()
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
@@ -1508,6 +1512,7 @@ class Engine:
         start = self._next if position is None else position
         self.floors = {q: f for q, f in self.floors.items() if q not in ids}
         self.floors.update(dict.fromkeys(change.joined, start))
+        self._floor_values = {q: v for q, v in self._floor_values.items() if q in self.floors}
         runners = []
         for k, (source, mapped) in enumerate(zip(change.sources, change.maps, strict=True)):
             if source is not None and mapped is None:
@@ -1541,12 +1546,43 @@ class Engine:
         self.runners = runners
         self.compiled = [r.compiled for r in runners]
         self.plans.append(change.plan)
+        joined = set(change.joined)
+        for runner in runners:
+            for q in runner.queries:
+                if q.id in joined:
+                    self._floor_values[q.id] = runner.state.latest_time
         if self._bits is not None and len(change.plan.predicates) != len(self._bits.table):
             self._retired_errors += self._bits.domain_errors
             self._retired_rows += self._bits.scalar_rows
             self._bits = PredicateBits(change.plan.predicates, self._bits.event_types)
         if self.absences is not None:
             self.absences.drop(gone)
+
+    def _settle_floors(self) -> None:
+        """Forget the floors that can no longer matter: every run that
+        started before a floor is out of its query group's largest window
+        for every later event (positions: the next event is that far from
+        the floor; time: the group's latest time, less the allowed
+        lateness, is that far past the latest time seen before it), so the
+        joined query's own window keeps those starts out. Its walks are then
+        again those of the queries it shares them with."""
+        for runner in self.runners:
+            compiled = runner.compiled
+            if not compiled.floors or compiled.largest == _INF:
+                continue
+            kind = runner.group.window[0]
+            if kind == "events":
+                done = [q for q, f in compiled.floors.items() if self._next >= f + compiled.largest]
+            elif kind == "time":
+                latest = runner.state.latest_time - compiled.reach
+                done = [q for q in compiled.floors if latest > self._floor_values.get(q, _INF)]
+            else:
+                continue  # attribute windows are judged per partition
+            if done:
+                for q in done:
+                    self.floors.pop(q, None)
+                    self._floor_values.pop(q, None)
+                compiled.set_floors(self.floors)
 
     def queries(self) -> list[QueryPlan]:
         """The queries running now, in the order of their query groups (see ``update``)."""
@@ -1658,6 +1694,7 @@ class Engine:
             "domain_errors": self.domain_errors + self._bit_errors(),
             "absences": self.absences.state() if self.absences is not None else None,
             "floors": dict(self.floors),
+            "floor_values": dict(self._floor_values),
             "next": self._next,
         }
         groups = tuple(r.state.snapshot(r.det) for r in self.runners)
@@ -1685,6 +1722,7 @@ class Engine:
         if self.absences is not None and saved.get("absences") is not None:
             self.absences.restore(copy.deepcopy(saved["absences"]))
         self.floors = dict(saved.get("floors", {}))
+        self._floor_values = dict(saved.get("floor_values", {}))
         self._next = saved.get("next", self._next)
         for runner in self.runners:
             runner.compiled.set_floors(self.floors)
