@@ -347,7 +347,8 @@ class Detector:
 
         change = builder.update(workload)  # raises before anything changed
         try:
-            self.engine.update(change.queries, (*change.removed, *change.replaced), position=self._next_position)
+            if change.queries or change.removed:  # tenants, weights and bounds change here alone
+                self.engine.update(change.queries, (*change.removed, *change.replaced), position=self._next_position)
         except Exception:
             builder.workload, builder.queries = before, [(q.name, q.checked) for q in before.queries]
             builder.tenants, _ = dict(self.tenants), builder.changes.pop()
