@@ -93,10 +93,10 @@ class CompiledQueryGroup:
             # their layout, and each query's filters are among those it is laid out for
             basis = [f for layer in group.basis for f in layer]
             self.summaries = Summaries(basis, plan.labels, _numeric(group), group.basis) if basis else None
-            made = self.summaries.checks if self.summaries else []
+            checks = self.summaries.checks if self.summaries else []
             # each query's filter objects are in the basis (its own, or an equal one before it)
-            by_object = {id(f): check for f, check in zip(basis, made, strict=True)}
-            equal = {f: check for f, check in zip(reversed(basis), reversed(made), strict=True)}
+            by_object = {id(f): check for f, check in zip(basis, checks, strict=True)}
+            equal = {f: check for f, check in zip(reversed(basis), reversed(checks), strict=True)}
             self.checks = {q.id: [by_object.get(id(f)) or equal[f] for f in q.filters] for q in self.queries}
         else:
             self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None

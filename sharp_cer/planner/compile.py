@@ -252,9 +252,11 @@ def change_plan(
     gone = set(removed)
     joining: dict[int, list[int]] = {}  # old group -> added queries joining it
     buckets: dict[object, list[int]] = {}
-    by_key = {g.key: k for k, g in enumerate(plan.groups) if g.sharing is not None and not set(g.queries) <= gone}
+    by_key: dict[object, int] = {
+        g.key: k for k, g in enumerate(plan.groups) if g.sharing is not None and not set(g.queries) <= gone
+    }
     for query, _, key in compiled:
-        k = by_key.get(key)  # type: ignore[arg-type]
+        k = by_key.get(key)
         if k is not None:
             joining.setdefault(k, []).append(query.id)
         else:
