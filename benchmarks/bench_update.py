@@ -12,7 +12,14 @@ process (``time.process_time``; the machine is shared) and in wall seconds:
 - change 10 tenants in place,
 
 and, for comparison, compiling the whole 1,000-query plan again (what a
-restart would pay, before its state is lost). The workloads are parsed and
+restart would pay, before its state is lost).
+
+Many small updates (``--rounds``, default 10): a second detector of the
+same queries takes ``--changed`` new queries per round, each round followed
+by ``--after`` events; after rounds 4 and 10 the next 3 x ``--after`` events
+are timed in it and in a fresh detector of the same final workload fed the same
+stream from the start (so both hold live partial matches): an updated
+detector should cost what a fresh one does, not more per update. The workloads are parsed and
 checked before the timing (the loader's part, reported apart: a watcher
 reads the whole file). After each update the detector is fed the next
 ``--after`` events, reported as the update's first-batch cost and events per
@@ -60,16 +67,17 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--after", type=int, default=2000)
     parser.add_argument("--changed", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     n, k = args.queries, args.changed
-    texts = tenant_templates.workload(n + 2 * k, seed=1)
+    texts = tenant_templates.workload(n + (2 + args.rounds) * k, seed=1)
     (named, cpu_check, wall_check) = _timed(
         lambda: [(name, parse_and_check(t, tenant_templates.SCHEMA)) for name, t in texts]
     )
-    running, extra = named[:n], named[n : n + k]
+    running, extra, more = named[:n], named[n : n + k], named[n + 2 * k :]
     # replacements: the last k running queries under their names with another tenant's text of their template
-    swaps = {name: checked for (name, _), (_, checked) in zip(running[-k:], named[n + k :], strict=True)}
-    stream = tenant_templates.stream(args.events + 5 * args.after, seed=2)
+    swaps = {name: checked for (name, _), (_, checked) in zip(running[-k:], named[n + k : n + 2 * k], strict=True)}
+    stream = tenant_templates.stream(args.events + (6 + args.rounds + 12) * args.after, seed=2)
     first = Detector.from_workload(_workload(running))
     _, cpu_feed, _ = _timed(lambda: first.feed(stream.take(range(args.events))))
     at = args.events
@@ -103,6 +111,7 @@ def main() -> None:
             }
         )
     _, cpu_full, wall_full = _timed(lambda: compile_plan(running))
+    rounds = _rounds(args, running, more, stream)
     report = {
         "queries": n,
         "changed": k,
@@ -114,17 +123,71 @@ def main() -> None:
         "full_compile_cpu_s": cpu_full,
         "full_compile_wall_s": wall_full,
         "steps": rows,
+        "rounds": rounds,
         "load": os.getloadavg(),
     }
     print(f"{n} queries, {args.events} events fed first; load {os.getloadavg()[0]:.1f}")
-    print(f"parse+check of all {n + 2 * k} texts: {cpu_check:.2f} CPU s; full compile of {n}: {cpu_full:.3f} CPU s")
+    print(f"parse+check of all {len(texts)} texts: {cpu_check:.2f} CPU s; full compile of {n}: {cpu_full:.3f} CPU s")
     print(f"{'step':<26} {'update CPU ms':>14} {'wall ms':>9} {'groups':>7} {'next feed CPU s':>16}")
     for row in rows:
         cpu = f"{1000 * row['update_cpu_s']:.1f}" if "update_cpu_s" in row else "-"
         wall = f"{1000 * row['update_wall_s']:.1f}" if "update_wall_s" in row else "-"
         print(f"{row['step']:<26} {cpu:>14} {wall:>9} {row.get('runners', '-'):>7} {row['feed_cpu_s']:>16.3f}")
+    print(f"after rounds of {k} added queries: the next 3 x {args.after} events, CPU s (updated vs fresh detector)")
+    for row in rounds:
+        print(
+            f"  round {row['round']:>2}: updated {row['updated_feed_cpu_s']:.3f} ({row['updated_groups']} groups), "
+            f"fresh {row['fresh_feed_cpu_s']:.3f} ({row['fresh_groups']} groups), "
+            f"ratio {row['updated_feed_cpu_s'] / row['fresh_feed_cpu_s']:.2f}; "
+            f"update {1000 * row['update_cpu_s']:.1f} ms; same matches after: {row['same_matches']}"
+        )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "update.json").write_text(json.dumps(report, indent=2, default=str))
+
+
+def _rounds(args: Any, running: list[Any], more: list[Any], stream: Any) -> list[dict[str, Any]]:
+    """Many small updates against one fresh detector of the final workload
+    (see the module docstring); rows for rounds 4 and 10 (and the last)."""
+    k, after = args.changed, args.after
+    updated = Detector.from_workload(_workload(running))
+    updated.feed(stream.take(range(args.events)))
+    at = args.events
+    rows = []
+    for r in range(1, args.rounds + 1):
+        workload = _workload(running + more[: r * k])
+        _, update_cpu, _ = _timed(lambda workload=workload: updated.update(workload))
+        updated.feed(stream.take(range(at, at + after)))  # the round's events
+        at += after
+        if r not in (4, 10, args.rounds):
+            continue
+        fresh = Detector.from_workload(workload)
+        fresh.feed(stream.take(range(at)))
+        fresh_cpu = updated_cpu = 0.0
+        for turn in range(3):  # three batches, each fed to both, in turns: the machine is shared
+            timed = stream.take(range(at, at + after))
+            first, second = (fresh, updated) if turn % 2 == 0 else (updated, fresh)
+            _, one, _ = _timed(lambda first=first, timed=timed: first.feed(timed))
+            _, two, _ = _timed(lambda second=second, timed=timed: second.feed(timed))
+            fresh_cpu += one if first is fresh else two
+            updated_cpu += two if first is fresh else one
+            at += after
+        # the same matches, once the added queries' windows are past their additions
+        later = stream.take(range(at, at + after))
+        same = sorted(m.key() for m in fresh.feed(later)) == sorted(m.key() for m in updated.feed(later))
+        at += after
+        rows.append(
+            {
+                "round": r,
+                "queries": len(workload.queries),
+                "update_cpu_s": update_cpu,
+                "updated_feed_cpu_s": updated_cpu,
+                "fresh_feed_cpu_s": fresh_cpu,
+                "updated_groups": len(updated.engine.runners),
+                "fresh_groups": len(fresh.engine.runners),
+                "same_matches": same,
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
 from sharp_cer.language import CheckedQuery, Schema, Workload, parse_and_check
+from sharp_cer.language.collector import collector_paused
 from sharp_cer.language.workload_source import WorkloadSource
 from sharp_cer.planner import Plan, compile_plan
 
@@ -320,8 +321,6 @@ class Detector:
         >>> [(m.query, m.start, m.end, m.version) for m in d.feed(pd.DataFrame({"type": ["A", "B"], "x": [3, 4]}))]
         [('p', 0, 3, 1), ('p', 1, 3, 1), ('p', 2, 3, 1), ('q', 2, 3, 1)]
         """
-        import datetime
-
         if self.builder is None or self.builder.workload is None:
             raise SurfaceError(
                 "Detector.update needs a detector built from a workload\n"
@@ -340,9 +339,16 @@ class Detector:
         builder = self.builder
         before = builder.workload
         assert before is not None  # checked above
+        with collector_paused():  # it would walk every live node, for no cycle
+            return self._update(builder, before, workload)
+
+    def _update(self, builder: DetectorBuilder, before: Workload, workload: Workload) -> WorkloadVersion:
+        import datetime
+
         change = builder.update(workload)  # raises before anything changed
         try:
-            self.engine.update(change.plan, (*change.removed, *change.replaced))
+            if change.queries or change.removed:  # tenants, weights and bounds change here alone
+                self.engine.update(change.queries, (*change.removed, *change.replaced), position=self._next_position)
         except Exception:
             builder.workload, builder.queries = before, [(q.name, q.checked) for q in before.queries]
             builder.tenants, _ = dict(self.tenants), builder.changes.pop()

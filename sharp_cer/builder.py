@@ -30,6 +30,7 @@ a fraction is of each query's mean latency in an unshedded run
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,14 +48,21 @@ class WorkloadChange:
     ``added``, ``removed``, ``replaced`` (another text: a removal and an
     addition at the same position) and ``in_place`` (only tenant, weight,
     bound, shedding or sketch attributes changed: their state is untouched).
-    ``plan`` is the compiled plan of the added and replaced queries (None:
-    none), the only part compiled."""
+    ``queries`` are the added and replaced queries, the only part compiled
+    (into the running plan: ``Engine.update``); ``plan`` compiles them alone
+    (None: none), on first use."""
 
     added: tuple[str, ...]
     removed: tuple[str, ...]
     replaced: tuple[str, ...]
     in_place: tuple[str, ...]
-    plan: Plan | None = None
+    queries: tuple[tuple[str, CheckedQuery], ...] = ()
+    counting: bool = False
+
+    @functools.cached_property
+    def plan(self) -> Plan | None:
+        """The added and replaced queries compiled alone (None: none)."""
+        return compile_plan(self.queries, counting=self.counting) if self.queries else None
 
     @property
     def empty(self) -> bool:
@@ -131,9 +139,8 @@ def diff_workloads(old: Workload, new: Workload, *, counting: bool = False) -> W
     order = {name: k for k, name in enumerate(now)}
     replaced.sort(key=order.__getitem__)
     in_place.sort(key=order.__getitem__)
-    compiled = [n for n in order if n in added or n in replaced]
-    plan = compile_plan([(n, now[n].checked) for n in compiled], counting=counting) if compiled else None
-    return WorkloadChange(added, removed, tuple(replaced), tuple(in_place), plan)
+    compiled = tuple((n, now[n].checked) for n in order if n in added or n in replaced)
+    return WorkloadChange(added, removed, tuple(replaced), tuple(in_place), compiled, counting)
 
 
 def _options(query: WorkloadQuery) -> tuple[object, ...]:

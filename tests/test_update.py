@@ -82,6 +82,21 @@ def _run(plan: list[tuple[int, dict[str, str], dict[str, str]]], rows: list[dict
             checked = parse_and_check(text, SCHEMA, name)
             expected += [m.key() for m in evaluate_interval(name, checked, batch, first, removed)]
         assert sorted(found.get(name, [])) == sorted(expected), (name, spans)
+    _check_sharing(detector, plan)
+
+
+def query_groups(detector: Detector) -> list[list[str]]:
+    """The running query groups, as the sorted names of their queries."""
+    return sorted(sorted(q.name for q in runner.queries) for runner in detector.engine.runners)
+
+
+def _check_sharing(detector: Detector, plan: list[tuple[int, dict[str, str], dict[str, str]]]) -> None:
+    """The updated detector groups its queries as the sharing planner groups
+    the last workload from scratch, with as many shared states: added
+    queries joined the running groups, removed ones' states are gone."""
+    fresh = Detector.from_workload(workload(plan[-1][1]))
+    assert query_groups(detector) == query_groups(fresh)
+    assert detector.stats()["prefix_states"] == fresh.stats()["prefix_states"]
 
 
 @st.composite
@@ -89,7 +104,10 @@ def changing_workloads(
     draw: st.DrawFn,
 ) -> tuple[list[tuple[int, dict[str, str], dict[str, str]]], list[dict[str, Any]]]:
     """A stream and a plan of workloads: at each cut, queries are added,
-    removed, replaced, renamed or moved to another tenant."""
+    removed, replaced, renamed or moved to another tenant. The texts start
+    alike (``shared_workloads``: one to three prefixes, cross-event filters
+    sometimes), with renamed copies, so most additions join a running
+    query group."""
     pool = draw(shared_workloads(min_size=3, max_size=6))
     pool += [renamed(t) for t in pool]
     rows = draw(streams(max_size=14))
@@ -140,6 +158,44 @@ def test_an_added_query_sharing_a_prefix_sees_no_partial_match_started_before_it
     assert version.describe() == "version 1 at position 2: added q"
     got = [(m.query, m.start, m.end, m.version) for m in detector.feed(batch.take([2, 3]))]
     assert got == [("p", 0, 3, 1), ("p", 1, 3, 1), ("p", 2, 3, 1), ("q", 2, 3, 1)]
+
+
+def test_an_added_query_joins_the_running_group_and_reads_none_of_its_earlier_partial_matches() -> None:
+    # Worked by hand: A B | A B D C. p = A;B;C runs with a partial match after A0 B1;
+    # q = A;B;D (other variable names) added at 2 joins p's query group, sharing the
+    # states of A and A;B. p keeps its partial matches: (0,1,5), (0,3,5), (2,3,5);
+    # q's only match is over events from 2 on: (2,3,4), never A0 or B1.
+    p = "SELECT * WHERE A AS a ; B AS b ; C AS c WITHIN 9 EVENTS"
+    q = "SELECT * WHERE A AS first ; B AS then ; D AS last WITHIN 9 EVENTS"
+    batch = to_batch(_rows("ABABDC" + "BBBBBB"))
+    detector = Detector.from_workload(workload({"p": p}))
+    assert detector.feed(batch.take([0, 1])) == []
+    detector.update(workload({"p": p, "q": q}))
+    assert query_groups(detector) == [["p", "q"]]  # one group: q shares p's states
+    together = Detector.from_workload(workload({"p": p, "q": q}))
+    assert detector.stats()["prefix_states"] == together.stats()["prefix_states"] == 4  # A, A;B, A;B;C, A;B;D
+    got = sorted((m.query, m.events) for m in detector.feed(batch.take([2, 3, 4, 5])))
+    assert got == [("p", (0, 1, 5)), ("p", (0, 3, 5)), ("p", (2, 3, 5)), ("q", (2, 3, 4))]
+    assert detector.engine.floors == {1: 2}  # q (id 1) starts no match before 2
+    detector.feed(batch.take(np.arange(6, 12)))
+    assert detector.engine.floors == {}  # at 11, every run older than 2 is out of 9-event windows
+
+
+def test_a_removed_query_s_own_states_are_freed_and_the_shared_ones_keep_their_partial_matches() -> None:
+    # A C | B C: p = A;B;C and r = A;C;B share the state after A. After A0 C1, r has a
+    # partial match after A;C that p cannot use; removing r drops it, p keeps A0.
+    p = "SELECT * WHERE A AS a ; B AS b ; C AS c WITHIN 9 EVENTS"
+    r = "SELECT * WHERE A AS a ; C AS c ; B AS b WITHIN 9 EVENTS"
+    batch = to_batch(_rows("ACBC"))
+    detector = Detector.from_workload(workload({"p": p, "r": r}))
+    assert detector.feed(batch.take([0, 1])) == []
+    before = detector.engine.live_nodes()
+    detector.update(workload({"p": p}))
+    assert query_groups(detector) == [["p"]]
+    alone = Detector.from_workload(workload({"p": p}))
+    assert detector.stats()["prefix_states"] == alone.stats()["prefix_states"] == 3  # r's states are gone
+    assert detector.engine.live_nodes() < before  # r's partial match after A0 C1 is freed
+    assert [(m.query, m.events) for m in detector.feed(batch.take([2, 3]))] == [("p", (0, 2, 3))]
 
 
 def test_a_removed_query_frees_its_query_group_and_a_replaced_one_restarts() -> None:
@@ -202,7 +258,7 @@ def test_a_snapshot_after_changes_restores_into_the_same_versions_and_continues(
     tail = batch.take([5, 6, 7])
     assert [m.key() for m in second.feed(tail)] == [m.key() for m in first.feed(tail)]
     with pytest.raises(EngineError, match="another plan"):
-        Detector.from_workload(versions[1]).engine.restore(snapshot)
+        Detector.from_workload(versions[0]).engine.restore(snapshot)
 
 
 def test_uninterrupted_queries_are_the_reference_whole_stream() -> None:

@@ -88,9 +88,20 @@ class CompiledQueryGroup:
         self.queries = [plan.queries[q] for q in group.queries]
         self.windows = {q.id: QueryWindow(q) for q in self.queries}
         filters = [f for q in self.queries for f in q.filters]
-        self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
-        made = iter(self.summaries.checks if self.summaries else ())  # in the order of ``filters``
-        self.checks = {q.id: [next(made) for _ in q.filters] for q in self.queries}
+        if group.basis is not None:
+            # a group whose queries changed while it ran: its live nodes' summaries keep
+            # their layout, and each query's filters are among those it is laid out for
+            basis = [f for layer in group.basis for f in layer]
+            self.summaries = Summaries(basis, plan.labels, _numeric(group), group.basis) if basis else None
+            checks = self.summaries.checks if self.summaries else []
+            # each query's filter objects are in the basis (its own, or an equal one before it)
+            by_object = {id(f): check for f, check in zip(basis, checks, strict=True)}
+            equal = {f: check for f, check in zip(reversed(basis), reversed(checks), strict=True)}
+            self.checks = {q.id: [by_object.get(id(f)) or equal[f] for f in q.filters] for q in self.queries}
+        else:
+            self.summaries = Summaries(filters, plan.labels, _numeric(group)) if filters else None
+            made = iter(self.summaries.checks if self.summaries else ())  # in the order of ``filters``
+            self.checks = {q.id: [next(made) for _ in q.filters] for q in self.queries}
         # a consuming query is a query group of its own: it must see every
         # run complete, in its window or not
         self.consumes = any(q.consume != "NONE" for q in self.queries)
@@ -104,22 +115,11 @@ class CompiledQueryGroup:
         self.every_event = any(q.strict_by_filter for q in self.queries)
         # whether the skip index of idle symbols applies (engine.skipping)
         self.skips = skip and not self.every_event
-        # queries whose walks differ only in their windows (same cross-event filters, by the
-        # shared labels' names): one walk with the class's widest window serves them all
-        classes: dict[object, int] = {}
-        self.walk_class = {
-            q.id: classes.setdefault(tuple((f.tag, f.whole, f.conjuncts) for f in q.filters), len(classes))
-            for q in self.queries
-        }
-        widest: dict[int, QueryWindow] = {}
-        peers: dict[int, int] = {}
-        for q in self.queries:
-            cls = self.walk_class[q.id]
-            peers[cls] = peers.get(cls, 0) + 1
-            if cls not in widest or self.windows[q.id].bound > widest[cls].bound:
-                widest[cls] = self.windows[q.id]
-        self.widest = {q.id: widest[self.walk_class[q.id]] for q in self.queries}
-        self.walk_peers = {q.id: peers[self.walk_class[q.id]] > 1 for q in self.queries}
+        self.floors: Mapping[int, int] = {}
+        self.walk_class: dict[int, int] = {}
+        self.widest: dict[int, QueryWindow] = {}
+        self.walk_peers: dict[int, bool] = {}
+        self.set_floors({})
         # which events are too far from the rest of their partition to be in a match
         self.density = Density.of(group, self.queries, allowed_lateness) if skip and lone_tests else None
         # which events no accepted run can mark
@@ -135,6 +135,27 @@ class CompiledQueryGroup:
         # maximum of the partition) minus how far back any window reaches
         self.by_position = group.window[0] == "events"
         self.reach = self.largest if self.by_position else self.largest + allowed_lateness
+
+    def set_floors(self, floors: Mapping[int, int]) -> None:
+        """Each query's first start (``Engine.update``: a query that joined
+        the group while it ran matches no event before it; absent: none),
+        and the walks shared by queries that differ only in their windows
+        (same cross-event filters, by the shared labels' names, and the same
+        floor): one walk with the class's widest window serves them all."""
+        self.floors = {q.id: floors[q.id] for q in self.queries if q.id in floors}
+        classes: dict[object, int] = {}
+        self.walk_class = {
+            q.id: classes.setdefault((q.filters, self.floors.get(q.id, -1)), len(classes)) for q in self.queries
+        }
+        widest: dict[int, QueryWindow] = {}
+        peers: dict[int, int] = {}
+        for q in self.queries:
+            cls = self.walk_class[q.id]
+            peers[cls] = peers.get(cls, 0) + 1
+            if cls not in widest or self.windows[q.id].bound > widest[cls].bound:
+                widest[cls] = self.windows[q.id]
+        self.widest = {q.id: widest[self.walk_class[q.id]] for q in self.queries}
+        self.walk_peers = {q.id: peers[self.walk_class[q.id]] > 1 for q in self.queries}
 
     def horizon(self, position: int, running_max: float) -> float:
         """Keys below the horizon are outside every window of the query

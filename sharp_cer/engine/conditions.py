@@ -365,15 +365,35 @@ class Summaries:
 
     ``attributes`` are the attributes stored with each marked event (those
     the conditions read); ``numeric`` those with numeric values, the only
-    ones summarized."""
+    ones summarized. With ``layers`` (the filters in the order a running
+    group gained them: ``QueryGroup.basis``), each layer's terms and
+    attributes come after the earlier layers', so the live nodes' summaries
+    and values keep their layout as a group grows.
 
-    def __init__(self, filters: Sequence[CrossFilter], labels: Sequence[frozenset[str]], numeric: set[str]) -> None:
+    >>> from sharp_cer.language import parse_query
+    >>> def cross(text):
+    ...     return CrossFilter("#0", "#0^", (parse_query(f"SELECT * WHERE A FILTER {text}").pattern.condition,))
+    >>> one, two = cross("a.y < b.y"), cross("a.x < b.x")
+    >>> Summaries([one, two], [], set()).attributes, Summaries([one, two], [], set(), [[one], [two]]).attributes
+    (('x', 'y'), ('y', 'x'))
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[CrossFilter],
+        labels: Sequence[frozenset[str]],
+        numeric: set[str],
+        layers: Sequence[Sequence[CrossFilter]] | None = None,
+    ) -> None:
         self.labels = labels
-        attributes: set[str] = set()
-        for cross in filters:
-            for c in cross.conjuncts:
-                attributes |= _attributes(c)
-        self.attributes = tuple(sorted(attributes))
+        order: list[str] = []
+        for layer in layers if layers is not None else [filters]:
+            attributes: set[str] = set()
+            for cross in layer:
+                for c in cross.conjuncts:
+                    attributes |= _attributes(c)
+            order += sorted(attributes - set(order))
+        self.attributes = tuple(order)
         self.numeric = numeric
         # filters over a whole match tag no label: every event of the query's paths counts
         self.whole = {cross.tag for cross in filters if cross.whole}

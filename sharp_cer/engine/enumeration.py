@@ -142,7 +142,15 @@ class Walk:
     query's partial matches shed by view). With ``visit``, the walk calls it
     with every output node it enters and every branch a filter's summary
     prunes (what a partial match costs the walks that reach it), and counts
-    those calls in ``tests``."""
+    those calls in ``tests``. With ``floor``, only starts at or after that
+    position count (a query that joined a running group: ``Engine.update``),
+    and a branch whose latest start is older is not entered.
+
+    >>> from sharp_cer.engine.tecs import bottom, extend, merge
+    >>> node = merge([extend(bottom(5, 5, 5), 6, 0), extend(bottom(2, 2, 2), 6, 0)])
+    >>> [b.pos for b, _ in Walk(always, always, floor=3).run([node])]
+    [5]
+    """
 
     def __init__(
         self,
@@ -156,7 +164,9 @@ class Walk:
         limit: int | None = None,
         bit: int | None = None,
         visit: Callable[[Node], None] | None = None,
+        floor: int = -1,
     ) -> None:
+        self.floor = floor
         self.key_test = key_test
         self.value_test = value_test
         self.checks = list(checks)
@@ -178,7 +188,7 @@ class Walk:
     def run(self, roots: Sequence[Node]) -> Iterator[tuple[Node, tuple[tuple[int, int], ...]]]:
         """Every open complex event of ``roots`` that passes the window and
         the filters (see the class docstring)."""
-        key_test, value_test, order = self.key_test, self.value_test, self.order
+        key_test, value_test, order, floor = self.key_test, self.value_test, self.order, self.floor
         checked = bool(self.checks)
         start_state: Any = None
         if checked:
@@ -187,7 +197,11 @@ class Walk:
             start_state = (None, self.summaries.identity, tuple(True if c.whole else None for c in self.checks))
         pending = order.pending()
         for root in reversed(roots):  # the first root is walked first
-            if key_test(root.maxkey) and (not self.prune or self._possible(root, start_state)):
+            if (
+                root.maxstart >= floor
+                and key_test(root.maxkey)
+                and (not self.prune or self._possible(root, start_state))
+            ):
                 pending.push(root, start_state)
         limit, bit, visit = self.limit, self.bit, self.visit
         # off the hot path when unused
@@ -220,9 +234,15 @@ class Walk:
                         n = n.left  # type: ignore[assignment]
                     elif kind == UNION:
                         first, second = order.split(n)
-                        if second is not None and key_test(second.maxkey) and (prune is None or prune(second, state)):
+                        if (
+                            second is not None
+                            and second.maxstart >= floor
+                            and key_test(second.maxkey)
+                            and (prune is None or prune(second, state))
+                        ):
                             pending.push(second, state)
-                        if first is n.right and not key_test(first.maxkey):
+                        # a left child has its union's max-start; a right one is older
+                        if first is n.right and (first.maxstart < floor or not key_test(first.maxkey)):
                             break
                         if prune is not None and not prune(first, state):
                             break
@@ -383,6 +403,7 @@ class SharedWalks:
         summaries: Summaries | None = None,
         prune: bool = True,
         order: EnumerationOrder | None = None,
+        floor: int = -1,
     ) -> Replay:
         """The paths in one query's window (``value_test``) from the walk of
         its class at this event over ``nodes``, walked now with ``widest``
@@ -394,7 +415,7 @@ class SharedWalks:
         found = self.walked.get(key)
         if found is not None:
             return Replay(found, value_test, None)
-        walk = Walk(widest, widest, checks=checks, summaries=summaries, prune=prune, order=order)
+        walk = Walk(widest, widest, checks=checks, summaries=summaries, prune=prune, order=order, floor=floor)
         found = self.walked[key] = list(walk.run(nodes))
         return Replay(found, value_test, walk)
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import hashlib
 import heapq
 import itertools
 import operator
@@ -40,6 +39,8 @@ import numpy.typing as npt
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.events.match import Match
+from sharp_cer.language import CheckedQuery
+from sharp_cer.planner.compile import change_plan
 from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
@@ -48,6 +49,7 @@ from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
 from .counting import WindowCounter
+from .determinize import Determinizer
 from .enumeration import EnumerationOrder, Replay, SharedWalks, Walk, always, count_matches
 from .feed import (
     attribute_rows,
@@ -147,9 +149,8 @@ class QueryGroupRunner:
         self.state = state if state is not None else QueryGroupState()
         # what the per-event loop reads of the compiled query group, bound once
         self.group, self.number, self.plan = compiled.group, compiled.number, compiled.plan
-        # the plan this query group came from (``Engine.update`` adds plans beside the first)
-        self.generation = 0
-        # queries removed by ``Engine.update``: their runs go on for the others, their matches do not
+        # queries of the group whose matches are not put out (none: ``Engine.update`` compiles
+        # a group that loses queries again without them)
         self.dropped: frozenset[int] = frozenset()
         self.det, self.queries, self.symbols = compiled.det, compiled.queries, compiled.symbols
         self.summaries, self.checks, self.consumes = compiled.summaries, compiled.checks, compiled.consumes
@@ -720,6 +721,7 @@ class QueryGroupRunner:
             limit=control.limit,
             bit=control.bit,
             visit=control.visit,
+            floor=self.compiled.floors.get(qid, -1),
         )
         projection = self.compiled.projections[qid]
         # a strategy or LIMIT chooses among all candidates: no early stop there
@@ -789,12 +791,19 @@ class QueryGroupRunner:
                 self.summaries,
                 engine.prune,
                 engine.order,
+                compiled.floors.get(qid, -1),
             )
             if walk.idle:
                 return  # its class walked already and found nothing: nothing to book
         else:
             walk = Walk(
-                test, test, checks=self.checks[qid], summaries=self.summaries, prune=engine.prune, order=engine.order
+                test,
+                test,
+                checks=self.checks[qid],
+                summaries=self.summaries,
+                prune=engine.prune,
+                order=engine.order,
+                floor=compiled.floors.get(qid, -1),
             )
         projection = compiled.projections[qid]
         plain = self._plain(query, projection, walk.run(nodes), position, cost, out)
@@ -984,6 +993,65 @@ class QueryGroupRunner:
         return [n for inst in self.state.partitions.values() for ul in inst.active.values() for n in ul]
 
 
+def _remapped(
+    state: QueryGroupState, old: Determinizer, new: Determinizer, mapped: Sequence[tuple[int, ...]]
+) -> QueryGroupState:
+    """A query group's live state carried onto its automaton compiled again
+    (``Engine.update``): each deterministic state of ``old`` becomes the set
+    of states its automaton states went to (``mapped``), interned in
+    ``new``; runs whose states all went end there. Two states that land on
+    one have their union-lists united (no open complex event is in both:
+    each run was in one state)."""
+    found: dict[int, int] = {}
+
+    def target(state: int) -> int:
+        got = found.get(state)
+        if got is None:
+            states = frozenset(t for s in old.states[state] for t in mapped[s])
+            got = found[state] = new.intern(states) if states else -1
+        return got
+
+    for key, partition in list(state.partitions.items()):
+        active: dict[int, list[Node]] = {}
+        for s, ulist in partition.active.items():
+            t = target(s)
+            if t < 0:
+                continue
+            if t in active:
+                for node in ulist:
+                    insert(active[t], node)
+            else:
+                active[t] = ulist
+        partition.active = active
+        partition.ghosts = {g for g in map(target, partition.ghosts) if g >= 0}
+        partition.merged = {}  # cached unions of the old states' lists
+        partition.counter = None
+        if not active and not partition.ghosts:
+            del state.partitions[key]
+            state.evicted += 1
+    return state
+
+
+def _widen(state: QueryGroupState, terms: int) -> None:
+    """Give every live node a summary of ``terms`` terms: a group that
+    gained cross-event filters (``Engine.update``) summarizes more. The
+    nodes' own terms stay; the new ones get the interval of everything,
+    which never prunes a branch (only the joined queries read them, and
+    they never enter these nodes' branches: they started before them)."""
+    seen: set[int] = set()
+    todo = [node for partition in state.partitions.values() for ulist in partition.active.values() for node in ulist]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        lows, highs = node.summary if node.summary is not None else ((), ())
+        if len(lows) < terms:
+            missing = terms - len(lows)
+            node.summary = ((*lows, *(-_INF,) * missing), (*highs, *(_INF,) * missing))
+        todo.extend(child for child in (node.left, node.right) if child is not None)
+
+
 def _all_older(instance: Partition, horizon: float) -> bool:
     return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
 
@@ -1091,12 +1159,17 @@ class Engine:
         if self.observers.queue is not None and shedder is not None:
             self.observers.queue = QueueLog(*shedder.latency_bounds())
         self._bits: PredicateBits | None = None
-        #: the plans this engine runs: the first, then one per ``update`` that
-        #: added queries (a runner's ``generation`` indexes it)
+        #: the plans this engine ran: the first, then the one each ``update``
+        #: made (its query groups are the ones running since; ``current``)
         self.plans: list[Plan] = [plan]
-        # each later plan's predicate bits, made at its first batch (the first plan's: ``_bits``)
-        self._later_bits: list[PredicateBits | None] = []
+        # what the predicate bits of smaller tables counted (an update grows the table)
+        self._retired_errors = self._retired_rows = 0
         self._numbered = len(plan.groups)  # query groups numbered so far (``update`` numbers on)
+        #: per query that joined a running query group (``update``): the first start of its matches
+        self.floors: dict[int, int] = {}
+        # per such query: its query group's latest window value then (``_settle_floors``)
+        self._floor_values: dict[int, float] = {}
+        self._next = 0  # the position after the last event seen: where an update applies
 
     @property
     def latency(self) -> LatencyLog | None:
@@ -1221,15 +1294,15 @@ class Engine:
         if arrivals is None:
             arrivals = live_arrivals(len(batch))
         if self._bits is None:
-            self._bits = PredicateBits(self.plan.predicates, batch.event_types)
+            self._bits = PredicateBits(self.current.predicates, batch.event_types)
         checks_before = self._bits.checks
+        # one table for every query group: an update adds atoms, never renumbers them
         atoms = self._bits.evaluate(batch)
         self.clock.condition_checks += self._bits.checks - checks_before
         # every event costs its condition checks; the query groups add their work
         per_type = np.asarray(self._bits.checks_per_type, dtype=np.int64)
-        by_generation: list[AtomColumns | None] = [atoms]
-        if len(self.plans) > 1:
-            by_generation, per_type = self._later_atoms(batch, atoms, per_type)
+        if len(batch):
+            self._next = int(batch.positions[-1]) + 1
         units = per_type[batch.codes].tolist() if len(batch) else []
         update = sum(units)
         floors = list(units)
@@ -1239,19 +1312,19 @@ class Engine:
             observers.backlog = Backlog(observers.server, arrivals, units, began)
         if (observers.backlog is not None or self._emit is not None) and len(self.runners) > 1:
             # event by event: one server's queue, or matches out in end order as they come
-            update += self._lockstep(batch, by_generation, out, units, floors)
+            update += self._lockstep(batch, atoms, out, units, floors)
         else:
             for runner in self.runners:
                 if self._quota is not None and self._quota <= 0:
                     break
-                atoms_of = by_generation[runner.generation]
-                assert atoms_of is not None  # a live runner's plan has its bits
-                update += runner.run(batch, atoms_of, out, units, floors)
+                update += runner.run(batch, atoms, out, units, floors)
         observers.backlog = None
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
         if self.absences is not None:
             out = self._trailing(batch, out)
+        if self.floors:
+            self._settle_floors()
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
@@ -1284,34 +1357,10 @@ class Engine:
         found = self.absences.advance(time, self.clock.per_query)
         return [] if self.count_only else found
 
-    def _later_atoms(
-        self, batch: EventBatch, atoms: AtomColumns, per_type: np.ndarray
-    ) -> tuple[list[AtomColumns | None], np.ndarray]:
-        """The atom columns of every plan an update added (None: no query
-        group of it runs any more), and each event type's condition checks
-        with theirs added."""
-        live = {runner.generation for runner in self.runners}
-        by_generation: list[AtomColumns | None] = [atoms]
-        for k, plan in enumerate(self.plans[1:], start=1):
-            bits = self._later_bits[k - 1]
-            if k not in live:
-                if bits is not None:  # freed with its last query group; its counts stay
-                    self.domain_errors += bits.domain_errors
-                    self._later_bits[k - 1] = None
-                by_generation.append(None)
-                continue
-            if bits is None:
-                bits = self._later_bits[k - 1] = PredicateBits(plan.predicates, batch.event_types)
-            before = bits.checks
-            by_generation.append(bits.evaluate(batch))
-            self.clock.condition_checks += bits.checks - before
-            per_type = per_type + np.asarray(bits.checks_per_type, dtype=np.int64)
-        return by_generation, per_type
-
     def _lockstep(
         self,
         batch: EventBatch,
-        by_generation: Sequence[AtomColumns | None],
+        atoms: AtomColumns,
         out: list[Match],
         units: list[int],
         floors: list[int],
@@ -1323,8 +1372,6 @@ class Engine:
         update = 0
         waiting: list[tuple[int, int, Generator[int, None, int]]] = []  # (next row, group, its steps)
         for number, runner in enumerate(self.runners):
-            atoms = by_generation[runner.generation]
-            assert atoms is not None
             steps = runner.steps(batch, atoms, out, units, floors, lockstep=True)
             try:
                 waiting.append((next(steps), number, steps))
@@ -1379,33 +1426,58 @@ class Engine:
             queue.add(query.name, seconds, latency_units)
 
     # ------------------------------------------------------------ changes
-    def update(self, added: Plan | None = None, removed: Iterable[str] = ()) -> None:
+    @property
+    def current(self) -> Plan:
+        """The plan running now: the first, or the one the last ``update`` made."""
+        return self.plans[-1]
+
+    def update(
+        self,
+        added: Plan | Sequence[tuple[str, CheckedQuery]] | None = None,
+        removed: Iterable[str] = (),
+        *,
+        position: int | None = None,
+    ) -> None:
         """Change the queries while the stream runs, between two batches
-        (``engine.update`` says what this means for matches): the queries
-        named in ``removed`` put out nothing more, and a query group left
-        with none of its queries is dropped with its state; ``added``, a
-        plan of new queries, runs from the next event on beside the others,
-        with its own, empty state, so none of its matches holds an earlier
-        event. The other queries' state is untouched. A name both removed
-        and added is a replaced query.
+        (``reference`` rule 15 says what this means for matches): the
+        queries named in ``removed`` put out nothing more; the ``added``
+        ones (named checked queries, or the queries of a plan) match from
+        ``position`` on (default: the position after the last event seen),
+        never an earlier event. The other queries' matches are untouched.
+        A name both removed and added is a replaced query.
+
+        The change is planned as the sharing planner would plan the new
+        workload (``planner.compile.change_plan``): an added query joins the
+        running query group it can share states with, whose automaton is
+        compiled again with it (only that group: the others run on as they
+        are), and the group's live partial matches are carried onto the new
+        automaton, so the added query shares them; it reads only those that
+        started at or after ``position`` (its *floor*, ``floors``). A group
+        that loses queries is compiled again without them, and the runs
+        only they could have accepted end; a group left with none is freed
+        with its state. Added queries that join no group form new groups,
+        whose state starts empty.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
         >>> from sharp_cer.planner import compile_plan
-        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int }, EVENT C { k:int } }")
         >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))])
         >>> engine = Engine(plan)
         >>> events = load_csv("A,1\\nA,2\\nB,3\\nA,4\\nB,5\\n", s)[0]
         >>> [(m.query, m.start, m.end) for m in engine.process(events.take([0, 1]))]
         []
-        >>> engine.update(compile_plan([("r", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))]))
+        >>> engine.update([("r", parse_and_check("SELECT * WHERE A ; B WITHIN 9 EVENTS", s))])
+        >>> len(engine.runners), engine.floors  # r joined q's query group, from position 2 on
+        (1, {1: 2})
         >>> [(m.query, m.start, m.end) for m in engine.process(events.take([2, 3]))]  # r saw no A yet
         [('q', 0, 2), ('q', 1, 2)]
         >>> engine.update(removed=["q"])
         >>> [(m.query, m.start, m.end) for m in engine.process(events.take([4]))]
         [('r', 3, 4)]
-        >>> len(engine.runners), [q.name for q in engine.queries()]  # q's query group is gone
-        (1, ['r'])
+        >>> engine.update([("c", parse_and_check("SELECT * WHERE C PARTITION BY [k]", s))], ["r"])
+        >>> [[q.name for q in r.queries] for r in engine.runners]  # r's group is gone, c has its own
+        [['c']]
         """
         if self.shedder is not None:
             raise EngineError(
@@ -1413,52 +1485,104 @@ class Engine:
                 "per-query state would not follow\n  hint: update an engine without a shedder"
             )
         gone = set(removed)
-        live = {q.name for q in self.queries()}
+        running = self.queries()
+        live = {q.name for q in running}
         unknown = sorted(gone - live)
         if unknown:
             raise EngineError(
                 f"cannot remove {', '.join(unknown)}: no such query runs (running: {', '.join(sorted(live))})"
             )
-        if added is not None:
-            clash = sorted({q.name for q in added.queries} & (live - gone))
-            if clash:
-                raise EngineError(
-                    f"cannot add {', '.join(clash)}: a query of that name runs already\n"
-                    "  hint: remove it in the same update to replace it"
-                )
-            if TrailingAbsences.of(added, self.allowed_lateness) is not None:
-                raise EngineError(
-                    "adding a query with a trailing ABSENT(...) to a running engine is not supported\n"
-                    "  hint: start a new stream with it"
-                )
-        kept = []
-        for runner in self.runners:
-            dropped = runner.dropped | {q.id for q in runner.queries if q.name in gone}
-            if len(dropped) < len(runner.queries):
-                runner.dropped = frozenset(dropped)
-                kept.append(runner)
-        self.runners = kept  # a query group left without queries is freed with its state
-        self.compiled = [r.compiled for r in kept]
-        if self.absences is not None:
-            self.absences.drop(gone)
-        if added is not None:
-            self.plans.append(added)
-            self._later_bits.append(None)
-            for k in range(len(added.groups)):
-                compiled = CompiledQueryGroup(
-                    added,
-                    k,
-                    cache_capacity=self.cache_capacity,
-                    allowed_lateness=self.allowed_lateness,
-                    skip=self.skip,
-                )
+        if isinstance(added, Plan):
+            new = [(q.name, q.trailing if q.trailing is not None else q.checked) for q in added.queries]
+        else:
+            new = list(added or ())
+        clash = sorted({name for name, _ in new} & (live - gone))
+        if clash:
+            raise EngineError(
+                f"cannot add {', '.join(clash)}: a query of that name runs already\n"
+                "  hint: remove it in the same update to replace it"
+            )
+        ids = {q.id for q in running if q.name in gone}
+        change = change_plan(self.current, ids, new, counting=self.count_only)
+        if any(q.trailing is not None for q in change.plan.queries[len(self.current.queries) :]):
+            raise EngineError(
+                "adding a query with a trailing ABSENT(...) to a running engine is not supported\n"
+                "  hint: start a new stream with it"
+            )
+        start = self._next if position is None else position
+        self.floors = {q: f for q, f in self.floors.items() if q not in ids}
+        self.floors.update(dict.fromkeys(change.joined, start))
+        self._floor_values = {q: v for q, v in self._floor_values.items() if q in self.floors}
+        runners = []
+        for k, (source, mapped) in enumerate(zip(change.sources, change.maps, strict=True)):
+            if source is not None and mapped is None:
+                runners.append(self.runners[source])  # untouched
+                continue
+            compiled = CompiledQueryGroup(
+                change.plan,
+                k,
+                cache_capacity=self.cache_capacity,
+                allowed_lateness=self.allowed_lateness,
+                skip=self.skip,
+            )
+            compiled.set_floors(self.floors)
+            if source is None:
                 runner = QueryGroupRunner(self, compiled)
-                runner.generation = len(self.plans) - 1
                 # a number no other query group had: the latency log keeps each one's events apart
                 runner.number = self._numbered
                 self._numbered += 1
-                self.runners.append(runner)
-                self.compiled.append(compiled)
+            else:
+                assert mapped is not None
+                old = self.runners[source]
+                state = _remapped(old.state, old.det, compiled.det, mapped)
+                was, now = old.compiled.summaries, compiled.summaries
+                if now is not None and (was is None or len(was.keys) < len(now.keys)):
+                    _widen(state, len(now.keys))
+                runner = QueryGroupRunner(self, compiled, state)
+                runner.number = old.number
+                det = compiled.det
+                det.hits, det.misses, det.evictions = old.det.hits, old.det.misses, old.det.evictions
+            runners.append(runner)
+        self.runners = runners
+        self.compiled = [r.compiled for r in runners]
+        self.plans.append(change.plan)
+        joined = set(change.joined)
+        for runner in runners:
+            for q in runner.queries:
+                if q.id in joined:
+                    self._floor_values[q.id] = runner.state.latest_time
+        if self._bits is not None and len(change.plan.predicates) != len(self._bits.table):
+            self._retired_errors += self._bits.domain_errors
+            self._retired_rows += self._bits.scalar_rows
+            self._bits = PredicateBits(change.plan.predicates, self._bits.event_types)
+        if self.absences is not None:
+            self.absences.drop(gone)
+
+    def _settle_floors(self) -> None:
+        """Forget the floors that can no longer matter: every run that
+        started before a floor is out of its query group's largest window
+        for every later event (positions: the next event is that far from
+        the floor; time: the group's latest time, less the allowed
+        lateness, is that far past the latest time seen before it), so the
+        joined query's own window keeps those starts out. Its walks are then
+        again those of the queries it shares them with."""
+        for runner in self.runners:
+            compiled = runner.compiled
+            if not compiled.floors or compiled.largest == _INF:
+                continue
+            kind = runner.group.window[0]
+            if kind == "events":
+                done = [q for q, f in compiled.floors.items() if self._next >= f + compiled.largest]
+            elif kind == "time":
+                latest = runner.state.latest_time - compiled.reach
+                done = [q for q in compiled.floors if latest > self._floor_values.get(q, _INF)]
+            else:
+                continue  # attribute windows are judged per partition
+            if done:
+                for q in done:
+                    self.floors.pop(q, None)
+                    self._floor_values.pop(q, None)
+                compiled.set_floors(self.floors)
 
     def queries(self) -> list[QueryPlan]:
         """The queries running now, in the order of their query groups (see ``update``)."""
@@ -1466,23 +1590,14 @@ class Engine:
 
     def fingerprint(self) -> str:
         """What the engine's state depends on: its plan's fingerprint
-        (``engine.state.plan_fingerprint``), and after updates each plan's
-        and which query groups run which queries."""
-        first = plan_fingerprint(self.plan)
-        if (
-            len(self.plans) == 1
-            and len(self.runners) == len(self.plan.groups)
-            and not any(r.dropped for r in self.runners)
-        ):
-            return first
-        parts = [plan_fingerprint(p) for p in self.plans]
-        parts += [f"{r.generation}/{r.number}/{sorted(r.dropped)}" for r in self.runners]
-        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+        (``engine.state.plan_fingerprint``), after updates the current
+        plan's (which holds every query that ran, and the query groups
+        running)."""
+        return plan_fingerprint(self.current)
 
     def _bit_errors(self) -> int:
-        """Domain errors the predicate bits of every plan counted."""
-        found = self._bits.domain_errors if self._bits else 0
-        return found + sum(b.domain_errors for b in self._later_bits if b is not None)
+        """Domain errors the predicate bits counted, of every table."""
+        return (self._bits.domain_errors if self._bits else 0) + self._retired_errors
 
     # ------------------------------------------------------------ reports
     def live_nodes(self) -> int:
@@ -1552,7 +1667,7 @@ class Engine:
             "late_window_values": self.late_window_values,
             "events_processed": sum(r.state.processed for r in self.runners),
             "events_skipped": sum(r.state.skipped for r in self.runners),
-            "scalar_rows": self._bits.scalar_rows if self._bits else 0,
+            "scalar_rows": (self._bits.scalar_rows if self._bits else 0) + self._retired_rows,
             "events_shed": sum(r.state.input_shed for r in self.runners),
             # per query with a trailing absence: alerts whose deadline event time has not passed
             "pending_absences": self.absences.pending() if self.absences is not None else {},
@@ -1578,6 +1693,9 @@ class Engine:
             "late_window_values": self.late_window_values,
             "domain_errors": self.domain_errors + self._bit_errors(),
             "absences": self.absences.state() if self.absences is not None else None,
+            "floors": dict(self.floors),
+            "floor_values": dict(self._floor_values),
+            "next": self._next,
         }
         groups = tuple(r.state.snapshot(r.det) for r in self.runners)
         return EngineSnapshot(FORMAT_VERSION, self.fingerprint(), groups, engine)
@@ -1603,6 +1721,11 @@ class Engine:
         self.domain_errors = saved["domain_errors"] - self._bit_errors()
         if self.absences is not None and saved.get("absences") is not None:
             self.absences.restore(copy.deepcopy(saved["absences"]))
+        self.floors = dict(saved.get("floors", {}))
+        self._floor_values = dict(saved.get("floor_values", {}))
+        self._next = saved.get("next", self._next)
+        for runner in self.runners:
+            runner.compiled.set_floors(self.floors)
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:

@@ -273,6 +273,20 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
     >>> b.epsilon_free({s}, {e: 0}).n_states, merge_bisimilar(b.epsilon_free({s}, {e: 0})).n_states
     (3, 2)
     """
+    merged, _ = merge_bisimilar_map(automaton)
+    return merged
+
+
+def merge_bisimilar_map(automaton: Automaton) -> tuple[Automaton, list[int]]:
+    """``merge_bisimilar``, and the merged state of each state.
+
+    >>> from sharp_cer.planner.predicates import TRUE
+    >>> b = AutomatonBuilder()
+    >>> s, skip, e = b.state(), b.state(), b.state()
+    >>> b.read(s, TRUE, 0, skip); b.link(skip, e); b.read(e, TRUE, None, e)
+    >>> merge_bisimilar_map(b.epsilon_free({s}, {e: 0}))[1]
+    [0, 1, 1]
+    """
     n = automaton.n_states
     # guards hash deeply: number them once, so refining compares small tuples
     guard_ids: dict[object, int] = {}
@@ -292,7 +306,7 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
             break
         count = len(ids)
     if count == n:
-        return automaton
+        return automaton, list(range(n))
     # renumber by first occurrence so initial states keep the smallest ids
     order: dict[int, int] = {}
     for s in range(n):
@@ -304,7 +318,8 @@ def merge_bisimilar(automaton: Automaton) -> Automaton:
             seen = dict.fromkeys((t.guard, t.label, order[classes[t.target]]) for t in automaton.transitions[s])
             transitions[c] = tuple(Transition(c, g, label, target) for g, label, target in seen)
     finals = {order[classes[s]]: queries for s, queries in automaton.finals.items()}
-    return Automaton(count, frozenset(order[classes[s]] for s in automaton.initial), tuple(transitions), finals)
+    merged = Automaton(count, frozenset(order[classes[s]] for s in automaton.initial), tuple(transitions), finals)
+    return merged, [order[c] for c in classes]
 
 
 def drop_unmarked(automaton: Automaton) -> Automaton:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,10 +51,10 @@ from sharp_cer.language import CheckedQuery, EventSchema, ast
 from sharp_cer.language.checker import conjuncts, has_aggregate, referenced_variables
 from sharp_cer.language.collector import collector_paused
 
-from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, relabel
+from .automaton import Automaton, AutomatonBuilder, drop_unmarked, merge_bisimilar, merge_bisimilar_map, relabel
 from .plan import WHOLE, CrossFilter, Plan, QueryGroup, QueryPlan, prefix_query, window_kind
 from .predicates import TRUE, AllOf, Atom, Guard, Not, PredicateTable
-from .sharing import share
+from .sharing import Sharing, share
 
 
 @dataclass(frozen=True)
@@ -104,60 +104,240 @@ def compile_plan(queries: Sequence[tuple[str, CheckedQuery]], *, counting: bool 
 def _compile(queries: Sequence[tuple[str, CheckedQuery]], counting: bool) -> Plan:
     table = PredicateTable()
     labels: dict[frozenset[str], int] = {}
-    plans: list[QueryPlan] = []
-    fragments = []
+    compiled = [_compile_query(i, name, full, table, labels, counting) for i, (name, full) in enumerate(queries)]
+    plans = [plan for plan, _, _ in compiled]
     buckets: dict[object, list[int]] = {}
-    for i, (name, full) in enumerate(queries):
-        # ``p ; ABSENT(F) WITHIN d``: the automaton runs p selecting *; the engine does the rest
-        checked = prefix_query(full)
-        q = checked.query
-        compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
-        start, end = compiler.whole(q.pattern)
-        fragments.append((compiler.builder, start, end))
-        renaming = compiler.canonical
-        if isinstance(q.selection, tuple):
-            selected: tuple[str, ...] | None = tuple(p.variable for p in q.selection)
-        else:
-            selected = None
-        strategy, consumes = q.effective_strategy, q.consume not in (None, "NONE")
-        # the conditions read the shared labels' names: rewritten once the whole pattern has bound them
-        filters = tuple(
-            dataclasses.replace(f, conjuncts=tuple(renamed(c, renaming) for c in f.conjuncts)) if renaming else f
-            for f in compiler.filters
-        )
-        counted = counting and not filters and (strategy == "ALL" or (strategy == "STRICT" and not consumes))
-        plan = QueryPlan(
-            i,
-            name,
-            checked,
-            q.within,
-            selected,
-            isinstance(q.selection, ast.SelectNone),
-            filters,
-            strict_by_filter=strategy == "STRICT" and consumes,
-            counted=counted and checked is full,
-            variables=tuple((label, own) for own, label in renaming.items()),
-            trailing=None if checked is full else full,
-        )
-        plans.append(plan)
-        scope = q.streams or tuple(checked.schema.streams)
-        visible = frozenset(checked.schema.event_types(scope))
-        key: object = (visible, q.partition_attributes, window_kind(q.within))
-        if not plan.sheddable or counted:
-            key = ("alone", i, key)
+    for i, (_, _, key) in enumerate(compiled):
         buckets.setdefault(key, []).append(i)
     label_list = sorted(labels, key=labels.__getitem__)
-    groups = []
-    for members in buckets.values():
-        parts = tuple(fragments[qid][0].epsilon_free({fragments[qid][1]}, {fragments[qid][2]: qid}) for qid in members)
-        first = plans[members[0]]
-        automaton = group_automaton(parts, first, label_list)
-        q = first.query
-        scope = q.streams or tuple(first.checked.schema.streams)
-        visible = frozenset(first.checked.schema.event_types(scope))
-        window = window_kind(q.within)
-        groups.append(QueryGroup(tuple(members), visible, q.partition_attributes, window, automaton, parts))
+    groups = [_group(members, [compiled[q][1] for q in members], plans, label_list) for members in buckets.values()]
     return Plan(tuple(plans), tuple(groups), table, tuple(label_list))
+
+
+def _compile_query(
+    i: int,
+    name: str,
+    full: CheckedQuery,
+    table: PredicateTable,
+    labels: dict[frozenset[str], int],
+    counting: bool,
+) -> tuple[QueryPlan, Automaton, object]:
+    """One query as query ``i`` of a plan whose atoms and labels are
+    ``table`` and ``labels`` (both grow): its plan, its own automaton and
+    the key of the query group it belongs to (``("alone", i, ...)``: a
+    group of its own)."""
+    # ``p ; ABSENT(F) WITHIN d``: the automaton runs p selecting *; the engine does the rest
+    checked = prefix_query(full)
+    q = checked.query
+    compiler = _QueryCompiler(i, name, checked, AutomatonBuilder(), table, labels)
+    start, end = compiler.whole(q.pattern)
+    renaming = compiler.canonical
+    if isinstance(q.selection, tuple):
+        selected: tuple[str, ...] | None = tuple(p.variable for p in q.selection)
+    else:
+        selected = None
+    strategy, consumes = q.effective_strategy, q.consume not in (None, "NONE")
+    # the conditions read the shared labels' names: rewritten once the whole pattern has bound them
+    filters = tuple(
+        dataclasses.replace(f, conjuncts=tuple(renamed(c, renaming) for c in f.conjuncts)) if renaming else f
+        for f in compiler.filters
+    )
+    counted = counting and not filters and (strategy == "ALL" or (strategy == "STRICT" and not consumes))
+    plan = QueryPlan(
+        i,
+        name,
+        checked,
+        q.within,
+        selected,
+        isinstance(q.selection, ast.SelectNone),
+        filters,
+        strict_by_filter=strategy == "STRICT" and consumes,
+        counted=counted and checked is full,
+        variables=tuple((label, own) for own, label in renaming.items()),
+        trailing=None if checked is full else full,
+    )
+    scope = q.streams or tuple(checked.schema.streams)
+    visible = frozenset(checked.schema.event_types(scope))
+    key: object = (visible, q.partition_attributes, window_kind(q.within))
+    if not plan.sheddable or counted:
+        key = ("alone", i, key)
+    return plan, compiler.builder.epsilon_free({start}, {end: i}), key
+
+
+def _group(
+    members: Sequence[int], parts: Sequence[Automaton], plans: Sequence[QueryPlan], labels: Sequence[frozenset[str]]
+) -> QueryGroup:
+    """The query group of ``members`` (ids into ``plans``) with their own automata ``parts``."""
+    first = plans[members[0]]
+    q = first.query
+    scope = q.streams or tuple(first.checked.schema.streams)
+    visible = frozenset(first.checked.schema.event_types(scope))
+    window = window_kind(q.within)
+    if len(members) > 1 or (first.sheddable and not first.counted):
+        # queries that share (one query alone is grouped so only if it may): kept
+        # as shared, so that more can join while the group runs
+        sharing = Sharing()
+        for part in parts:
+            sharing.add(part)
+        automaton, classes = merge_bisimilar_map(sharing.automaton())
+        return QueryGroup(
+            tuple(members), visible, q.partition_attributes, window, automaton, tuple(parts), sharing, tuple(classes)
+        )
+    automaton = group_automaton(parts, first, labels)
+    return QueryGroup(tuple(members), visible, q.partition_attributes, window, automaton, tuple(parts))
+
+
+@dataclass(frozen=True)
+class PlanChange:
+    """A running plan changed (``change_plan``): ``plan`` holds the old
+    plan's queries (removed ones too, so that ids stay), then the added
+    ones, and as groups exactly those that run now. Per group of ``plan``:
+    ``sources`` gives the old plan's group it continues (None: a new group,
+    whose state starts empty), ``maps`` where each state of the old group's
+    automaton went (a tuple of states of the new automaton, empty: the
+    runs there end; None: the same automaton, nothing to map). ``joined``
+    lists the added queries that joined a running group: they share its
+    partial matches, so the engine keeps them to matches starting from the
+    change on."""
+
+    plan: Plan
+    sources: tuple[int | None, ...]
+    maps: tuple[tuple[tuple[int, ...], ...] | None, ...]
+    joined: tuple[int, ...]
+
+
+def change_plan(
+    plan: Plan,
+    removed: Collection[int],
+    added: Sequence[tuple[str, CheckedQuery]],
+    *,
+    counting: bool = False,
+) -> PlanChange:
+    """Remove the queries with ids ``removed`` from a running plan, and
+    compile ``added`` into it, as the sharing planner would have put them:
+    an added query joins the running group of its key, if there is one,
+    else it goes with the other added queries of its key. A group's node
+    summaries keep their layout: the cross-event filters it gains are a
+    new layer of its ``basis``. Only the changed groups are compiled again, from the shared states
+    kept with each group (``Sharing``): their states keep their numbers, so
+    each old state maps to the new states that accept exactly the same of
+    the old queries' futures (see ``planner.sharing``); states that serve
+    removed queries only are dropped. Atoms and labels are added to the
+    plan's tables, never renumbered, so live nodes and predicate bits stay
+    valid.
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int }, EVENT C { x:int } }")
+    >>> def q(text): return parse_and_check(text, s)
+    >>> plan = compile_plan([("p", q("SELECT * WHERE A AS a ; B ; C WITHIN 9 EVENTS"))])
+    >>> change = change_plan(plan, (), [("r", q("SELECT * WHERE A AS first ; B ; A WITHIN 5 EVENTS"))])
+    >>> [g.queries for g in change.plan.groups], change.joined, change.sources
+    ([(0, 1)], (1,), (0,))
+    >>> plan.groups[0].automaton.n_states, change.plan.groups[0].automaton.n_states  # A ; B shared
+    (4, 5)
+    >>> gone = change_plan(change.plan, (0,), [])
+    >>> gone.plan.groups[0].queries, gone.maps[0]  # p's last state is dropped
+    ((1,), ((0,), (1,), (2,), (), (3,)))
+    """
+    table = PredicateTable(list(plan.predicates.atoms), dict(plan.predicates._index))
+    labels = {names: k for k, names in enumerate(plan.labels)}
+    plans = list(plan.queries)
+    compiled = []
+    with collector_paused():
+        for name, full in added:
+            made = _compile_query(len(plans), name, full, table, labels, counting)
+            plans.append(made[0])
+            compiled.append(made)
+    label_list = tuple(sorted(labels, key=labels.__getitem__))
+    gone = set(removed)
+    joining: dict[int, list[int]] = {}  # old group -> added queries joining it
+    buckets: dict[object, list[int]] = {}
+    by_key: dict[object, int] = {
+        g.key: k for k, g in enumerate(plan.groups) if g.sharing is not None and not set(g.queries) <= gone
+    }
+    for query, _, key in compiled:
+        k = by_key.get(key)
+        if k is not None:
+            joining.setdefault(k, []).append(query.id)
+        else:
+            buckets.setdefault(key, []).append(query.id)
+    parts = {query.id: part for query, part, _ in compiled}
+    groups: list[QueryGroup] = []
+    sources: list[int | None] = []
+    maps: list[tuple[tuple[int, ...], ...] | None] = []
+    with collector_paused():
+        for k, group in enumerate(plan.groups):
+            kept = tuple(q for q in group.queries if q not in gone)
+            if not kept:
+                continue  # freed with its state
+            more = joining.get(k, [])
+            if len(kept) == len(group.queries) and not more:
+                groups.append(group)
+                maps.append(None)
+            else:
+                grown, mapped = _regroup(group, kept, [(q, parts[q]) for q in more], plans)
+                groups.append(grown)
+                maps.append(mapped)
+            sources.append(k)
+        for members in buckets.values():
+            groups.append(_group(members, [parts[q] for q in members], plans, label_list))
+            sources.append(None)
+            maps.append(None)
+    joined = tuple(q for more in joining.values() for q in more)
+    return PlanChange(Plan(tuple(plans), tuple(groups), table, label_list), tuple(sources), tuple(maps), joined)
+
+
+def _basis(group: QueryGroup, queries: Sequence[QueryPlan]) -> tuple[tuple[CrossFilter, ...], ...]:
+    """The cross-event filters a group's node summaries are laid out for, in layers."""
+    if group.basis is not None:
+        return group.basis
+    return (tuple(f for q in group.queries for f in queries[q].filters),)
+
+
+def _regroup(
+    group: QueryGroup, kept: tuple[int, ...], more: Sequence[tuple[int, Automaton]], queries: Sequence[QueryPlan]
+) -> tuple[QueryGroup, tuple[tuple[int, ...], ...]]:
+    """A running group with only the queries ``kept`` and the ``more``
+    (id, own automaton) joined, and where each state of its automaton went."""
+    assert group.sharing is not None
+    sharing = group.sharing.copy() if more else group.sharing
+    for _, part in more:
+        sharing.add(part)
+    members = (*kept, *(q for q, _ in more))
+    automaton, classes = merge_bisimilar_map(sharing.automaton(members))
+    # the states that serve removed queries only are left without moves, in one class: dropped
+    dead = [not automaton.transitions[c] and c not in automaton.finals for c in range(automaton.n_states)]
+    if any(dead):
+        number = list(itertools.accumulate((0 if d else 1 for d in dead), initial=-1))[1:]
+        automaton = Automaton(
+            automaton.n_states - sum(dead),
+            frozenset(number[s] for s in automaton.initial if not dead[s]),
+            tuple(
+                tuple(dataclasses.replace(t, source=number[c], target=number[t.target]) for t in ts)
+                for c, ts in enumerate(automaton.transitions)
+                if not dead[c]
+            ),
+            {number[c]: q for c, q in automaton.finals.items()},
+        )
+        classes = [-1 if dead[c] else number[c] for c in classes]
+    targets: list[set[int]] = [set() for _ in range(group.automaton.n_states)]
+    for shared, old in enumerate(group.classes):  # the old sharing's states keep their numbers
+        if old >= 0 and classes[shared] >= 0:  # -1: a state dropped before, or now
+            targets[old].add(classes[shared])
+    keep = set(kept)
+    basis = _basis(group, queries)
+    known = {f for earlier in basis for f in earlier}
+    layer = tuple(dict.fromkeys(f for q, _ in more for f in queries[q].filters if f not in known))
+    grown = dataclasses.replace(
+        group,
+        queries=members,
+        automaton=automaton,
+        parts=(*(p for q, p in zip(group.queries, group.parts, strict=True) if q in keep), *(p for _, p in more)),
+        sharing=sharing,
+        classes=tuple(classes),
+        basis=(*basis, layer) if layer else basis,
+    )
+    return grown, tuple(tuple(sorted(t)) for t in targets)
 
 
 def group_automaton(parts: Sequence[Automaton], first: QueryPlan, labels: Sequence[frozenset[str]]) -> Automaton:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sharp_cer._moved import old_names
@@ -22,6 +22,7 @@ from sharp_cer.language.trailing import split
 from .automaton import Automaton
 from .predicates import PredicateTable
 from .psd import SharingDegrees, prefix_graph, sharing_degrees
+from .sharing import Sharing
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -116,6 +117,20 @@ class CrossFilter:
     first_tag: str
     conjuncts: tuple[ast.Expr, ...]
     whole: bool = False
+
+    # hashed once: groups of many queries look filters up often (``engine.compiled``), and a
+    # syntax tree hashes deeply. Not pickled: another process hashes strings apart.
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        return hash((self.tag, self.first_tag, self.conjuncts, self.whole))
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
 
 @dataclass(frozen=True)
@@ -222,6 +237,20 @@ class QueryGroup:
     window: WindowKind
     automaton: Automaton
     parts: tuple[Automaton, ...] = ()
+    #: how the parts' states were shared (:class:`~sharp_cer.planner.sharing.Sharing`), and
+    #: the automaton's state of each shared state: what lets queries join the group while
+    #: it runs (``compile.change_plan``); None for a query that runs alone
+    sharing: Sharing | None = field(default=None, compare=False, repr=False)
+    classes: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    #: the cross-event filters the group's node summaries are laid out for, in layers in
+    #: the order the group gained them (None: its queries' own, one layer); a group that
+    #: lost or gained queries while running keeps the layout its live nodes have
+    basis: tuple[tuple[CrossFilter, ...], ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[frozenset[EventSchema], tuple[str, ...], WindowKind]:
+        """What queries of one group have in common (see the class docstring)."""
+        return (self.event_types, self.partition_attributes, self.window)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:

@@ -40,7 +40,7 @@ queries to it changes no query's matches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from .automaton import Automaton, Transition
 
@@ -58,11 +58,58 @@ def share(automata: Sequence[Automaton]) -> Automaton:
     >>> share([one, two]).finals  # the loop is shared too
     {1: frozenset({0, 1})}
     """
-    keys: dict[object, int] = {}
-    moves: list[dict[tuple[object, int | None, int], None]] = []
-    finals: dict[int, set[int]] = {}
-    initial: set[int] = set()
+    sharing = Sharing()
     for automaton in automata:
+        sharing.add(automaton)
+    return sharing.automaton()
+
+
+class Sharing:
+    """:func:`share` one automaton at a time: the hash-consed states so far,
+    so that more queries can be shared into a running group later without
+    sharing its queries again. A state keeps its number as automata are
+    added (they only add states, and moves and queries to the states they
+    share), which is what lets a running group's live state follow
+    (``planner.compile.change_plan``). ``automaton(queries)`` keeps only
+    the states from which one of ``queries`` can still be accepted.
+
+    >>> from sharp_cer.planner.predicates import Atom
+    >>> from sharp_cer.planner.automaton import AutomatonBuilder
+    >>> def chain(atoms, query):
+    ...     b = AutomatonBuilder(); states = [b.state() for _ in range(len(atoms) + 1)]
+    ...     for i, atom in enumerate(atoms):
+    ...         b.read(states[i], Atom(atom), atom, states[i + 1])
+    ...     return b.epsilon_free({states[0]}, {states[-1]: query})
+    >>> sharing = Sharing(); _ = sharing.add(chain([0, 1, 2], 0))
+    >>> grown = sharing.copy(); grown.add(chain([0, 1, 3], 1))  # A ; B shared: one state more
+    [0, 1, 2, 4]
+    >>> sharing.automaton().n_states, grown.automaton().n_states, grown.automaton({1}).transition_count()
+    (4, 5, 3)
+    """
+
+    def __init__(self) -> None:
+        self._keys: dict[object, int] = {}
+        self._moves: list[dict[tuple[object, int | None, int], None]] = []
+        self._finals: dict[int, set[int]] = {}
+        self._initial: set[int] = set()
+
+    @property
+    def n_states(self) -> int:
+        """The shared states so far."""
+        return len(self._moves)
+
+    def copy(self) -> Sharing:
+        """A sharing that grows apart from this one."""
+        other = Sharing()
+        other._keys = dict(self._keys)
+        other._moves = [dict(m) for m in self._moves]
+        other._finals = {s: set(q) for s, q in self._finals.items()}
+        other._initial = set(self._initial)
+        return other
+
+    def add(self, automaton: Automaton) -> list[int]:
+        """Share one more automaton in; return where each of its states went."""
+        keys, moves = self._keys, self._moves
         incoming: list[list[Transition]] = [[] for _ in range(automaton.n_states)]
         cyclic = False
         for ts in automaton.transitions:
@@ -82,13 +129,43 @@ def share(automata: Sequence[Automaton]) -> Automaton:
             for t in ts:
                 moves[mapping[t.source]][(t.guard, t.label, mapping[t.target])] = None
         for state, queries in automaton.finals.items():
-            finals.setdefault(mapping[state], set()).update(queries)
-        initial.update(mapping[s] for s in automaton.initial)
-    transitions = tuple(
-        tuple(Transition(source, guard, label, target) for guard, label, target in out)  # type: ignore[arg-type]
-        for source, out in enumerate(moves)
-    )
-    return Automaton(len(moves), frozenset(initial), transitions, {s: frozenset(q) for s, q in finals.items()})
+            self._finals.setdefault(mapping[state], set()).update(queries)
+        self._initial.update(mapping[s] for s in automaton.initial)
+        return mapping
+
+    def automaton(self, queries: Collection[int] | None = None) -> Automaton:
+        """The shared automaton; with ``queries``, only they are accepted
+        and moves into states that can accept none of them are left out
+        (those states stay, without moves: numbers do not change)."""
+        finals = {s: frozenset(q if queries is None else q.intersection(queries)) for s, q in self._finals.items()}
+        finals = {s: q for s, q in finals.items() if q}
+        live = None if queries is None else self._coreachable(finals)
+        transitions = tuple(
+            tuple(
+                Transition(source, guard, label, target)  # type: ignore[arg-type]
+                for guard, label, target in out
+                if live is None or target in live
+            )
+            if live is None or source in live
+            else ()
+            for source, out in enumerate(self._moves)
+        )
+        return Automaton(len(self._moves), frozenset(self._initial), transitions, finals)
+
+    def _coreachable(self, finals: dict[int, frozenset[int]]) -> set[int]:
+        """The states from which some final state is reachable."""
+        back: list[list[int]] = [[] for _ in self._moves]
+        for source, out in enumerate(self._moves):
+            for _, _, target in out:
+                back[target].append(source)
+        seen = set(finals)
+        todo = list(seen)
+        while todo:
+            for source in back[todo.pop()]:
+                if source not in seen:
+                    seen.add(source)
+                    todo.append(source)
+        return seen
 
 
 def _components(automaton: Automaton) -> list[list[int]]:
