@@ -88,17 +88,26 @@ class _Interval:
         self.high = high
 
 
+def _spanless(method: Any) -> Any:
+    """Marks a rule method that does not read its span (a name, a clause
+    that only passes values up): its reducer makes none."""
+    method.spanless = True
+    return method
+
+
 class _ToAst:
     """Maps parse-tree rules to AST nodes: one method per rule or alias, called
     with the rule's span and its children (punctuation and keywords removed)."""
 
     # parentheses: the tree keeps them (for spans); the value is what is inside
+    @_spanless
     def primary(self, span: Span | None, children: list[Any]) -> Any:
         return children[0]
 
     atom = primary
 
     # names and literals
+    @_spanless
     def name(self, span: Span | None, children: list[Token]) -> str:
         return unquote_name(str(children[0]))
 
@@ -141,6 +150,7 @@ class _ToAst:
         left, op, right = children
         return ast.Arithmetic(str(op), left, right, span=span)
 
+    @_spanless
     def compare_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
@@ -148,9 +158,11 @@ class _ToAst:
         left, op, right = children
         return ast.Comparison(_COMPARE_ALIASES.get(str(op), str(op)), left, right, span=span)
 
+    @_spanless
     def value_set(self, span: Span | None, children: list[Any]) -> tuple[Any, ...]:
         return tuple(children)
 
+    @_spanless
     def value_range(self, span: Span | None, children: list[Any]) -> _Interval:
         low, _dots, high = children
         return _Interval(low, high)
@@ -215,9 +227,11 @@ class _ToAst:
     def contiguous_iteration(self, span: Span | None, children: list[Any]) -> ast.Iteration:
         return ast.Iteration(children[0], True, span=span)
 
+    @_spanless
     def add_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
+    @_spanless
     def mul_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
@@ -242,6 +256,7 @@ class _ToAst:
         return ast.Filter(children[0], children[1], span=span)
 
     # clauses
+    @_spanless
     def strategy(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0]).upper()
 
@@ -256,21 +271,27 @@ class _ToAst:
         attrs = tuple(children[1]) if children[1] is not None else None
         return ast.Projection(name, stream, attrs, span=span)
 
+    @_spanless
     def select_list(self, span: Span | None, children: list[Any]) -> tuple[ast.Projection, ...]:
         return tuple(children)
 
+    @_spanless
     def name_list(self, span: Span | None, children: list[Any]) -> list[str]:
         return list(children)
 
+    @_spanless
     def select_clause(self, span: Span | None, children: list[Any]) -> tuple[str | None, ast.Selection]:
         return (children[0], children[1])
 
+    @_spanless
     def from_clause(self, span: Span | None, children: list[Any]) -> tuple[str, ...]:
         return tuple(children)
 
+    @_spanless
     def partition_clause(self, span: Span | None, children: list[Any]) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(c) for c in children)
 
+    @_spanless
     def within_clause(self, span: Span | None, children: list[Any]) -> ast.Window:
         return children[0]  # type: ignore[no-any-return]
 
@@ -298,21 +319,27 @@ class _ToAst:
             )
         return window
 
+    @_spanless
     def time_span(self, span: Span | None, children: list[Any]) -> list[tuple[str, int | float]]:
         return [c for c in children if c is not None]
 
+    @_spanless
     def hours(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("hours", children[0].value)
 
+    @_spanless
     def minutes(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("minutes", children[0].value)
 
+    @_spanless
     def seconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("seconds", children[0].value)
 
+    @_spanless
     def milliseconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("milliseconds", children[0].value)
 
+    @_spanless
     def consume_clause(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0]).upper()
 
@@ -344,6 +371,7 @@ class _ToAst:
     def stream_decl(self, span: Span | None, children: list[Any]) -> ast.StreamDecl:
         return ast.StreamDecl(children[0], tuple(children[1:]), span=span)
 
+    @_spanless
     def schema(self, span: Span | None, children: list[Any]) -> tuple[ast.StreamDecl, ...]:
         return tuple(children)
 
@@ -382,7 +410,7 @@ _INT64_MAX = 2**63 - 1
 # (parentheses not counted), its rule and children (read only to locate a
 # nesting error), and the first problem met under it with the last token of
 # the node that met it (or None).
-_Reduced = tuple[Any, Token | None, Token | None, int, str, list[Any], "tuple[_Problem, Token] | None"]
+_Reduced = tuple[Any, Any, Any, int, str, list[Any], Any]
 
 
 def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str]) -> Any:
@@ -394,10 +422,22 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
     whole text was parsed before any AST was built; ``_finish`` raises it.
     """
     extra = 0 if rule in _TRANSPARENT else 1
+    spanned = not getattr(method, "spanless", False)
 
     def reduce(children: list[Any]) -> _Reduced:
-        kept: list[Any] = []
-        first = last = problem = None
+        if len(children) == 1 and children[0].__class__ is Token:
+            # one token (a name, a literal, an operator): most reductions
+            token: Any = children[0]
+            kept: list[Any] = [token] if keep_all or token.type in kept_types else []
+            span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
+            try:
+                return (method(span, kept), token, token, extra, rule, children, None)
+            except _Problem as found:
+                return (None, token, token, extra, rule, children, (found, token))
+        kept = []
+        first: Any = None
+        last: Any = None
+        problem: Any = None
         height = 0
         for child in children:
             if child.__class__ is tuple:
@@ -420,7 +460,9 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
                     kept.append(child)
         value = None
         if problem is None:
-            span = None if first is None else Span(first.line, first.column, last.end_line, last.end_column)
+            span = None
+            if spanned and first is not None:
+                span = Span(first.line, first.column, last.end_line, last.end_column)
             try:
                 value = method(span, kept)
             except _Problem as found:
@@ -443,7 +485,7 @@ def _reducers() -> object:
     return reducers
 
 
-def _finish(root: _Reduced) -> Any:
+def _finish(root: Any) -> Any:
     """The AST of a parsed text, or its first problem: operators nested more
     than ``MAX_NESTING`` deep (every later pass walks the AST recursively),
     or what a rule refused. Whichever comes first reading the text's tree
