@@ -42,7 +42,7 @@ def _lark() -> Lark:
         parser="lalr",
         lexer=CeqlLexer,
         start=["query", "schema"],
-        keep_all_tokens=True,  # spans need every token; _Reducer drops them as lark would
+        keep_all_tokens=True,  # spans need every token; each _reducer drops them as lark would
         maybe_placeholders=True,
         # no parse tree: each rule's AST is built as the LALR parser reduces it
         transformer=_reducers(),
@@ -426,7 +426,7 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
 
     def reduce(children: list[Any]) -> _Reduced:
         if len(children) == 1 and children[0].__class__ is Token:
-            # one token (a name, a literal, an operator): most reductions
+            # one token (a name, a literal, an operator): about half the calls
             token: Any = children[0]
             kept: list[Any] = [token] if keep_all or token.type in kept_types else []
             span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
