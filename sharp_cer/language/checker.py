@@ -275,6 +275,7 @@ class _Checker:
         self.count_of: dict[str, int] = {}  # 0, 1 or 2 (= many) events per match
         self.implicit: set[str] = set()
         self._bindings_of: dict[int, _Bindings] = {}  # id(node) -> self._bindings(node)
+        self._event_of: dict[int, EventSchema] = {}  # id(EventType node) -> its event type, once resolved
         self.used_types: set[EventSchema] = set()
         self.warnings: list[QueryWarning] = []
         # a trailing ABSENT(F) (``p ; ABSENT(F) WITHIN d``): its conditions may read p's variables
@@ -377,9 +378,11 @@ class _Checker:
         stack = [node]
         while stack:
             n = stack.pop()
-            if isinstance(n, ast.EventType):
-                self.used_types.add(self._lookup(n.name, n.stream, n.span))
-            stack.extend(_children(n))
+            if n.__class__ is ast.EventType:
+                event = self._event_of[id(n)] = self._lookup(n.name, n.stream, n.span)
+                self.used_types.add(event)
+            else:
+                stack.extend(_children(n))
 
     # ------------------------------------------------------------ variables
     def _collect_variables(self, pattern: ast.Formula) -> None:
@@ -403,7 +406,7 @@ class _Checker:
 
     def _compute_bindings(self, node: ast.Formula) -> _Bindings:
         if isinstance(node, ast.EventType):
-            event = self._lookup(node.name, node.stream, node.span)
+            event = self._event_of.get(id(node)) or self._lookup(node.name, node.stream, node.span)
             self.implicit.add(node.name)
             return {node.name: {event}}, {node.name: 1}, {event}, 1
         if isinstance(node, (ast.Negation, ast.Absence)):
@@ -431,8 +434,8 @@ class _Checker:
             types, counts, out, size = self._bindings(node.formula)
             return types, {k: 2 if v else 0 for k, v in counts.items()}, out, 2 if size else 0
         if isinstance(node, ast.Disjunction):
-            return _merge([self._bindings(node.left), self._bindings(node.right)], combine=max)
-        return _merge([self._bindings(p) for p in _children(node)], combine=lambda a, b: min(2, a + b))
+            return _merge([self._bindings(node.left), self._bindings(node.right)], add=False)
+        return _merge([self._bindings(p) for p in _children(node)], add=True)
 
     def _check_placement(self, node: ast.Formula, parent: ast.Formula | None) -> None:
         if isinstance(node, ast.Absence) and not isinstance(parent, ast.Sequence):
@@ -1030,20 +1033,25 @@ class _Checker:
             )
 
 
-def _merge(results: list[_Bindings], combine: Callable[[int, int], int]) -> _Bindings:
+def _merge(results: list[_Bindings], *, add: bool) -> _Bindings:
+    """The bindings of parts taken together: events per match added (a
+    sequence, a conjunction) or the larger taken (a disjunction), capped at 2."""
     types: dict[str, set[EventSchema]] = {}
     counts: dict[str, int] = {}
     out: set[EventSchema] = set()
-    size = 0
-    first = True
+    size = -1
     for t, c, o, s in results:
         for k, kinds in t.items():
-            types.setdefault(k, set()).update(kinds)
+            known = types.get(k)
+            if known is None:
+                types[k] = set(kinds)
+            else:
+                known |= kinds
         for k, n in c.items():
-            counts[k] = combine(counts.get(k, 0), n)
+            before = counts.get(k, 0)
+            counts[k] = min(2, before + n) if add else max(before, n)
         out |= o
-        size = s if first else combine(size, s)
-        first = False
+        size = s if size < 0 else size + s if add else max(size, s)
     return types, counts, out, min(size, 2)
 
 

@@ -21,18 +21,27 @@ from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer, LexerState
 
 # Longest symbols first: Python's alternation takes the first that matches.
+# Blanks before a token are matched with it (one match per token, not two);
+# only line breaks and comments are matched on their own, as SKIP.
 _SCAN = re.compile(
     r"""
-    (?P<SKIP>(?:\s+|--[^\n]*|/\*(?:.|\n)*?(?:\*/|\Z))+)
-  | (?P<DOUBLE>\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.?[eE][-+]?\d+)
-  | (?P<INT>\d+)
-  | (?P<WORD>[A-Za-z_][A-Za-z_0-9]*)
-  | (?P<QUOTED_NAME>`(?:[^`]|``)+`)
-  | (?P<STRING>'(?:[^']|'')*')
-  | (?P<SYMBOL>\.\.|:\+|<=|>=|==|!=|<>|[;:,*\[\]+()>.{}\-/%<=])
+    [ \t]*
+    (?:
+        (?P<WORD>[A-Za-z_][A-Za-z_0-9]*)
+      | (?P<SKIP>(?:\s+|--[^\n]*|/\*(?:.|\n)*?(?:\*/|\Z))+)
+      | (?P<DOUBLE>\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.?[eE][-+]?\d+)
+      | (?P<INT>\d+)
+      | (?P<QUOTED_NAME>`(?:[^`]|``)+`)
+      | (?P<STRING>'(?:[^']|'')*')
+      | (?P<SYMBOL>\.\.|:\+|<=|>=|==|!=|<>|[;:,*\[\]+()>.{}\-/%<=])
+    )
     """,
     re.VERBOSE,
 )
+_BLANKS = re.compile(r"[ \t]*")
+# the kinds of token that may hold a line break
+_MULTILINE = frozenset({"STRING", "QUOTED_NAME"})
+_new_str = str.__new__
 
 
 class CeqlLexer(Lexer):
@@ -61,37 +70,55 @@ class CeqlLexer(Lexer):
         raw: Any = lexer_state.text
         text: str = raw.text if hasattr(raw, "text") else raw
         states = parser_state.parse_conf.parse_table.states
+        symbols, keywords, match = self.symbols, self.keywords, _SCAN.match
         pos, line, line_start, end = 0, 1, 0, len(text)
         while pos < end:
-            m = _SCAN.match(text, pos)
+            m = match(text, pos)
             if m is None:
+                pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]
+                if pos == end:
+                    break
                 allowed = set(states[parser_state.position])
                 raise UnexpectedCharacters(  # type: ignore[no-untyped-call]
                     text, pos, line, pos - line_start + 1, allowed=allowed
                 )
-            kind = m.lastgroup or ""
-            value = m.group()
+            kind: str = m.lastgroup  # type: ignore[assignment]
+            stop = m.end()
             if kind == "SKIP":
+                value = m.group()
                 newlines = value.count("\n")
                 if newlines:
                     line += newlines
                     line_start = pos + value.rfind("\n") + 1
-                pos = m.end()
+                pos = stop
                 continue
+            value = m.group(kind)
+            start = stop - len(value)
             if kind == "WORD":
-                kind = self._word_kind(value, states[parser_state.position])
+                # a keyword only if the parser can take it here (names are the common case)
+                candidates = keywords.get(value.upper())
+                kind = "NAME" if candidates is None else self._word_kind(candidates, states[parser_state.position])
             elif kind == "SYMBOL":
-                kind = self.symbols[value]
-            newlines = value.count("\n")
-            end_line = line + newlines
-            end_start = pos + value.rfind("\n") + 1 if newlines else line_start
-            yield Token(kind, value, pos, line, pos - line_start + 1, end_line, m.end() - end_start + 1, m.end())
-            line, line_start, pos = end_line, end_start, m.end()
+                kind = symbols[value]
+            end_line, end_start = line, line_start
+            if kind in _MULTILINE:
+                newlines = value.count("\n")
+                if newlines:
+                    end_line, end_start = line + newlines, start + value.rfind("\n") + 1
+            # lark's Token, made without its constructor's argument handling (a fifth of the lexing)
+            token = _new_str(Token, value)
+            token.type = kind
+            token.value = value
+            token.start_pos = start
+            token.line = line
+            token.column = start - line_start + 1
+            token.end_line = end_line
+            token.end_column = stop - end_start + 1
+            token.end_pos = stop
+            yield token
+            line, line_start, pos = end_line, end_start, stop
 
-    def _word_kind(self, word: str, actions: dict[str, Any]) -> str:
-        candidates = self.keywords.get(word.upper())
-        if not candidates:
-            return "NAME"
+    def _word_kind(self, candidates: list[str], actions: dict[str, Any]) -> str:
         for name in candidates:
             if name in actions:
                 return name

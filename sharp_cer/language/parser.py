@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast
@@ -42,8 +42,10 @@ def _lark() -> Lark:
         parser="lalr",
         lexer=CeqlLexer,
         start=["query", "schema"],
-        keep_all_tokens=True,  # _walk needs every token for spans; _dropped filters them as lark would
+        keep_all_tokens=True,  # spans need every token; each _reducer drops them as lark would
         maybe_placeholders=True,
+        # no parse tree: each rule's AST is built as the LALR parser reduces it
+        transformer=_reducers(),
         # the analysed grammar, kept between processes (0.08 s to build, 0.005 s to load)
         cache=cache_file(_grammar(), "ceql"),
     )
@@ -86,17 +88,26 @@ class _Interval:
         self.high = high
 
 
+def _spanless(method: Any) -> Any:
+    """Marks a rule method that does not read its span (a name, a clause
+    that only passes values up): its reducer makes none."""
+    method.spanless = True
+    return method
+
+
 class _ToAst:
     """Maps parse-tree rules to AST nodes: one method per rule or alias, called
     with the rule's span and its children (punctuation and keywords removed)."""
 
     # parentheses: the tree keeps them (for spans); the value is what is inside
+    @_spanless
     def primary(self, span: Span | None, children: list[Any]) -> Any:
         return children[0]
 
     atom = primary
 
     # names and literals
+    @_spanless
     def name(self, span: Span | None, children: list[Token]) -> str:
         return unquote_name(str(children[0]))
 
@@ -139,6 +150,7 @@ class _ToAst:
         left, op, right = children
         return ast.Arithmetic(str(op), left, right, span=span)
 
+    @_spanless
     def compare_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
@@ -146,9 +158,11 @@ class _ToAst:
         left, op, right = children
         return ast.Comparison(_COMPARE_ALIASES.get(str(op), str(op)), left, right, span=span)
 
+    @_spanless
     def value_set(self, span: Span | None, children: list[Any]) -> tuple[Any, ...]:
         return tuple(children)
 
+    @_spanless
     def value_range(self, span: Span | None, children: list[Any]) -> _Interval:
         low, _dots, high = children
         return _Interval(low, high)
@@ -213,9 +227,11 @@ class _ToAst:
     def contiguous_iteration(self, span: Span | None, children: list[Any]) -> ast.Iteration:
         return ast.Iteration(children[0], True, span=span)
 
+    @_spanless
     def add_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
+    @_spanless
     def mul_op(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0])
 
@@ -240,6 +256,7 @@ class _ToAst:
         return ast.Filter(children[0], children[1], span=span)
 
     # clauses
+    @_spanless
     def strategy(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0]).upper()
 
@@ -254,21 +271,27 @@ class _ToAst:
         attrs = tuple(children[1]) if children[1] is not None else None
         return ast.Projection(name, stream, attrs, span=span)
 
+    @_spanless
     def select_list(self, span: Span | None, children: list[Any]) -> tuple[ast.Projection, ...]:
         return tuple(children)
 
+    @_spanless
     def name_list(self, span: Span | None, children: list[Any]) -> list[str]:
         return list(children)
 
+    @_spanless
     def select_clause(self, span: Span | None, children: list[Any]) -> tuple[str | None, ast.Selection]:
         return (children[0], children[1])
 
+    @_spanless
     def from_clause(self, span: Span | None, children: list[Any]) -> tuple[str, ...]:
         return tuple(children)
 
+    @_spanless
     def partition_clause(self, span: Span | None, children: list[Any]) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(c) for c in children)
 
+    @_spanless
     def within_clause(self, span: Span | None, children: list[Any]) -> ast.Window:
         return children[0]  # type: ignore[no-any-return]
 
@@ -296,21 +319,27 @@ class _ToAst:
             )
         return window
 
+    @_spanless
     def time_span(self, span: Span | None, children: list[Any]) -> list[tuple[str, int | float]]:
         return [c for c in children if c is not None]
 
+    @_spanless
     def hours(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("hours", children[0].value)
 
+    @_spanless
     def minutes(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("minutes", children[0].value)
 
+    @_spanless
     def seconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("seconds", children[0].value)
 
+    @_spanless
     def milliseconds(self, span: Span | None, children: list[Any]) -> tuple[str, int | float]:
         return ("milliseconds", children[0].value)
 
+    @_spanless
     def consume_clause(self, span: Span | None, children: list[Token]) -> str:
         return str(children[0]).upper()
 
@@ -342,12 +371,9 @@ class _ToAst:
     def stream_decl(self, span: Span | None, children: list[Any]) -> ast.StreamDecl:
         return ast.StreamDecl(children[0], tuple(children[1:]), span=span)
 
+    @_spanless
     def schema(self, span: Span | None, children: list[Any]) -> tuple[ast.StreamDecl, ...]:
         return tuple(children)
-
-
-_TRANSFORMER = _ToAst()
-_METHODS: dict[str, Any] = {}
 
 
 @functools.cache
@@ -361,14 +387,6 @@ def _token_rules() -> tuple[frozenset[str], frozenset[str]]:
     named = frozenset(re.findall(r"^([A-Z][A-Z_0-9]*)(?:\.\d+)?\s*:", text, re.MULTILINE))
     kept = frozenset(re.findall(r"^\??!([a-z_][a-z_0-9]*)\s*:", text, re.MULTILINE))
     return named, kept
-
-
-_NAMED_TERMINALS, _BANG_RULES = _token_rules()
-
-
-def _dropped(token: Token, rule: str) -> bool:
-    """Whether lark would have filtered ``token`` out of ``rule``'s children."""
-    return rule not in _BANG_RULES and (token.type.startswith("_") or token.type not in _NAMED_TERMINALS)
 
 
 class _Problem(Exception):
@@ -387,63 +405,121 @@ class _Problem(Exception):
 _TRANSPARENT = frozenset({"primary", "atom"})
 _INT64_MAX = 2**63 - 1
 
+# What a reducer returns, in place of a parse-tree node: the rule's AST value,
+# the first and last tokens under it (its span), its height in operators
+# (parentheses not counted), its rule and children (read only to locate a
+# nesting error), and the first problem met under it with the last token of
+# the node that met it (or None).
+_Reduced = tuple[Any, Any, Any, int, str, list[Any], Any]
 
-def _walk(root: Tree[Token] | None) -> Any:
-    """Bottom-up transformation with spans, cheaper than lark's Transformer
-    with propagated positions (parsing 10,000 queries is a benchmark).
 
-    Iterative, so that a thousand parentheses cannot exhaust Python's stack;
-    operators nested deeper than ``MAX_NESTING`` are refused here, at the
-    first one too deep, since every later pass walks the AST recursively."""
-    if root is None:
-        return None
-    # a frame: the tree, its next child, the children's values, its first and
-    # last positions, and its rule; ``depth`` counts the frames that are not parentheses
-    stack: list[list[Any]] = [[root, 0, [], None, None, str(root.data)]]
-    depth = 1
-    while True:
-        frame = stack[-1]
-        tree: Tree[Token] = frame[0]
-        if frame[1] < len(tree.children):
-            child = tree.children[frame[1]]
-            frame[1] += 1
-            if isinstance(child, Tree):
-                depth += child.data not in _TRANSPARENT
-                if depth > MAX_NESTING:
-                    raise _Problem(
-                        NestingLimitError,
-                        f"operators are nested more than {MAX_NESTING} deep",
-                        _token_span(next(child.scan_values(lambda v: isinstance(v, Token)))),
-                        f"at most {MAX_NESTING} operators (AND, OR, NOT, +, AS, calls, ...) inside one another",
-                        "split the query, or write long lists of conditions as IN {...} sets",
-                    )
-                stack.append([child, 0, [], None, None, str(child.data)])
+def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str]) -> Any:
+    """lark's callback for ``rule``: ``method`` (a :class:`_ToAst` method)
+    applied to the children lark's tree would have, with the rule's span.
+
+    A problem (a literal out of range, ...) is carried up, not raised, so
+    that a syntax error later in the text is reported first, as when the
+    whole text was parsed before any AST was built; ``_finish`` raises it.
+    """
+    extra = 0 if rule in _TRANSPARENT else 1
+    spanned = not getattr(method, "spanless", False)
+
+    def reduce(children: list[Any]) -> _Reduced:
+        if len(children) == 1 and children[0].__class__ is Token:
+            # one token (a name, a literal, an operator): about half the calls
+            token: Any = children[0]
+            kept: list[Any] = [token] if keep_all or token.type in kept_types else []
+            span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
+            try:
+                return (method(span, kept), token, token, extra, rule, children, None)
+            except _Problem as found:
+                return (None, token, token, extra, rule, children, (found, token))
+        kept = []
+        first: Any = None
+        last: Any = None
+        problem: Any = None
+        height = 0
+        for child in children:
+            if child.__class__ is tuple:
+                kept.append(child[0])
+                if child[1] is not None:
+                    if first is None:
+                        first = child[1]
+                    last = child[2]
+                if child[3] > height:
+                    height = child[3]
+                if problem is None:
+                    problem = child[6]
             elif child is None:
-                frame[2].append(None)
+                kept.append(None)
             else:
-                if frame[3] is None:
-                    frame[3] = (child.line or 1, child.column or 1)
-                frame[4] = (child.end_line or 1, child.end_column or 1)
-                if not _dropped(child, frame[5]):
-                    frame[2].append(child)
-            continue
-        stack.pop()
-        rule = frame[5]
-        depth -= rule not in _TRANSPARENT
-        first, last = frame[3], frame[4]
-        span = Span(first[0], first[1], last[0], last[1]) if first and last else None
-        method = _METHODS.get(rule)
-        if method is None:
-            method = _METHODS[rule] = getattr(_TRANSFORMER, rule)
-        value = method(span, frame[2])
-        if not stack:
-            return value
-        parent = stack[-1]
-        if first is not None:
-            if parent[3] is None:
-                parent[3] = first
-            parent[4] = last
-        parent[2].append(value)
+                if first is None:
+                    first = child
+                last = child
+                if keep_all or child.type in kept_types:
+                    kept.append(child)
+        value = None
+        if problem is None:
+            span = None
+            if spanned and first is not None:
+                span = Span(first.line, first.column, last.end_line, last.end_column)
+            try:
+                value = method(span, kept)
+            except _Problem as found:
+                problem = (found, last)
+        return (value, first, last, height + extra, rule, children, problem)
+
+    return reduce
+
+
+@functools.cache
+def _reducers() -> object:
+    """The object lark takes as its transformer: one reducer per rule or alias."""
+    named, bang = _token_rules()
+    kept_types = frozenset(t for t in named if not t.startswith("_"))
+    reducers = type("_Reducers", (), {})()
+    for rule in dir(_ToAst):
+        if not rule.startswith("_"):
+            method = getattr(_ToAst(), rule)
+            setattr(reducers, rule, _reducer(rule, method, rule in bang, kept_types))
+    return reducers
+
+
+def _finish(root: Any) -> Any:
+    """The AST of a parsed text, or its first problem: operators nested more
+    than ``MAX_NESTING`` deep (every later pass walks the AST recursively),
+    or what a rule refused. Whichever comes first reading the text's tree
+    top-down, with each rule's value made after its children's."""
+    problem = root[6]
+    if root[3] > MAX_NESTING:
+        deep = _first_too_deep(root)
+        assert deep[1] is not None
+        # a problem completed before the deep node starts is met first
+        if problem is None or problem[1].start_pos >= deep[1].start_pos:
+            raise _Problem(
+                NestingLimitError,
+                f"operators are nested more than {MAX_NESTING} deep",
+                _token_span(deep[1]),
+                f"at most {MAX_NESTING} operators (AND, OR, NOT, +, AS, calls, ...) inside one another",
+                "split the query, or write long lists of conditions as IN {...} sets",
+            )
+    if problem is not None:
+        raise problem[0]
+    return root[0]
+
+
+def _first_too_deep(root: _Reduced) -> _Reduced:
+    """The first node, top-down and left to right, with more than
+    ``MAX_NESTING`` operators above it and itself (the root counts one)."""
+    stack: list[tuple[_Reduced, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return node
+        below = [c for c in node[5] if c.__class__ is tuple]
+        for child in reversed(below):
+            stack.append((child, depth + (child[4] not in _TRANSPARENT)))
+    raise AssertionError("no node is nested that deep")  # pragma: no cover
 
 
 def _integer(token: Token, span: Span | None) -> int:
@@ -636,7 +712,7 @@ def parse_query(text: str, name: str = "<query>", *, source: Source | None = Non
     """
     src = source or Source(text, name)
     try:
-        result: ast.Query = _walk(_lark().parse(src.text, start="query"))
+        result: ast.Query = _finish(_lark().parse(src.text, start="query"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "query") from None
     except _Problem as problem:
@@ -654,7 +730,7 @@ def parse_stream_declarations(
     """
     src = source or Source(text, name)
     try:
-        result: tuple[ast.StreamDecl, ...] = _walk(_lark().parse(src.text, start="schema"))
+        result: tuple[ast.StreamDecl, ...] = _finish(_lark().parse(src.text, start="schema"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "schema") from None
     except _Problem as problem:

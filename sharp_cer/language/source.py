@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .frozen import quick_init
 
+
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Span:
     """A region of source text: 1-based line and column, end exclusive.

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +42,8 @@ class WorkloadSource:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._seen: str | None = None  # the digest of the contents last polled
+        # each file's workload as last read, with the digests it was read from
+        self._parts: dict[Path, tuple[dict[Path, str], Workload]] = {}
 
     def files(self) -> list[Path]:
         """The TOML files that make the workload, in name order."""
@@ -80,7 +83,8 @@ class WorkloadSource:
                 Span(1, 1, 1, 1),
                 hint="put one .toml file per tenant in the folder",
             )
-        parts = [load_workload(path) for path in files]
+        parts = [self._part(path) for path in files]
+        self._parts = {path: self._parts[path] for path in files if path in self._parts}
         first = parts[0]
         if len(parts) == 1:
             return first
@@ -106,6 +110,48 @@ class WorkloadSource:
                 owner[q.name] = path
         queries = tuple(q for part in parts for q in part.queries)
         return replace(first, queries=queries, path=self.path)
+
+    def _part(self, path: Path) -> Workload:
+        """The workload of one file: read again only when it, or a file it
+        names (``schema_file``, a query's ``file``), changed since it was
+        last read, so an update re-checks only the tenants that changed."""
+        known = self._parts.get(path)
+        if known is not None and all(_file_digest(p) == d for p, d in known[0].items()):
+            return known[1]
+        self._parts.pop(path, None)
+        # the digests are taken before the files are read: a file that changes
+        # in between is read again next time
+        read_from = {path: _file_digest(path)}
+        try:
+            named = _named_files(path)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return load_workload(path)  # which says what is wrong; nothing is kept
+        read_from.update((p, _file_digest(p)) for p in named)
+        workload = load_workload(path)
+        self._parts[path] = (read_from, workload)
+        return workload
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def _named_files(path: Path) -> list[Path]:
+    """The files a workload file names, relative to it (its schema file,
+    its queries' files)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    queries = data.get("query")
+    tables = [data.get("workload"), *(queries if isinstance(queries, list) else [])]
+    return [
+        path.parent / table[key]
+        for table in tables
+        if isinstance(table, dict)
+        for key in ("schema_file", "file")
+        if isinstance(table.get(key), str)
+    ]
 
 
 def _setting(workload: Workload, field: str) -> object:
