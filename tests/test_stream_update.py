@@ -1,14 +1,16 @@
 """Rules that change while a Spark stream runs (issue 39): the workload
-file changes under ``sharp-cer stream --watch``, the stream moves to it
-(a restart from its checkpoint with the new workload), its driver is then
-killed (SIGKILL) while a micro-batch runs, and it restarts to the end. Its
+file changes under ``sharp-cer stream --watch`` three times: a change the
+running query takes inside itself at its next micro-batch (no restart), a
+file with an error (refused; the stream runs on), and a change with a new
+lane (a graceful restart from the checkpoint). The driver is then killed
+(SIGKILL) while a micro-batch runs, and restarted to the end. The
 committed output must be the rule of ``Detector.update`` (the reference
 evaluator's rule 15, which ``tests/test_update.py`` holds the in-process
-detector to): every unchanged query's matches those of an uninterrupted
-run, an added query's those over the events from the restart's first
-position on, a removed query's those that end before it, a replaced query
-both, a tenant changed in place carried from there on; nothing lost,
-nothing doubled."""
+detector to) with each change at its position: every unchanged query's
+matches those of an uninterrupted run, an added query's those over the
+events from its position on, a removed query's those that end before it,
+a replaced query both, a tenant changed in place carried from there on;
+nothing lost, nothing doubled."""
 
 from __future__ import annotations
 
@@ -43,109 +45,136 @@ def spark() -> Any:
     return spark_session("local[2]", **{**stream_conf(), "spark.sql.shuffle.partitions": "4"})
 
 
-#: the query the changed workload removes
+#: the query the first change removes
 _DROPPED = 'name = "no_c_between"\ntenant = "t1"\ntext = "SELECT * WHERE A ; ABSENT(C) ; B WITHIN 8 EVENTS"\n'
 
+#: taken inside the running query (every lane it has is one the query started with):
 #: removed: no_c_between; replaced: near_by_position (another window); tenant in place: next_by_key;
-#: added: one query in the lane by [k], one in a lane of its own (by [x])
-CHANGED = (
-    HAND_MADE.replace(
-        'name = "no_c_between"\ntenant = "t1"\ntext = "SELECT * WHERE A ; ABSENT(C) ; B WITHIN 8 EVENTS"\n[[query]]\n',
-        "",
-    )
-    .replace("PARTITION BY [k] WITHIN 6 EVENTS", "PARTITION BY [k] WITHIN 9 EVENTS")
-    .replace('name = "next_by_key"\ntenant = "t3"', 'name = "next_by_key"\ntenant = "t4"')
-    + """[[query]]
-name = "added_by_key"
-tenant = "t5"
-text = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 5 EVENTS"
-[[query]]
-name = "added_by_x"
-tenant = "t5"
-text = "SELECT * WHERE B ; C ; B PARTITION BY [x] WITHIN 6 EVENTS"
-"""
+#: added: one query in the lane by [k]
+INSIDE = HAND_MADE.replace(_DROPPED + "[[query]]\n", "").replace(
+    "PARTITION BY [k] WITHIN 6 EVENTS", "PARTITION BY [k] WITHIN 9 EVENTS"
+).replace('name = "next_by_key"\ntenant = "t3"', 'name = "next_by_key"\ntenant = "t4"') + (
+    '[[query]]\nname = "added_by_key"\ntenant = "t5"\ntext = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 5 EVENTS"\n'
+)
+#: refused (a type error): every query runs on
+BAD = INSIDE + '[[query]]\nname = "typo"\ntext = "SELECT * WHERE A ; B FILTER A[y > 1] WITHIN 5 EVENTS"\n'
+#: a lane of its own (by [x]): the running query routes by the lanes it started with, so a graceful restart
+CHANGED = INSIDE + (
+    '[[query]]\nname = "added_by_x"\ntenant = "t5"\n'
+    'text = "SELECT * WHERE B ; C ; B PARTITION BY [x] WITHIN 6 EVENTS"\n'
 )
 
 
-def _rule(before: Workload, after: Workload, events: Any, position: int) -> Counter[tuple[Any, ...]]:
-    """The matches of ``before`` over the events before ``position`` and of
-    ``after`` from there on, by ``Detector.update`` (tenants as each match
-    came out)."""
-    detector = Detector.from_workload(before)
-    found = detector.feed(events.take(np.flatnonzero(events.positions < position)))
-    detector.update(after)
-    found += detector.feed(events.take(np.flatnonzero(events.positions >= position)))
+def _rule(steps: list[tuple[Workload, int]], events: Any) -> Counter[tuple[Any, ...]]:
+    """The matches of each workload over the events from its position
+    (the first's: 0) to the next's, moved by ``Detector.update`` (tenants
+    as each match came out)."""
+    detector = Detector.from_workload(steps[0][0])
+    found = []
+    for (workload, position), (_, end) in zip(steps, [*steps[1:], (None, events.positions.max() + 1)], strict=True):
+        if position:
+            detector.update(workload)
+        found += detector.feed(events.take(np.flatnonzero((events.positions >= position) & (events.positions < end))))
     return Counter((m.tenant, *_key(m.query, m.start, m.end, m.events, m.vars)) for m in found)
+
+
+def _read_by_batch(source: Path) -> dict[int, list[str]]:
+    """The files a file source of the query read, by micro-batch (its log, compacted or not)."""
+    found: dict[int, list[str]] = {}
+    for log in source.glob("[0-9]*"):
+        for line in log.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            found.setdefault(int(entry["batchId"]), []).append(Path(urlparse(entry["path"]).path).name)
+    return found
 
 
 def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exactly_once_by_the_rule(
     spark: Any, tmp_path: Path
 ) -> None:
     """``sharp-cer stream --watch``: the workload file changes while the
-    stream runs; the stream moves to it at a micro-batch boundary (a
-    graceful restart from its checkpoint), is then killed (SIGKILL) while a
-    micro-batch runs, and restarted to the end: the committed output is the
-    rule with the change at the first position after the micro-batches
-    committed before the move."""
-    from sharp_cer.spark.stream import StreamSettings, checkpoint_history, run_stream
+    stream runs; the running query takes the first change at its next
+    micro-batch (no restart); a bad file is refused; a change with a new
+    lane moves by a graceful restart at a micro-batch boundary; the driver
+    is then killed (SIGKILL) while a micro-batch runs, and restarted to the
+    end: the committed output is the rule, the first change from the first
+    position of the micro-batch that read its control file, the last from
+    the first position after the micro-batches committed before the restart."""
+    from sharp_cer.spark.stream import StreamSettings, checkpoint_history, run_stream, workload_refusals
 
-    before, after = parse_workload(HAND_MADE), parse_workload(CHANGED)
-    whole = csv_file(before, hand_made_events(1200, 5), tmp_path / "all.csv").read_text().splitlines()
+    steps = [parse_workload(HAND_MADE), parse_workload(INSIDE), parse_workload(CHANGED)]
+    whole = csv_file(steps[0], hand_made_events(1200, 5), tmp_path / "all.csv").read_text().splitlines()
     source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
     source.mkdir()
     rows_in = {}
-    for k in range(6):
-        part = source / f"part-{k}.csv"
-        part.write_text("\n".join(whole[k * 200 : (k + 1) * 200]) + "\n")
-        rows_in[part.name] = len(whole[k * 200 : (k + 1) * 200])
+    for k in range(12):
+        part = source / f"part-{k:02d}.csv"
+        part.write_text("\n".join(whole[k * 100 : (k + 1) * 100]) + "\n")
+        rows_in[part.name] = len(whole[k * 100 : (k + 1) * 100])
         os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))
     spec = tmp_path / "w.toml"
     spec.write_text(HAND_MADE)
     argv = ["stream", str(spec), "--watch", "--source", str(source), "--checkpoint", str(checkpoint), "--out",
             str(out), "--trigger", "0.5", "--max-files", "1", "--timeout", "600", "--master", "local[2]"]  # fmt: skip
     code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
-    progress = (tmp_path / "progress.txt").open("w")  # the restart's line and pause, for a reader
+    progress = (tmp_path / "progress.txt").open("w")  # the moves' lines, for a reader
     driver = subprocess.Popen(
         [sys.executable, "-c", code, *argv],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=progress,
     )
-    offsets, commits = checkpoint / "query" / "offsets", checkpoint / "query" / "commits"
+    query = checkpoint / "query"
+    offsets, commits = query / "offsets", query / "commits"
 
     def batches(folder: Path) -> set[int]:
         return {int(p.name) for p in folder.glob("[0-9]*")} if folder.is_dir() else set()
 
+    def control_batch(number: int) -> int | None:
+        """The micro-batch that read version ``number``'s control file, once committed."""
+        read = _read_by_batch(query / "sources" / "1")
+        found = [b for b, names in read.items() if any(n.startswith(f"version-{number}-") for n in names)]
+        return found[0] if found and found[0] in batches(commits) else None
+
+    def wait(done: Any) -> Any:
+        while time.time() < deadline and driver.poll() is None:
+            value = done()
+            if value is not None and value is not False:
+                return value
+            time.sleep(0.02)
+        return None
+
+    deadline = time.time() + 500
     in_flight = None
-    deadline = time.time() + 400
     try:
-        while not batches(commits) and time.time() < deadline and driver.poll() is None:
-            time.sleep(0.05)
-        spec.write_text(CHANGED)  # while the stream runs
-        moved = None
-        while in_flight is None and time.time() < deadline and driver.poll() is None:
-            versions, _ = checkpoint_history(str(checkpoint))
-            if moved is None and len(versions) > 1:
-                moved = versions[1]["after_batch"]
-            if moved is not None:
-                in_flight = next((b for b in sorted(batches(offsets) - batches(commits)) if b > moved), None)
-            time.sleep(0.01)
+        wait(lambda: batches(commits) or None)
+        spec.write_text(INSIDE)  # taken inside the running query
+        inside = wait(lambda: control_batch(1))
+        spec.write_text(BAD)
+        wait(lambda: workload_refusals(str(checkpoint)) or None)
+        spec.write_text(CHANGED)  # a new lane: a restart
+        moved = wait(lambda: len(checkpoint_history(str(checkpoint))[0]) > 2 or None)
+        if moved:
+            after = checkpoint_history(str(checkpoint))[0][2]["after_batch"]
+            in_flight = wait(lambda: next((b for b in sorted(batches(offsets) - batches(commits)) if b > after), None))
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
         progress.close()
-    assert in_flight is not None  # moved to the new workload, then killed while a later micro-batch ran
+    assert inside is not None and in_flight is not None  # moved twice, then killed while a later micro-batch ran
     versions, lanes = checkpoint_history(str(checkpoint))
-    position = sum(
-        rows_in[Path(urlparse(json.loads(line)["path"]).path).name]
-        for b in range(versions[1]["after_batch"] + 1)
-        for line in (checkpoint / "query" / "sources" / "0" / str(b)).read_text().splitlines()[1:]
-    )
-    assert 0 < position < len(whole)
-    run_stream(after, str(source), str(checkpoint), str(out), StreamSettings(), spark)
-    events = load_csv(str(tmp_path / "all.csv"), before.schema)[0]
-    truth = _rule(before, after, events, position)
+    read = _read_by_batch(query / "sources" / "0")
+    positions = [0] + [
+        sum(rows_in[name] for b, names in read.items() if b < last for name in names)
+        for last in (inside, versions[2]["after_batch"] + 1)
+    ]
+    assert 0 < positions[1] <= positions[2] < len(whole)
+    refused = workload_refusals(str(checkpoint))
+    assert len(refused) == 1 and "w.toml:" in refused[0]["error"] and "^" in refused[0]["error"]
+    run_stream(steps[2], str(source), str(checkpoint), str(out), StreamSettings(), spark)
+    events = load_csv(str(tmp_path / "all.csv"), steps[0].schema)[0]
+    truth = _rule(list(zip(steps, positions, strict=True)), events)
     assert committed_matches(out) == truth  # nothing lost, nothing doubled, each query by the rule
     names = Counter(key[1] for key in truth.elements())
-    assert names["added_by_key"] and names["no_c_between"] and names["near_by_position"]
-    assert [v["number"] for v in versions] == [0, 1] and lanes[-1] == ("x",)
+    assert names["added_by_key"] and names["no_c_between"] and names["near_by_position"] and names["added_by_x"]
+    assert [v["number"] for v in versions] == [0, 1, 2] and lanes[-1] == ("x",)
+    assert versions[1].get("in_stream") and not versions[2].get("in_stream")

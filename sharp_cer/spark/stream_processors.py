@@ -53,6 +53,7 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from sharp_cer.language import Workload
 
+from . import stream_versions
 from .columns import (
     ALERT,
     ARRIVED,
@@ -104,39 +105,64 @@ class Sequencer(StatefulProcessor):
         order: list[str] | None,
         delay_ms: int,
         key_groups: int,
+        version: int = 0,
+        registry: str | None = None,
     ) -> None:
         self.columns = columns
         self.order = order
         self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
+        self.key_groups = key_groups
         self.signature = {**workload.signature(), KEY_GROUPS_PART: str(key_groups)}
+        #: the number of the version the query started with, and where later versions' jobs are
+        self.version = version
+        self.registry = registry
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
+        # the version moved to inside the running query (``stream_versions``), when later than the query's own
+        self.moved = handle.getValueState("version", "number bigint")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frame = _named(rows, self.columns)
+        asked = frame[frame[ROW_KIND] == VERSION]
+        frame = frame[frame[ROW_KIND] != VERSION]
         stored = self.cursor.get() if self.cursor.exists() else None
-        switch = None
+        # the version in force: one moved to inside the query, if later than the one the query started with
+        moved = int(self.moved.get()[0]) if self.moved.exists() else -1  # type: ignore[index]
+        number, signature = (moved, self._signature(moved)) if moved > self.version else (self.version, self.signature)
+        switch, told = None, None
         if stored is None:
-            cursor = Cursor(0, NONE, json.dumps(self.signature))
+            cursor = Cursor(0, NONE, json.dumps(signature))
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             # the queries may change (issue 39); the schema, lateness, capacity and key groups may not
             kept = json.dumps(_fixed(json.loads(cursor.signature)))
-            check_signature(kept, _fixed(self.signature), "stream state (positions)")
-            if json.loads(cursor.signature) != self.signature:
-                switch = cursor.position  # the new workload applies from the next position on
-                cursor = Cursor(cursor.position, cursor.latest, json.dumps(self.signature))
+            check_signature(kept, _fixed(signature), "stream state (positions)")
+            if json.loads(cursor.signature) != signature:
+                switch = cursor.position  # a restart with a new workload: it applies from the next position on
+        wanted = max((int(t) for t in asked[TEXT] if str(t).isdigit()), default=-1)
+        if self.registry is not None and wanted > number:
+            # a version announced while the query runs: from the first position of this micro-batch
+            # (a micro-batch redone after a crash reads the same control file: the same position)
+            number, signature, switch, told = wanted, self._signature(wanted), cursor.position, str(wanted)
+            self.moved.update((wanted,))
+        cursor = Cursor(cursor.position, cursor.latest, json.dumps(signature))
         lateness = self.workload.allowed_lateness
         out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
         if switch is not None:  # told to every lane and key group, as a flush is
-            out = pd.concat([out, version_row(out, switch, self.routes)], ignore_index=True)
+            out = pd.concat([out, version_row(out, switch, self.routes, told)], ignore_index=True)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
+
+    def _signature(self, number: int) -> dict[str, str]:
+        """The signature of version ``number`` (from the stream's registry), as stage 1 keeps it."""
+        assert self.registry is not None
+        job = stream_versions.load(self.registry, number)
+        return {**job.workload.signature(), KEY_GROUPS_PART: str(self.key_groups)}
 
     def close(self) -> None:
         pass
@@ -145,9 +171,11 @@ class Sequencer(StatefulProcessor):
 class KeyGroups(StatefulProcessor):
     """Stage 2 (see the module docstring)."""
 
-    def __init__(self, job: Job, columns: list[str]) -> None:
+    def __init__(self, job: Job, columns: list[str], registry: str | None = None) -> None:
         self.job = job
         self.columns = columns
+        #: where the jobs of versions moved to inside the running query are (``stream_versions``)
+        self.registry = registry
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -175,7 +203,13 @@ class KeyGroups(StatefulProcessor):
         new = list(zip(*columns, strict=True))
         # a new workload version, for the events from its row's position on (``Sequencer``)
         versions = frame[frame[ROW_KIND] == VERSION]
-        switch = int(versions[SEQ].min()) if len(versions) else None
+        switch = None
+        if len(versions):  # one per micro-batch: stage 1 tells the version in force from the batch's first position
+            told = versions.iloc[-1]
+            number = told[TEXT]
+            moved = number is not None and str(number).isdigit() and self.registry is not None
+            job = stream_versions.load(self.registry, int(number)) if moved else self.job  # type: ignore[arg-type]
+            switch = (int(told[SEQ]), job)
         yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest, switch)
 
     def handleExpiredTimer(
@@ -191,7 +225,7 @@ class KeyGroups(StatefulProcessor):
         horizon: int = 0,
         new: list[Any] | None = None,
         latest: int | None = None,
-        switch: int | None = None,
+        switch: tuple[int, Job] | None = None,
     ) -> Iterator[pd.DataFrame]:
         """Release the held and ``new`` events the watermark (or ``horizon``)
         passes, then fire the trailing absences whose deadline the watermark
@@ -225,7 +259,7 @@ class KeyGroups(StatefulProcessor):
         cache = (self.job.fingerprint, lane, int(key[1]))
         state, restored = self._load(lane, cache)
         if switch is not None:
-            state.switch(self.job, switch)
+            state.switch(switch[1], switch[0])
         now = int(time.time() * 1000)
         parts = [with_alert_columns(telemetry_table([]))]
         if n:
@@ -292,14 +326,16 @@ def _fixed(signature: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in signature.items() if not k.startswith("query ")}
 
 
-def version_row(out: pd.DataFrame, position: int, routes: list[int]) -> pd.DataFrame:
+def version_row(out: pd.DataFrame, position: int, routes: list[int], number: str | None = None) -> pd.DataFrame:
     """The row that tells every lane and key group a new workload version
-    applies from ``position`` on (stage 1's columns, as a flush row's)."""
+    applies from ``position`` on (stage 1's columns, as a flush row's):
+    ``number`` names a version moved to inside the running query (its job
+    is in the stream's registry), None the query's own workload."""
     row: dict[str, Any] = {c: None for c in out.columns}
     now = int(out[CLOCK].max()) if len(out) else 1_000_000
     horizon = int(out[HORIZON].max()) if len(out) else 0
     row.update({ROW_KIND: VERSION, SEQ: position, CLOCK: now, ROUTE: routes, HORIZON: horizon, VALUE: np.nan})
-    row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: None, TS: NONE})
+    row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: number, TS: NONE})
     return pd.DataFrame([row], columns=out.columns)
 
 
