@@ -78,13 +78,24 @@ def _rule(steps: list[tuple[Workload, int]], events: Any) -> Counter[tuple[Any, 
     return Counter((m.tenant, *_key(m.query, m.start, m.end, m.events, m.vars)) for m in found)
 
 
-def _read_by_batch(source: Path) -> dict[int, list[str]]:
-    """The files a file source of the query read, by micro-batch (its log, compacted or not)."""
-    found: dict[int, list[str]] = {}
-    for log in source.glob("[0-9]*"):
+def _read_by_batch(query: Path, source: int) -> dict[int, list[str]]:
+    """The files the query's file source ``source`` read, by micro-batch: its
+    log (compacted or not) numbers them by the source's own offsets, which
+    the query's offset log maps to micro-batches."""
+    by_offset: dict[int, list[str]] = {}
+    for log in (query / "sources" / str(source)).glob("[0-9]*"):
         for line in log.read_text().splitlines()[1:]:
             entry = json.loads(line)
-            found.setdefault(int(entry["batchId"]), []).append(Path(urlparse(entry["path"]).path).name)
+            by_offset.setdefault(int(entry["batchId"]), []).append(Path(urlparse(entry["path"]).path).name)
+    found: dict[int, list[str]] = {}
+    before = -1
+    for batch in sorted(int(p.name) for p in (query / "offsets").glob("[0-9]*")):
+        lines = (query / "offsets" / str(batch)).read_text().splitlines()
+        if len(lines) < 3 + source or lines[2 + source] == "-":
+            continue
+        offset = int(json.loads(lines[2 + source])["logOffset"])
+        found[batch] = [name for o in range(before + 1, offset + 1) for name in by_offset.get(o, [])]
+        before = offset
     return found
 
 
@@ -131,9 +142,9 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
 
     def control_batch(number: int) -> int | None:
         """The micro-batch that read version ``number``'s control file, once committed."""
-        read = _read_by_batch(query / "sources" / "1")
-        found = [b for b, names in read.items() if any(n.startswith(f"version-{number}-") for n in names)]
-        return found[0] if found and found[0] in batches(commits) else None
+        read = _read_by_batch(query, 1)
+        found = [b for b, names in sorted(read.items()) if any(n.startswith(f"version-{number}-") for n in names)]
+        return found[0] if found and found[0] in batches(commits) else None  # committed: before the next change
 
     def wait(done: Any) -> Any:
         while time.time() < deadline and driver.poll() is None:
@@ -162,7 +173,7 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
         progress.close()
     assert inside is not None and in_flight is not None  # moved twice, then killed while a later micro-batch ran
     versions, lanes = checkpoint_history(str(checkpoint))
-    read = _read_by_batch(query / "sources" / "0")
+    read = _read_by_batch(query, 0)
     positions = [0] + [
         sum(rows_in[name] for b, names in read.items() if b < last for name in names)
         for last in (inside, versions[2]["after_batch"] + 1)
@@ -178,3 +189,62 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     assert names["added_by_key"] and names["no_c_between"] and names["near_by_position"] and names["added_by_x"]
     assert [v["number"] for v in versions] == [0, 1, 2] and lanes[-1] == ("x",)
     assert versions[1].get("in_stream") and not versions[2].get("in_stream")
+
+
+def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refuses_a_new_lane(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``detect_stream(..., workload_source=PATH)``: a change the running
+    query routes is taken at the micro-batch that reads its control file
+    (here the second file's: the rule with the change at its first row);
+    one with a new lane cannot be (the routes are fixed as the query
+    starts, and the user owns the query) and is refused, kept in the
+    history; every query runs on."""
+    from sharp_cer.spark import detect_stream
+    from sharp_cer.spark.stream import checkpoint_history, request_flush, stop_watching, workload_refusals
+
+    before, after = parse_workload(HAND_MADE), parse_workload(INSIDE)
+    frame = hand_made_events(400, 23)
+    csv_file(before, frame, tmp_path / "all.csv")
+    folder, control, spec = tmp_path / "in", tmp_path / "ck" / "control", tmp_path / "w.toml"
+    folder.mkdir()
+    spec.write_text(HAND_MADE)
+    numbered = frame.assign(n=range(len(frame)))
+
+    def arrive(part: int) -> None:
+        rows = numbered.iloc[part * 200 : (part + 1) * 200]
+        (folder / f".{part}.json").write_text(rows.to_json(orient="records", lines=True))
+        (folder / f".{part}.json").rename(folder / f"{part}.json")
+
+    events = spark.readStream.schema("type string, k bigint, x bigint, j bigint, t bigint, n bigint").json(str(folder))
+    alerts = detect_stream(events, before, order_by=["n"], control=str(control), workload_source=spec)
+
+    def run() -> None:
+        writer = alerts.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+        query = writer.option("checkpointLocation", str(tmp_path / "ck" / "query"))
+        query.trigger(availableNow=True).start().awaitTermination()
+
+    try:
+        arrive(0)
+        run()
+        spec.write_text(INSIDE)
+        deadline = time.time() + 60
+        while not list(control.glob("version-1-*")) and time.time() < deadline:
+            time.sleep(0.05)
+        spec.write_text(CHANGED)  # a new lane
+        while not workload_refusals(str(control / "_versions")) and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop_watching(str(control))
+    arrive(1)
+    run()  # the second file and the control file: the change from the second file's first row
+    request_flush(str(control.parent))
+    run()
+    versions, _ = checkpoint_history(str(control / "_versions"))
+    assert [v["number"] for v in versions] == [0, 1] and versions[1]["in_stream"]
+    refused = workload_refusals(str(control / "_versions"))
+    assert len(refused) == 1 and "a new lane (PARTITION BY [x])" in refused[0]["error"]
+    events_in = load_csv(str(tmp_path / "all.csv"), before.schema)[0]
+    truth = _rule([(before, 0), (after, 200)], events_in)
+    assert committed_matches(tmp_path / "out") == truth
+    assert Counter(key[1] for key in truth.elements())["added_by_key"]

@@ -1426,11 +1426,6 @@ class Engine:
                     f"cannot add {', '.join(clash)}: a query of that name runs already\n"
                     "  hint: remove it in the same update to replace it"
                 )
-            if TrailingAbsences.of(added, self.allowed_lateness) is not None:
-                raise EngineError(
-                    "adding a query with a trailing ABSENT(...) to a running engine is not supported\n"
-                    "  hint: start a new stream with it"
-                )
         kept = []
         for runner in self.runners:
             dropped = runner.dropped | {q.id for q in runner.queries if q.name in gone}
@@ -1442,6 +1437,11 @@ class Engine:
         if self.absences is not None:
             self.absences.drop(gone)
         if added is not None:
+            # an added trailing ABSENT(...) decides its alerts by the event time from here on (rule 15)
+            if self.absences is None:
+                self.absences = TrailingAbsences.of(added, self.allowed_lateness)
+            else:
+                self.absences.add(added.queries)
             self.plans.append(added)
             self._later_bits.append(None)
             for k in range(len(added.groups)):

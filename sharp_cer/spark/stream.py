@@ -829,7 +829,10 @@ class _Watcher:
         self.moves: list[tuple[int, float]] = []
         self.stamp = self._stamp()
         with contextlib.suppress(SharpCerError):  # a bad file now is refused at its next change
-            self.source.poll()  # the contents now are the running workload's
+            now = self.source.poll()  # the contents now are the running workload's, read at the next change
+            if now is not None and now.fingerprint() != workload.fingerprint():
+                # the query runs another workload than the files hold: they are taken at the first poll
+                self.source, self.stamp = WorkloadSource(path), ()
 
     def _stamp(self) -> tuple[tuple[str, int, int], ...]:
         """The files' names, modification times and sizes: read again only when these move."""
