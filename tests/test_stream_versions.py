@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from sharp_cer.language import Workload
+from sharp_cer.language import Workload, load_workload
 from tests.test_update import toml, workload
 
 pytest.importorskip("pyspark")
@@ -200,3 +200,34 @@ def test_stage_one_moves_at_the_first_position_of_the_micro_batch_that_reads_the
     restarted = next(_sequencer(second, 1, registry, committed.copy()).handleInputRows((0,), iter([batch]), None))
     assert _told(restarted) == [(4, None)]
     assert out["__seq"].tolist() == redone["__seq"].tolist() == restarted["__seq"].tolist()
+
+
+def test_a_shedding_stream_takes_a_change_inside_and_refuses_a_fraction_bound(tmp_path: Path) -> None:
+    from sharp_cer.spark.stream import StreamSettings, _Watcher, check_checkpoint
+    from sharp_cer.spark.stream_key_group import KeyGroupStream
+    from sharp_cer.spark.stream_versions import load
+
+    def shed(queries: dict[str, str], bound: str) -> str:
+        return toml(queries).replace('tenant = "t"\n', f'tenant = "t"\nlatency_bound = "{bound}"\n')
+
+    spec = tmp_path / "w.toml"
+    spec.write_text(shed({"p": BY_K}, "50ms"))
+    first = load_workload(spec)
+    registry = str(tmp_path / "ck")
+    key_groups = check_checkpoint(registry, first, default=1, shedder="sharp")
+    settings = StreamSettings(shedder="sharp")
+    watcher = _Watcher(first, spec, registry, str(tmp_path / "ck" / "control"), settings, key_groups)
+    spec.write_text(shed({"p": BY_K, "q": BY_K.replace("5 EVENTS", "6 EVENTS")}, "80ms"))
+    assert not watcher.changed() and _asked(tmp_path) == ["version 1\n"] and not watcher.refusals
+    # a key group of the stream moves its shedding detector: q shed to its bound, p's bound in place
+    group = KeyGroupStream(watcher.started, lane=0)
+    line = '{{"type": "{}", "x": 0, "k": 0, "j": 0, "t": {}}}'
+    group.release([line.format("A", 0)], [0], [0], now_ms=0)
+    group.switch(load(registry, 1), 1)
+    group.release([line.format("B", 1)], [1], [0], now_ms=0)
+    assert group.shedder is not None and {n: r["bound_ms"] for n, r in group.shedder.report().items()} == {
+        "p": 80,
+        "q": 80,
+    }
+    spec.write_text(shed({"p": BY_K, "q": BY_K.replace("5 EVENTS", "6 EVENTS")}, "40%"))
+    assert not watcher.changed() and len(watcher.refusals) == 1 and "fraction" in watcher.refusals[0]["error"]

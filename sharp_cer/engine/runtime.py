@@ -1379,7 +1379,7 @@ class Engine:
             queue.add(query.name, seconds, latency_units)
 
     # ------------------------------------------------------------ changes
-    def update(self, added: Plan | None = None, removed: Iterable[str] = ()) -> None:
+    def update(self, added: Plan | None = None, removed: Iterable[str] = (), shed_config: Any = None) -> None:
         """Change the queries while the stream runs, between two batches
         (``engine.update`` says what this means for matches): the queries
         named in ``removed`` put out nothing more, and a query group left
@@ -1387,7 +1387,10 @@ class Engine:
         plan of new queries, runs from the next event on beside the others,
         with its own, empty state, so none of its matches holds an earlier
         event. The other queries' state is untouched. A name both removed
-        and added is a replaced query.
+        and added is a replaced query. With a shedder, ``shed_config`` is
+        the new workload's shedding configuration: added query groups are
+        shed by it, running ones take their queries' new bounds and weights
+        (``shedding.base.LoadShedder.reconfigure``).
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -1407,10 +1410,10 @@ class Engine:
         >>> len(engine.runners), [q.name for q in engine.queries()]  # q's query group is gone
         (1, ['r'])
         """
-        if self.shedder is not None:
+        if self.shedder is not None and (shed_config is None or not hasattr(self.shedder, "reconfigure")):
             raise EngineError(
-                "changing the queries of an engine with a shedder is not supported: the shedder's "
-                "per-query state would not follow\n  hint: update an engine without a shedder"
+                "changing the queries of an engine with a shedder needs the new shedding configuration\n"
+                "  hint: Detector.update gives it (shed_config)"
             )
         gone = set(removed)
         live = {q.name for q in self.queries()}
@@ -1426,6 +1429,11 @@ class Engine:
                     f"cannot add {', '.join(clash)}: a query of that name runs already\n"
                     "  hint: remove it in the same update to replace it"
                 )
+        if self.shedder is not None:  # raises before anything changed when it cannot follow
+            self.shedder.reconfigure(shed_config, [q for q in self.queries() if q.name not in gone])
+            for runner in self.runners:  # the enumeration order follows the new bounds and weights
+                if runner.shedder is not None:
+                    runner.rank = {qid: k for k, qid in enumerate(runner.shedder.ranking())}
         kept = []
         for runner in self.runners:
             dropped = runner.dropped | {q.id for q in runner.queries if q.name in gone}

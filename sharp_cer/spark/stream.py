@@ -247,11 +247,6 @@ def check_checkpoint(
         str(path),
     )
     if stored["signature"] != signature:
-        if shedder:
-            raise SurfaceError(
-                f"{path}: error: a stream that sheds load cannot change its queries\n"
-                "  hint: restart with the original workload, or without --shedder"
-            )
         versions = stored.get("versions") or [_version(0, None, "the first workload")]
         changes = signature_changes(stored["signature"], signature)
         entry = _version(len(versions), workload, "; ".join(changes))
@@ -859,6 +854,7 @@ class _Watcher:
     def changed(self) -> bool:
         """Whether the caller must restart the query for a changed workload
         (``next``); a change the running query takes moves inside it."""
+        from .stream_key_group import check_live_bounds
         from .stream_versions import announce, dry_run, in_stream_problem, save
 
         seen = time.time()
@@ -871,6 +867,7 @@ class _Watcher:
             if found is None or found.fingerprint() == self.current.fingerprint():
                 return False
             number = self._number() + 1
+            check_live_bounds(found, self.settings.shedder)  # a fraction bound cannot be shed to live
             job = self._job(found, number)
             dry_run(self.running, job)  # what a key group would refuse, refused here
             problem = in_stream_problem(self.started, self.running, job) if self.registry is not None else "no registry"
