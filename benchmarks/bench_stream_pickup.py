@@ -12,7 +12,9 @@ under the new version (the micro-batch whose control file asks for it:
 its offsets file's modification time, written as it starts) and (b) that
 micro-batch's commit; in seconds and in trigger intervals; and the
 duration of the micro-batches around it (a change waits for the running
-one to end). The machine may be shared: the load average is recorded.
+one to end), and how many micro-batches started between the change and
+the one under it (0: it landed at the next boundary). The machine may be
+shared: the load average is recorded.
 
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python -u bench_stream_pickup.py --triggers 0.5 2 --changes 6
 
@@ -131,6 +133,9 @@ def run(trigger: float, changes: int, events_per_file: int, spark: Any, folder: 
             started = os.stat(query / "offsets" / str(batch)).st_mtime
             finished = os.stat(commits / str(batch)).st_mtime
             before = os.stat(commits / str(batch - 1)).st_mtime - os.stat(query / "offsets" / str(batch - 1)).st_mtime
+            # micro-batches that started after the change but before the one under it (0: the next boundary)
+            missed = sum(changed < os.stat(query / "offsets" / str(b)).st_mtime < started for b in range(batch))
+            running = os.stat(query / "offsets" / str(batch - 1)).st_mtime < changed  # a batch ran at the change
             rows.append(
                 {
                     "version": number,
@@ -140,6 +145,8 @@ def run(trigger: float, changes: int, events_per_file: int, spark: Any, folder: 
                     "to_start_triggers": round((started - changed) / trigger, 2),
                     "its_duration_s": round(finished - started, 3),
                     "duration_before_s": round(before, 3),
+                    "batches_started_before_it": missed,
+                    "a_batch_ran_at_the_change": running,
                 }
             )
             print(trigger, rows[-1], flush=True)
@@ -155,6 +162,7 @@ def run(trigger: float, changes: int, events_per_file: int, spark: Any, folder: 
         "to_start_s_p50": statistics.median(starts),
         "to_start_s_max": max(starts),
         "within_2_triggers": sum(s <= 2 * trigger for s in starts),
+        "at_the_next_boundary": sum(r.get("batches_started_before_it", 0) == 0 for r in rows),
         "versions": len(versions),
         "restarts": len(result["summary"].pauses_s),
     }

@@ -27,8 +27,11 @@ committed micro-batch, and a micro-batch cut short is redone with the state
 it started from, so nothing is lost or doubled (read the output with Spark,
 which reads the sink's log). ``checkpoint/control`` is a second source: a
 file there (``request_flush``) releases everything held, as at the end of
-the input. The workload's signature is kept in the checkpoint (and in the
-state): another workload is refused, naming the difference.
+the input, and a ``version N`` file moves the running query to a new
+workload version (``stream_versions``). The checkpoint keeps the
+workload's versions: a restart with changed queries continues; another
+schema, lateness, capacity or number of key groups is refused, naming the
+difference.
 
 Known limits: stage 1 is one task per micro-batch (it numbers every row);
 files are numbered in name order within a micro-batch, after every file
@@ -732,7 +735,16 @@ def run_stream(
     set by the caller; without it SIGINT / SIGTERM), then stops at a
     micro-batch boundary; events the watermark has not passed stay held in
     the checkpoint for the next run. The summary's ``stopped`` says why it
-    stopped early, if it did."""
+    stopped early, if it did.
+
+    ``workload_source`` (the workload's file, or a folder of one per
+    tenant) is watched while the stream runs: a change the running query
+    can take moves inside it at its next micro-batch, without a restart
+    (``stream_versions``); one with a lane the query did not start with
+    (another PARTITION BY, or a lane reading other event types) by a
+    graceful restart from the checkpoint at a micro-batch boundary; a bad
+    one is refused (logged, kept in the summary and the checkpoint's
+    history), and every query runs on."""
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
 
