@@ -135,7 +135,8 @@ def run(trigger: float, changes: int, events_per_file: int, spark: Any, folder: 
             before = os.stat(commits / str(batch - 1)).st_mtime - os.stat(query / "offsets" / str(batch - 1)).st_mtime
             # micro-batches that started after the change but before the one under it (0: the next boundary)
             missed = sum(changed < os.stat(query / "offsets" / str(b)).st_mtime < started for b in range(batch))
-            running = os.stat(query / "offsets" / str(batch - 1)).st_mtime < changed  # a batch ran at the change
+            began = os.stat(query / "offsets" / str(batch - 1)).st_mtime
+            running = began < changed < os.stat(commits / str(batch - 1)).st_mtime  # a batch ran at the change
             rows.append(
                 {
                     "version": number,
