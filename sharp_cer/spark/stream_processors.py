@@ -86,6 +86,8 @@ from .worker import Job
 
 #: the counter of engines restored from the state's snapshot (not the worker's own copy)
 RESTORED = "engines_restored"
+#: the key of stage 1's signature naming the version the running query moved to (``stream_versions``)
+MOVED_PART = "workload version moved to"
 #: the stream's columns, in order
 COLUMNS = STREAM_OUTPUT.names
 
@@ -121,8 +123,6 @@ class Sequencer(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
-        # the version moved to inside the running query (``stream_versions``), when later than the query's own
-        self.moved = handle.getValueState("version", "number bigint")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -131,8 +131,10 @@ class Sequencer(StatefulProcessor):
         asked = frame[frame[ROW_KIND] == VERSION]
         frame = frame[frame[ROW_KIND] != VERSION]
         stored = self.cursor.get() if self.cursor.exists() else None
-        # the version in force: one moved to inside the query, if later than the one the query started with
-        moved = int(self.moved.get()[0]) if self.moved.exists() else -1  # type: ignore[index]
+        saved = json.loads(str(stored[2])) if stored is not None else {}
+        # the version in force: one moved to inside the query (kept in the cursor's signature, so
+        # that the state's schema stays the one older checkpoints have), if later than the query's own
+        moved = int(saved.pop(MOVED_PART, -1))
         number, signature = (moved, self._signature(moved)) if moved > self.version else (self.version, self.signature)
         switch, told = None, None
         if stored is None:
@@ -140,17 +142,16 @@ class Sequencer(StatefulProcessor):
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             # the queries may change (issue 39); the schema, lateness, capacity and key groups may not
-            kept = json.dumps(_fixed(json.loads(cursor.signature)))
-            check_signature(kept, _fixed(signature), "stream state (positions)")
-            if json.loads(cursor.signature) != signature:
+            check_signature(json.dumps(_fixed(saved)), _fixed(signature), "stream state (positions)")
+            if saved != signature:
                 switch = cursor.position  # a restart with a new workload: it applies from the next position on
         wanted = max((int(t) for t in asked[TEXT] if str(t).isdigit()), default=-1)
         if self.registry is not None and wanted > number:
             # a version announced while the query runs: from the first position of this micro-batch
             # (a micro-batch redone after a crash reads the same control file: the same position)
             number, signature, switch, told = wanted, self._signature(wanted), cursor.position, str(wanted)
-            self.moved.update((wanted,))
-        cursor = Cursor(cursor.position, cursor.latest, json.dumps(signature))
+        kept = {**signature, MOVED_PART: str(number)} if number > self.version else signature
+        cursor = Cursor(cursor.position, cursor.latest, json.dumps(kept))
         lateness = self.workload.allowed_lateness
         out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
         if switch is not None:  # told to every lane and key group, as a flush is
