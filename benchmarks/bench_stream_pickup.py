@@ -152,9 +152,9 @@ def run(trigger: float, changes: int, events_per_file: int, spark: Any, folder: 
             )
             print(trigger, rows[-1], flush=True)
     finally:
+        done.set()  # the feeder first: micro-batches longer than the trigger leave no boundary to stop at
         stop.set()
         runner.join()
-        done.set()
     versions, _ = checkpoint_history(str(checkpoint))
     starts = [r["to_start_s"] for r in rows]
     return {
