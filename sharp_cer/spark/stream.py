@@ -660,7 +660,11 @@ class StreamSummary:
             )
         if self.versions:
             lines.append("  workload versions:")
-            lines += [f"    version {v['number']} ({v['time']}): {v['change']}" for v in self.versions]
+            lines += [
+                f"    version {v['number']} ({v['time']}{', inside the running query' if v.get('in_stream') else ''}): "
+                f"{v['change']}"
+                for v in self.versions
+            ]
         for refused in self.refusals:
             lines.append(f"  workload change refused ({refused['time']}): {refused['error'].splitlines()[0]}")
         if self.skipped:
