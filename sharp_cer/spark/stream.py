@@ -474,7 +474,7 @@ def detect_stream(
 _BACKGROUND: dict[str, tuple[Any, Any]] = {}
 
 
-def _watch_in_background(control: str, watcher: _Watcher, poll: float = 0.25) -> None:
+def _watch_in_background(control: str, watcher: _Watcher, poll: float = 0.05) -> None:
     """Poll ``watcher`` every ``poll`` seconds on a daemon thread until ``stop_watching(control)``."""
     import threading
 
@@ -762,7 +762,7 @@ def run_stream(
         control = str(Path(checkpoint, "control"))
         watcher = _Watcher(workload, workload_source, checkpoint, control, settings, key_groups, lines=lines)
     changed = watcher.changed if watcher is not None else None
-    poll = 0.25 if watcher is not None else 0.5  # a watched file's change is seen sooner
+    poll = 0.5
     why = watch(query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=changed)
     _raise_failure(query)
     while why == "workload" and watcher is not None:

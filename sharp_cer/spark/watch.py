@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any, TextIO
 
+#: how often a watched workload is asked whether it changed (seconds)
+CHANGE_TICK = 0.05
 #: the names of the stream's observed counts: events read, matches written
 EVENTS_IN, MATCHES_OUT = "sharp_cer_events_in", "sharp_cer_matches_out"
 
@@ -108,13 +110,19 @@ def watch(
                     print(batch_line(progress), file=out, flush=True)
 
     deadline = None if timeout is None else time.monotonic() + timeout
+    # ``changed`` is asked more often than the progress is read: a change seen just before a
+    # micro-batch starts goes into that one, not the next (it costs a stat of the files)
+    tick = min(poll, CHANGE_TICK) if changed is not None else poll
+    reported = time.monotonic()
     with stop_requests() if asked is None else nullcontext(asked) as asked:
         moved = False
         while query.isActive and not asked.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            asked.wait(poll)
-            report()
+            asked.wait(tick)
+            if time.monotonic() - reported >= poll:
+                report()
+                reported = time.monotonic()
             if changed is not None and changed():
                 moved = True
                 break
