@@ -39,7 +39,7 @@ VERSIONS = "versions"
 #: a control file's first word for a version (the rest of its first line: the number)
 ANNOUNCE = "version"
 
-_LOADED: dict[tuple[str, int], Job] = {}
+_LOADED: dict[tuple[str, int, int, int], Job] = {}
 
 
 def save(registry: str | Path, job: Job) -> Path:
@@ -67,10 +67,13 @@ def load(registry: str, number: int) -> Job:
     >>> load(folder, 3).version, load(folder, 3).lanes
     (3, (('q',),))
     """
-    key = (registry, number)
+    path = Path(registry, VERSIONS, f"v{number}.pickle")
+    status = path.stat()
+    # the file's identity in the key: a registry made again at the same path (a new checkpoint) is read anew
+    key = (registry, number, status.st_mtime_ns, status.st_size)
     job = _LOADED.get(key)
     if job is None:
-        job = _LOADED[key] = pickle.loads(Path(registry, VERSIONS, f"v{number}.pickle").read_bytes())
+        job = _LOADED[key] = pickle.loads(path.read_bytes())
     return job
 
 
