@@ -2,7 +2,8 @@
 
 ``Sequencer`` (one key for the whole stream, no timers): positions and
 lateness (``stream_input.number_rows``). State: ``cursor`` = (next
-position, largest time so far, the workload's signature).
+position, largest time so far, the workload's signature, with the number
+of a version the running query moved to, ``stream_versions``).
 
 ``KeyGroups`` (key = lane and key group, event time): holds each event
 until the watermark passes its time, then feeds the group's engine the
