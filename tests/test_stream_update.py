@@ -48,21 +48,25 @@ def spark() -> Any:
 #: the query the first change removes
 _DROPPED = 'name = "no_c_between"\ntenant = "t1"\ntext = "SELECT * WHERE A ; ABSENT(C) ; B WITHIN 8 EVENTS"\n'
 
-#: taken inside the running query (every lane it has is one the query started with):
-#: removed: no_c_between; replaced: near_by_position (another window); tenant in place: next_by_key;
-#: added: one query in the lane by [k]
+#: taken inside the running query: removed: no_c_between; replaced: near_by_position (another window);
+#: tenant in place: next_by_key; added: one query in the lane by [k], one in a lane of its own (by [x],
+#: which stage 1 routes from then on)
 INSIDE = HAND_MADE.replace(_DROPPED + "[[query]]\n", "").replace(
     "PARTITION BY [k] WITHIN 6 EVENTS", "PARTITION BY [k] WITHIN 9 EVENTS"
 ).replace('name = "next_by_key"\ntenant = "t3"', 'name = "next_by_key"\ntenant = "t4"') + (
     '[[query]]\nname = "added_by_key"\ntenant = "t5"\ntext = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 5 EVENTS"\n'
-)
-#: refused (a type error): every query runs on
-BAD = INSIDE + '[[query]]\nname = "typo"\ntext = "SELECT * WHERE A ; B FILTER A[y > 1] WITHIN 5 EVENTS"\n'
-#: a lane of its own (by [x]): the running query routes by the lanes it started with, so a graceful restart
-CHANGED = INSIDE + (
     '[[query]]\nname = "added_by_x"\ntenant = "t5"\n'
     'text = "SELECT * WHERE B ; C ; B PARTITION BY [x] WITHIN 6 EVENTS"\n'
 )
+#: refused (a type error): every query runs on
+BAD = INSIDE + '[[query]]\nname = "typo"\ntext = "SELECT * WHERE A ; B FILTER A[y > 1] WITHIN 5 EVENTS"\n'
+#: taken inside too: added_by_key removed, added_by_x's tenant moved
+SECOND = INSIDE.replace(
+    '[[query]]\nname = "added_by_key"\ntenant = "t5"\ntext = "SELECT * WHERE A ; A PARTITION BY [k] WITHIN 5 EVENTS"\n',
+    "",
+).replace('name = "added_by_x"\ntenant = "t5"', 'name = "added_by_x"\ntenant = "t6"')
+#: the workload the stream restarts with after the kill (a restart with changed queries continues)
+CHANGED = SECOND + '[[query]]\nname = "after_restart"\ntext = "SELECT * WHERE B ; A PARTITION BY [k] WITHIN 4 EVENTS"\n'
 
 
 def _rule(steps: list[tuple[Workload, int]], events: Any) -> Counter[tuple[Any, ...]]:
@@ -103,16 +107,17 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     spark: Any, tmp_path: Path
 ) -> None:
     """``sharp-cer stream --watch``: the workload file changes while the
-    stream runs; the running query takes the first change at its next
-    micro-batch (no restart); a bad file is refused; a change with a new
-    lane moves by a graceful restart at a micro-batch boundary; the driver
-    is then killed (SIGKILL) while a micro-batch runs, and restarted to the
-    end: the committed output is the rule, the first change from the first
-    position of the micro-batch that read its control file, the last from
-    the first position after the micro-batches committed before the restart."""
-    from sharp_cer.spark.stream import StreamSettings, checkpoint_history, run_stream, workload_refusals
+    stream runs; the running query takes each change at its next
+    micro-batch (no restart; one adds a lane, which stage 1 routes); a bad
+    file is refused in between; the driver is then killed (SIGKILL) while a
+    micro-batch runs, and restarted to the end with another workload: the
+    committed output is the rule, each change from the first position of
+    the micro-batch that read its control file, the last from the first
+    position after the micro-batches committed before the kill."""
+    from sharp_cer.spark.stream import StreamSettings, checkpoint_history, run_stream, stage_one, workload_refusals
 
-    steps = [parse_workload(HAND_MADE), parse_workload(INSIDE), parse_workload(CHANGED)]
+    texts = (HAND_MADE, INSIDE, SECOND, CHANGED)
+    steps = [parse_workload(text) for text in texts]
     whole = csv_file(steps[0], hand_made_events(1200, 5), tmp_path / "all.csv").read_text().splitlines()
     source, checkpoint, out = tmp_path / "source", tmp_path / "ck", tmp_path / "out"
     source.mkdir()
@@ -155,50 +160,51 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
         return None
 
     deadline = time.time() + 500
-    in_flight = None
+    inside, in_flight = [], None
     try:
         wait(lambda: batches(commits) or None)
         spec.write_text(INSIDE)  # taken inside the running query
-        inside = wait(lambda: control_batch(1))
+        inside.append(wait(lambda: control_batch(1)))
         spec.write_text(BAD)
         wait(lambda: workload_refusals(str(checkpoint)) or None)
-        spec.write_text(CHANGED)  # a new lane: a restart
-        moved = wait(lambda: len(checkpoint_history(str(checkpoint))[0]) > 2 or None)
-        if moved:
-            after = checkpoint_history(str(checkpoint))[0][2]["after_batch"]
-            in_flight = wait(lambda: next((b for b in sorted(batches(offsets) - batches(commits)) if b > after), None))
+        spec.write_text(SECOND)
+        inside.append(wait(lambda: control_batch(2)))
+        if inside[-1] is not None:
+            in_flight = wait(
+                lambda: next((b for b in sorted(batches(offsets) - batches(commits)) if b > inside[-1]), None)
+            )
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
         progress.close()
-    assert inside is not None and in_flight is not None  # moved twice, then killed while a later micro-batch ran
+    assert None not in inside and in_flight is not None  # moved twice, then killed while a later micro-batch ran
+    refused = workload_refusals(str(checkpoint))
+    assert len(refused) == 1 and "w.toml:" in refused[0]["error"] and "^" in refused[0]["error"]
+    run_stream(steps[3], str(source), str(checkpoint), str(out), StreamSettings(), spark)
     versions, lanes = checkpoint_history(str(checkpoint))
     read = _read_by_batch(query, 0)
     positions = [0] + [
         sum(rows_in[name] for b, names in read.items() if b < last for name in names)
-        for last in (inside, versions[2]["after_batch"] + 1)
+        for last in (*inside, versions[3]["after_batch"] + 1)
     ]
-    assert 0 < positions[1] <= positions[2] < len(whole)
-    refused = workload_refusals(str(checkpoint))
-    assert len(refused) == 1 and "w.toml:" in refused[0]["error"] and "^" in refused[0]["error"]
-    run_stream(steps[2], str(source), str(checkpoint), str(out), StreamSettings(), spark)
+    assert 0 < positions[1] < positions[2] <= positions[3] < len(whole)
     events = load_csv(str(tmp_path / "all.csv"), steps[0].schema)[0]
     truth = _rule(list(zip(steps, positions, strict=True)), events)
     assert committed_matches(out) == truth  # nothing lost, nothing doubled, each query by the rule
     names = Counter(key[1] for key in truth.elements())
-    assert names["added_by_key"] and names["no_c_between"] and names["near_by_position"] and names["added_by_x"]
-    assert [v["number"] for v in versions] == [0, 1, 2] and lanes[-1] == ("x",)
-    assert versions[1].get("in_stream") and not versions[2].get("in_stream")
+    assert all(names[n] for n in ("added_by_key", "no_c_between", "near_by_position", "added_by_x", "after_restart"))
+    assert [v["number"] for v in versions] == [0, 1, 2, 3] and lanes[-1] == ("x",)
+    assert [bool(v.get("in_stream")) for v in versions] == [False, True, True, False]
+    assert stage_one(str(checkpoint)) == [("x",)]  # routed by stage 1 for good, also after the restart
 
 
-def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refuses_a_new_lane(
+def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refuses_a_bad_one(
     spark: Any, tmp_path: Path
 ) -> None:
-    """``detect_stream(..., workload_source=PATH)``: a change the running
-    query routes is taken at the micro-batch that reads its control file
-    (here the second file's: the rule with the change at its first row);
-    one with a new lane cannot be (the routes are fixed as the query
-    starts, and the user owns the query) and is refused, kept in the
+    """``detect_stream(..., workload_source=PATH)``: a change (a new lane
+    among others) is taken inside the running query at the micro-batch
+    that reads its control file (here the second file's: the rule with
+    the change at its first row); a bad file is refused, kept in the
     history; every query runs on."""
     from sharp_cer.spark import detect_stream
     from sharp_cer.spark.stream import checkpoint_history, request_flush, stop_watching, workload_refusals
@@ -231,7 +237,7 @@ def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refus
         deadline = time.time() + 60
         while not list(control.glob("version-1-*")) and time.time() < deadline:
             time.sleep(0.05)
-        spec.write_text(CHANGED)  # a new lane
+        spec.write_text(BAD)
         while not workload_refusals(str(control / "_versions")) and time.time() < deadline:
             time.sleep(0.05)
     finally:
@@ -243,8 +249,9 @@ def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refus
     versions, _ = checkpoint_history(str(control / "_versions"))
     assert [v["number"] for v in versions] == [0, 1] and versions[1]["in_stream"]
     refused = workload_refusals(str(control / "_versions"))
-    assert len(refused) == 1 and "a new lane (PARTITION BY [x])" in refused[0]["error"]
+    assert len(refused) == 1 and "has no attribute 'y'" in refused[0]["error"] and "w.toml:" in refused[0]["error"]
     events_in = load_csv(str(tmp_path / "all.csv"), before.schema)[0]
     truth = _rule([(before, 0), (after, 200)], events_in)
     assert committed_matches(tmp_path / "out") == truth
-    assert Counter(key[1] for key in truth.elements())["added_by_key"]
+    names = Counter(key[1] for key in truth.elements())
+    assert names["added_by_key"] and names["added_by_x"]

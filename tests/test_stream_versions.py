@@ -10,6 +10,7 @@ workload). The whole path on Spark, with a SIGKILL, is
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,8 @@ def _asked(tmp_path: Path) -> list[str]:
     return sorted(p.read_text() for p in (tmp_path / "ck" / "control").glob("version-*"))
 
 
-def test_a_change_the_running_query_routes_moves_inside_it_and_a_new_lane_restarts(tmp_path: Path) -> None:
-    from sharp_cer.spark.stream import checkpoint_history
+def test_a_change_moves_inside_the_running_query_a_new_lane_too_and_other_types_restart(tmp_path: Path) -> None:
+    from sharp_cer.spark.stream import checkpoint_history, stage_one
     from sharp_cer.spark.stream_versions import load
 
     spec, watcher = _watcher(tmp_path, {"p": BY_K, "a": ALL})
@@ -60,8 +61,16 @@ def test_a_change_the_running_query_routes_moves_inside_it_and_a_new_lane_restar
     spec.write_text(toml({"p": BY_K, "q": BY_K, "a": ALL}))  # the lane by no key back: it is still routed
     assert not watcher.changed() and _asked(tmp_path) == ["version 1\n", "version 2\n"]
     spec.write_text(toml({"p": BY_K, "j": BY_K.replace("[k]", "[j]")}))  # a lane the query did not start with
-    assert watcher.changed()  # the caller restarts the query
-    assert [q.name for q in watcher.next.queries] == ["p", "j"] and len(_asked(tmp_path)) == 2
+    assert not watcher.changed() and len(_asked(tmp_path)) == 3  # inside too: stage 1 routes it
+    versions, lanes = checkpoint_history(str(tmp_path / "ck"))
+    assert lanes == [("k",), (), ("j",)] and stage_one(str(tmp_path / "ck")) == [("j",)]
+    assert load(str(tmp_path / "ck"), 3).lanes == (("p",), (), ("j",))
+    # a lane Spark routes reading other event types (D, of stream U): the caller restarts the query
+    spec.write_text(
+        toml({"p": BY_K, "j": BY_K.replace("[k]", "[j]"), "d": "SELECT * FROM U WHERE D ; D WITHIN 2 EVENTS"})
+    )
+    assert watcher.changed() and len(_asked(tmp_path)) == 3
+    assert [q.name for q in watcher.next.queries] == ["p", "j", "d"]
 
 
 def test_a_lane_reading_other_event_types_is_not_taken_inside_the_query(tmp_path: Path) -> None:
@@ -128,12 +137,17 @@ class _Handle:
 
 
 def _sequencer(w: Workload, number: int, registry: str, handle: _Handle) -> Any:
+    """Stage 1 of a query started with version ``number`` (``w``), as ``_engines`` makes it."""
     from sharp_cer.spark.columns import LETTER_COLUMNS
+    from sharp_cer.spark.stream import StreamSettings, checkpoint_history, stage_one, stream_job
     from sharp_cer.spark.stream_processors import Sequencer
+    from sharp_cer.spark.stream_versions import every_route
 
     columns = ["__kind", "__file", "__local", "__line", "__arrived", "__text", "__ts", "__prev", "__route",
                *LETTER_COLUMNS, "__stream"]  # fmt: skip
-    sequencer = Sequencer(w, [0, 1], columns, None, 10, 2, number, registry)
+    job = stream_job(w, StreamSettings(), 2, checkpoint_history(registry)[1], number)
+    ones = stage_one(registry)
+    sequencer = Sequencer(w, every_route(job, 2), columns, None, 10, 2, number, registry, job, ones)
     sequencer.init(handle)
     return sequencer
 
@@ -169,11 +183,11 @@ def test_stage_one_moves_at_the_first_position_of_the_micro_batch_that_reads_the
     from sharp_cer.spark.stream import StreamSettings, check_checkpoint, record_version, stream_job
     from sharp_cer.spark.stream_versions import save
 
-    first, second = workload({"p": BY_K}), workload({"p": BY_K, "q": BY_K.replace("5", "6")})
+    # version 1 adds q in a lane of its own (by [j]): stage 1 routes it, from the switch on
+    first, second = workload({"p": BY_K}), workload({"p": BY_K, "q": BY_K.replace("[k]", "[j]")})
     registry = str(tmp_path / "ck")
     check_checkpoint(registry, first, default=2)
     save(registry, stream_job(second, StreamSettings(), 2, [("k",)], 1))
-    record_version(registry, second, "query q added", in_stream=True)
 
     def lines(at: int) -> list[str]:
         return [f"A,{i % 2},0,0,{at + i}" for i in range(4)]
@@ -184,10 +198,15 @@ def test_stage_one_moves_at_the_first_position_of_the_micro_batch_that_reads_the
     )
     assert _told(out) == [] and sorted(out[out["__kind"] == "event"]["__seq"]) == [0, 1, 2, 3]
     committed = handle.copy()  # micro-batch 0 committed
+    record_version(registry, second, "query q added", [("j",)], in_stream=True)  # the driver, then the control file
     batch = _micro_batch(first, "f1", lines(4), asked=1)
     out = next(_sequencer(first, 0, registry, handle).handleInputRows((0,), iter([batch]), None))
     assert _told(out) == [(4, "1")]  # from the micro-batch's first position, version 1's job in the registry
     assert sorted(out[out["__kind"] == "event"]["__seq"]) == [4, 5, 6, 7]
+    # every event (j = 0) to lane 0 as stage 0 routed it, and to lane 1 by its key's CRC-32: [0] -> bucket 1
+    assert zlib.crc32(b"[0]") % 2 == 1
+    assert [list(r) for r in out[out["__kind"] == "event"]["__route"]] == [[0, 3]] * 4
+    assert [list(r) for r in out[out["__kind"] == "version"]["__route"]] == [[0, 1, 2, 3]]
     assert json.loads(handle.states["cursor"].value[2])["query q"]  # the state keeps the version it runs
     later = next(
         _sequencer(first, 0, registry, handle).handleInputRows((0,), iter([_micro_batch(first, "f2", lines(8))]), None)
@@ -200,6 +219,8 @@ def test_stage_one_moves_at_the_first_position_of_the_micro_batch_that_reads_the
     restarted = next(_sequencer(second, 1, registry, committed.copy()).handleInputRows((0,), iter([batch]), None))
     assert _told(restarted) == [(4, None)]
     assert out["__seq"].tolist() == redone["__seq"].tolist() == restarted["__seq"].tolist()
+    routed = [[list(r) for r in frame["__route"]] for frame in (out, redone, restarted)]
+    assert routed[0] == routed[1] == routed[2]  # lane 1 stays stage 1's after a restart (out of Spark's expression)
 
 
 def test_a_shedding_stream_takes_a_change_inside_and_refuses_a_fraction_bound(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ from .columns import (
     VERSION,
     arrow_ddl,
 )
-from .lanes import lanes
+from .lanes import Lane, lanes
 from .pipeline import routes
 from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
 from .stream_files import skipped_files
@@ -103,7 +103,7 @@ from .stream_input import (
     parse_rows,
     stage_zero_schema,
 )
-from .stream_versions import ANNOUNCE
+from .stream_versions import ANNOUNCE, STAGE_ONE
 from .summary import Summary
 from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, watch
 from .worker import _NO_LATENESS, Job
@@ -274,6 +274,13 @@ def checkpoint_history(checkpoint: str) -> tuple[list[dict[str, Any]], list[tupl
         return [], []
     stored = json.loads(path.read_text())
     return list(stored.get("versions") or []), [tuple(lane) for lane in stored.get("lanes") or []]
+
+
+def stage_one(registry: str) -> list[tuple[str, ...]]:
+    """The lanes of the stream in ``registry`` that stage 1 routes (added
+    while a query ran: ``stream_versions``), by their partition attributes."""
+    path = Path(registry) / SIGNATURE_FILE
+    return [tuple(spec) for spec in json.loads(path.read_text()).get(STAGE_ONE) or []] if path.exists() else []
 
 
 def _version(number: int, workload: Workload | None, change: str) -> dict[str, Any]:
@@ -529,6 +536,12 @@ def _engines(
     found = lanes(workload, keep)
     key_groups = settings.key_groups_for(spark)
     job = stream_job(workload, settings, key_groups, keep, version)
+    # lanes added while a query ran are routed by stage 1 for good (``stream_versions``), not by Spark
+    ones = stage_one(registry) if registry is not None else []
+    spark_lanes = tuple(
+        Lane((), lane.partition_attributes, frozenset()) if lane.partition_attributes in ones else lane
+        for lane in found
+    )
     every_route = [
         n * key_groups + g
         for n, lane in enumerate(found)
@@ -536,7 +549,7 @@ def _engines(
         for g in range(key_groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
-    coded = F.transform(routes(found, attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
+    coded = F.transform(routes(spark_lanes, attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
     staged = parsed.select(
         ROW_KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
         F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
@@ -547,7 +560,7 @@ def _engines(
         F.lit(0).alias(STREAM_KEY),
     )  # fmt: skip
     delay = settings.delay_ms(workload)
-    sequencer = Sequencer(workload, every_route, staged.columns, order, delay, key_groups, version, registry)
+    sequencer = Sequencer(workload, every_route, staged.columns, order, delay, key_groups, version, registry, job, ones)
     numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
     numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(ROW_KIND) == EVENT, 1)).alias("n"))
     code = F.col(CODE)
@@ -871,7 +884,7 @@ class _Watcher:
         """Whether the caller must restart the query for a changed workload
         (``next``); a change the running query takes moves inside it."""
         from .stream_key_group import check_live_bounds
-        from .stream_versions import announce, dry_run, in_stream_problem, save
+        from .stream_versions import announce, dry_run, in_stream_problem, job_lanes, save, stage_one_lanes
 
         seen = time.time()
         stamp = self._stamp()
@@ -886,7 +899,10 @@ class _Watcher:
             check_live_bounds(found, self.settings.shedder)  # a fraction bound cannot be shed to live
             job = self._job(found, number)
             dry_run(self.running, job)  # what a key group would refuse, refused here
-            problem = in_stream_problem(self.started, self.running, job) if self.registry is not None else "no registry"
+            ones = stage_one(self.registry) if self.registry is not None else []
+            problem = (
+                in_stream_problem(self.started, self.running, job, ones) if self.registry is not None else "no registry"
+            )
             if problem is not None and not self.restart:
                 raise SurfaceError(
                     f"{self.source.path}: error: the running stream cannot take this change: {problem}\n"
@@ -901,7 +917,9 @@ class _Watcher:
         assert self.registry is not None and self.control is not None
         save(self.registry, job)  # whole, before the history or the control file names it
         changes = signature_changes(self.current.signature(), found.signature())
-        record_version(self.registry, found, "; ".join(changes), in_stream=True)
+        routed = {lane.partition_attributes for lane in job_lanes(self.started) if lane.queries} - set(ones)
+        added = [lane.partition_attributes for _, lane in stage_one_lanes(job, routed)]
+        record_version(self.registry, found, "; ".join(changes), added, in_stream=True)
         announce(self.control, number)
         self.said = "; ".join(c.split(": was ")[0] for c in changes)
         self.current, self.running = found, job
@@ -928,9 +946,12 @@ class _Watcher:
             _amend(self.registry, lambda stored: stored.setdefault("refusals", []).append(self.refusals[-1]))
 
 
-def record_version(registry: str, workload: Workload, change: str, **facts: Any) -> int:
+def record_version(
+    registry: str, workload: Workload, change: str, routed: Sequence[Sequence[str]] = (), **facts: Any
+) -> int:
     """Append ``workload`` to the history of the stream in ``registry``
-    (``check_checkpoint``'s file) as its next version; its number."""
+    (``check_checkpoint``'s file) as its next version, its new lanes after
+    the others, and the lanes ``routed`` to the ones stage 1 routes; its number."""
     numbered: list[int] = []
 
     def append(stored: dict[str, Any]) -> None:
@@ -938,7 +959,12 @@ def record_version(registry: str, workload: Workload, change: str, **facts: Any)
         entry = {**_version(len(versions), workload, change), **facts}
         versions.append(entry)
         numbered.append(entry["number"])
-        stored.update(signature=workload.signature(), versions=versions)
+        kept = [list(lane.partition_attributes) for lane in lanes(workload, stored.get("lanes") or [])]
+        ones = [list(spec) for spec in stored.get(STAGE_ONE) or []]
+        ones += [list(spec) for spec in routed if list(spec) not in ones]
+        stored.update(signature=workload.signature(), versions=versions, lanes=kept)
+        if ones:
+            stored[STAGE_ONE] = ones
 
     _amend(registry, append)
     return numbered[0]

@@ -39,7 +39,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,6 +110,8 @@ class Sequencer(StatefulProcessor):
         key_groups: int,
         version: int = 0,
         registry: str | None = None,
+        job: Job | None = None,
+        stage_one: Sequence[Sequence[str]] = (),
     ) -> None:
         self.columns = columns
         self.order = order
@@ -121,6 +123,16 @@ class Sequencer(StatefulProcessor):
         #: the number of the version the query started with, and where later versions' jobs are
         self.version = version
         self.registry = registry
+        self.job = job
+        # the lanes Spark's expression routes (None: every lane); the others stage 1 routes
+        # (``stream_versions.stage_one_routes``): lanes added while a query ran, and after its restarts
+        ones = {tuple(spec) for spec in stage_one}
+        self.spark_routed = (
+            None
+            if job is None
+            else {lane.partition_attributes for lane in stream_versions.job_lanes(job)
+                  if lane.queries and lane.partition_attributes not in ones}
+        )  # fmt: skip
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
@@ -154,11 +166,25 @@ class Sequencer(StatefulProcessor):
         kept = {**signature, MOVED_PART: str(number)} if number > self.version else signature
         cursor = Cursor(cursor.position, cursor.latest, json.dumps(kept))
         lateness = self.workload.allowed_lateness
-        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
+        routes, found = self._routing(number)
+        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, routes, self.order, self.delay_ms)
+        if found:  # the lanes stage 1 routes, by each event's key
+            extra = stream_versions.stage_one_routes(out[ROW_KIND].tolist(), out[TEXT].tolist(), found, self.key_groups)
+            out[ROUTE] = [[*r, *e] if e else r for r, e in zip(out[ROUTE], extra, strict=True)]
         if switch is not None:  # told to every lane and key group, as a flush is
-            out = pd.concat([out, version_row(out, switch, self.routes, told)], ignore_index=True)
+            out = pd.concat([out, version_row(out, switch, routes, told)], ignore_index=True)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
+
+    def _routing(self, number: int) -> tuple[list[int], list[tuple[int, Any]]]:
+        """Every route of version ``number`` and of the query's own (where
+        flushes and versions go), and its lanes stage 1 routes."""
+        if self.spark_routed is None or self.job is None:
+            return self.routes, []
+        job = self.job if number <= self.version else stream_versions.load(str(self.registry), number)
+        found = stream_versions.stage_one_lanes(job, self.spark_routed)
+        every = sorted({*self.routes, *stream_versions.every_route(job, self.key_groups)})
+        return every, found
 
     def _signature(self, number: int) -> dict[str, str]:
         """The signature of version ``number`` (from the stream's registry), as stage 1 keeps it."""
@@ -259,7 +285,8 @@ class KeyGroups(StatefulProcessor):
             self._time(timer, due, timed)
             return
         cache = (self.job.fingerprint, lane, int(key[1]))
-        state, restored = self._load(lane, cache)
+        # a key group with no state yet starts with the version it is told (a lane the query's own workload lacks)
+        state, restored = self._load(lane, cache, switch[1] if switch is not None else self.job)
         if switch is not None:
             state.switch(switch[1], switch[0])
         now = int(time.time() * 1000)
@@ -301,7 +328,7 @@ class KeyGroups(StatefulProcessor):
         for t in wanted - timers:
             self.handle.registerTimer(t)
 
-    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[KeyGroupStream, bool]:
+    def _load(self, lane: int, cache: tuple[str, int, int], fresh: Job) -> tuple[KeyGroupStream, bool]:
         """The group's engine as the last committed micro-batch left it: the
         worker's own copy when the state's token says it is that one, else
         restored from the state's snapshot (a restart, a retried micro-batch,
@@ -309,7 +336,7 @@ class KeyGroups(StatefulProcessor):
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
         stored = self.engine.get()
         if stored is None:
-            return KeyGroupStream(self.job, lane), False
+            return KeyGroupStream(fresh, lane), False
         written, _, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         # a state of another workload version goes on as it is until the stream's version row

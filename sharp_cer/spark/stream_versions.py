@@ -15,29 +15,39 @@ micro-batch and tells every lane and key group (a ``version`` row); stage
 2 loads the job (``load``) and moves each key group's live state with
 ``Detector.update``.
 
-What the running query cannot take as it is, because Spark routes each
-event to its lanes and key groups by an expression fixed when the query
-started: a lane the query did not start with (another PARTITION BY), or a
-lane whose queries read other event types than the ones its events are
-routed for. Those versions go by a graceful restart from the checkpoint
-(``run_stream``), or are refused with that reason (``detect_stream``).
+Spark routes each event to the lanes and key groups the query started
+with by an expression fixed then (``pipeline.routes``: a hash of the key
+in Spark). A lane a version adds inside the running query (another
+PARTITION BY) is routed by stage 1 instead (``stage_one_routes``: a CRC-32
+of the event's key as JSON), for good: the registry's history lists those
+lanes (``STAGE_ONE``), and a restarted query leaves them out of Spark's
+expression. What the running query cannot take: a lane Spark routes whose
+queries now read other event types than it started with. Such a version
+goes by a graceful restart from the checkpoint (``run_stream``), or is
+refused with that reason (``detect_stream``).
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 import time
+import zlib
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from sharp_cer.api import Detector
 
-from .lanes import lanes
+from .lanes import Lane
 from .worker import Job
 
 #: the registry's folder of versions' jobs, one file each
 VERSIONS = "versions"
 #: a control file's first word for a version (the rest of its first line: the number)
 ANNOUNCE = "version"
+#: the registry's history key listing the lanes stage 1 routes (their partition attributes)
+STAGE_ONE = "stage_one_lanes"
 
 _LOADED: dict[tuple[str, int, int, int], Job] = {}
 
@@ -100,12 +110,80 @@ def requested(text: str | None) -> int | None:
     return None
 
 
-def in_stream_problem(started: Job, running: Job, new: Job) -> str | None:
-    """Why the query started with ``started`` cannot move from ``running``
-    to ``new`` without a restart (None: it can). ``new``'s lanes must be
+def job_lanes(job: Job) -> list[Lane]:
+    """The lanes of ``job`` by their numbers (a lane without queries: no
+    attributes, no event types)."""
+    by_name = {q.name: q for q in job.workload.queries}
+    found = []
+    for names in job.lanes:
+        if not names:
+            found.append(Lane((), (), frozenset()))
+            continue
+        types: set[str] = set()
+        for name in names:
+            query = by_name[name].checked.query
+            scope = query.streams or tuple(job.workload.schema.streams)
+            types.update(e.name for e in job.workload.schema.event_types(scope))
+        first = by_name[names[0]].checked.query
+        spec = first.partition_attributes if first.consume != "ANY" else ()
+        found.append(Lane(tuple(names), spec, frozenset(types)))
+    return found
+
+
+def stage_one_lanes(job: Job, spark_routed: Collection[tuple[str, ...]]) -> list[tuple[int, Lane]]:
+    """The lanes of ``job`` with queries that Spark's expression does not
+    route (their partition attributes are not in ``spark_routed``), by number."""
+    return [(n, lane) for n, lane in enumerate(job_lanes(job)) if lane.queries and lane.partition_attributes
+            not in spark_routed]  # fmt: skip
+
+
+def stage_one_routes(
+    kinds: Sequence[str], texts: Sequence[Any], found: Sequence[tuple[int, Lane]], key_groups: int
+) -> list[list[int]]:
+    """Each event's routes (lane x key groups + key group) in the stage-one
+    lanes ``found``, from its JSON line: a lane whose types hold its type
+    and in which it has a key (every partition attribute present and not
+    null), key group = CRC-32 of the key as JSON, modulo ``key_groups``.
+
+    >>> from sharp_cer.spark.lanes import Lane
+    >>> by_j = (3, Lane(("q",), ("j",), frozenset({"A"})))
+    >>> stage_one_routes(["event", "event", "dead"], ['{"type": "A", "j": 4}', '{"type": "A", "j": null}', None],
+    ...                  [by_j], 2)
+    [[7], [], []]
+    """
+    wanted = {t for _, lane in found for t in lane.event_types}
+    out: list[list[int]] = []
+    for kind, text in zip(kinds, texts, strict=True):
+        codes: list[int] = []
+        if kind == "event" and text:
+            event = json.loads(text)
+            if event.get("type") in wanted:
+                for n, lane in found:
+                    if event["type"] not in lane.event_types:
+                        continue
+                    values = [event.get(a) for a in lane.partition_attributes]
+                    if any(v is None for v in values):
+                        continue
+                    bucket = zlib.crc32(json.dumps(values).encode()) % key_groups if values else 0
+                    codes.append(n * key_groups + bucket)
+        out.append(codes)
+    return out
+
+
+def every_route(job: Job, key_groups: int) -> list[int]:
+    """Every lane and key group of ``job`` with queries (flushes and versions go to each)."""
+    return [n * key_groups + g for n, lane in enumerate(job_lanes(job)) if lane.queries
+            for g in range(key_groups if lane.partition_attributes else 1)]  # fmt: skip
+
+
+def in_stream_problem(started: Job, running: Job, new: Job, stage_one: Collection[tuple[str, ...]] = ()) -> str | None:
+    """Why the query started with ``started`` (its lanes ``stage_one``
+    routed by stage 1, the rest by Spark) cannot move from ``running`` to
+    ``new`` without a restart (None: it can). ``new``'s lanes must be
     numbered as the stream numbers them (``lanes.lanes(..., keep=...)``).
 
     >>> from sharp_cer.language import parse_workload
+    >>> from sharp_cer.spark.lanes import lanes
     >>> head = '[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { k:int, j:int } }"\\n'
     >>> def job(*texts, version=0):
     ...     w = parse_workload(head + "".join(f'[[query]]\\nname = "q{i}"\\ntext = "{t}"\\n'
@@ -114,18 +192,15 @@ def in_stream_problem(started: Job, running: Job, new: Job) -> str | None:
     >>> first = job("SELECT * WHERE A ; A PARTITION BY [k] WITHIN 3 EVENTS")
     >>> in_stream_problem(first, first, job("SELECT * WHERE A ; A ; A PARTITION BY [k] WITHIN 3 EVENTS", version=1))
     >>> in_stream_problem(first, first, job("SELECT * WHERE A ; A PARTITION BY [j] WITHIN 3 EVENTS", version=1))
-    'a new lane (PARTITION BY [j]): the running query routes events by the lanes it started with'
     """
-    before = {lane.partition_attributes: lane for lane in lanes(started.workload)}
-    kept = [lane.partition_attributes for lane in lanes(started.workload)]
-    for lane in lanes(new.workload, keep=kept):
-        if not lane.queries:
-            continue
-        old = before.get(lane.partition_attributes)
-        spec = f"PARTITION BY [{', '.join(lane.partition_attributes)}]" if lane.partition_attributes else "no key"
-        if old is None or not old.queries:
-            return f"a new lane ({spec}): the running query routes events by the lanes it started with"
+    spark_routed = {lane.partition_attributes: lane for lane in job_lanes(started)
+                    if lane.queries and lane.partition_attributes not in stage_one}  # fmt: skip
+    for lane in job_lanes(new):
+        old = spark_routed.get(lane.partition_attributes)
+        if not lane.queries or old is None:
+            continue  # a lane stage 1 routes takes any event types
         if old.event_types != lane.event_types:
+            spec = f"PARTITION BY [{', '.join(lane.partition_attributes)}]" if lane.partition_attributes else "no key"
             return (
                 f"the lane {spec} reads other event types ({', '.join(sorted(lane.event_types))}; it started with "
                 f"{', '.join(sorted(old.event_types))}): the running query routes events by the types it started with"
