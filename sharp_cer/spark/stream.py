@@ -401,10 +401,10 @@ def detect_stream(
     removed one's state dropped, every other query untouched. It needs
     ``control``: the versions' history is kept in ``CONTROL/_versions``
     (``checkpoint_history``, ``workload_refusals``). A change with an
-    error, or one the running query cannot take (a new PARTITION BY, or a
-    lane reading other event types: the routes are fixed when the query
-    starts), is refused: logged (logger ``sharp_cer``) and kept; every
-    query runs on. Restarting the query with the new workload applies
+    error, or one the running query cannot take (a lane reading other
+    event types than it started with: Spark's routes are fixed when the
+    query starts; a new PARTITION BY is routed by stage 1), is refused:
+    logged (logger ``sharp_cer``) and kept; every query runs on. Restarting the query with the new workload applies
     those (its checkpoint continues). ``stop_watching(control)`` ends the
     watch::
 
@@ -755,13 +755,13 @@ def run_stream(
     stopped early, if it did.
 
     ``workload_source`` (the workload's file, or a folder of one per
-    tenant) is watched while the stream runs: a change the running query
-    can take moves inside it at its next micro-batch, without a restart
-    (``stream_versions``); one with a lane the query did not start with
-    (another PARTITION BY, or a lane reading other event types) by a
-    graceful restart from the checkpoint at a micro-batch boundary; a bad
-    one is refused (logged, kept in the summary and the checkpoint's
-    history), and every query runs on."""
+    tenant) is watched while the stream runs: a change moves inside the
+    running query at its next micro-batch, without a restart
+    (``stream_versions``; a new PARTITION BY too); one with a lane Spark
+    routes reading other event types than it started with, by a graceful
+    restart from the checkpoint at a micro-batch boundary; a bad one is
+    refused (logged, kept in the summary and the checkpoint's history),
+    and every query runs on."""
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
 
@@ -819,12 +819,12 @@ def run_stream(
 class _Watcher:
     """The workload file or folder of a watched stream (``run_stream``,
     ``detect_stream``): ``changed`` polls it (``language.workload_source``).
-    A new workload the running query can take as it is moves inside it at
-    its next micro-batch (``stream_versions``: recorded in ``registry``,
-    announced in ``control``); one it cannot (a new lane) asks the caller
-    for a graceful restart (``restart``), or, without one, is refused. A
-    bad change is refused, logged and kept in ``refusals`` (and in the
-    registry's history); the stream runs on."""
+    A new workload moves inside the running query at its next micro-batch
+    (``stream_versions``: recorded in ``registry``, announced in
+    ``control``); one it cannot take (a lane Spark routes reading other
+    event types) asks the caller for a graceful restart (``restart``),
+    or, without one, is refused. A bad change is refused, logged and kept
+    in ``refusals`` (and in the registry's history); the stream runs on."""
 
     def __init__(
         self,
