@@ -49,6 +49,8 @@ ANNOUNCE = "version"
 #: the registry's history key listing the lanes stage 1 routes (their partition attributes)
 STAGE_ONE = "stage_one_lanes"
 
+#: how every event line stage 0 writes begins (``stream_input._texts``)
+_TYPE_FIRST = '{"type": "'
 _LOADED: dict[tuple[str, int, int, int], Job] = {}
 
 
@@ -147,15 +149,18 @@ def stage_one_routes(
 
     >>> from sharp_cer.spark.lanes import Lane
     >>> by_j = (3, Lane(("q",), ("j",), frozenset({"A"})))
-    >>> stage_one_routes(["event", "event", "dead"], ['{"type": "A", "j": 4}', '{"type": "A", "j": null}', None],
+    >>> stage_one_routes(["event", "event", "event", "dead"],
+    ...                  ['{"type": "A", "j": 4}', '{"type": "A", "j": null}', '{"type": "B", "j": 4}', None],
     ...                  [by_j], 2)
-    [[7], [], []]
+    [[7], [], [], []]
     """
     wanted = {t for _, lane in found for t in lane.event_types}
     out: list[list[int]] = []
     for kind, text in zip(kinds, texts, strict=True):
         codes: list[int] = []
-        if kind == "event" and text:
+        # stage 0 writes each line as json.dumps({"type": ..., ...}): its type is read before the whole line
+        named = text[10 : text.find('"', 10)] if kind == "event" and text and text.startswith(_TYPE_FIRST) else None
+        if named in wanted or (named is None and kind == "event" and text):
             event = json.loads(text)
             if event.get("type") in wanted:
                 for n, lane in found:
