@@ -158,6 +158,8 @@ class Detector:
         #: changes refused (``watch``): when, at which position, and the located error
         self.refusals: list[dict[str, Any]] = []
         self._source: WorkloadSource | None = None
+        # the unshedded latencies fraction bounds were taken of (``from_builder``), for ``update``
+        self._reference_ms: dict[str, float] | None = None
 
     @classmethod
     def from_queries(
@@ -242,6 +244,7 @@ class Detector:
             builder.plan, builder.schema, **{**builder.detector_options(reference_ms, shed_config), **options}
         )
         detector.builder = builder
+        detector._reference_ms = dict(reference_ms) if reference_ms is not None else None
         return detector
 
     def watch(self, path: str | Path) -> None:
@@ -305,8 +308,12 @@ class Detector:
         weight or bound changes in place. Only the added and replaced
         queries are compiled. Returns the new version (also last in
         ``versions``); later matches carry its number (``Match.version``).
-        A change that cannot apply (another schema, lateness or capacity)
-        raises ``SurfaceError`` and leaves everything as it was.
+        With a shedder, added queries are shed to their own bounds and
+        running ones take their new bounds and weights in place; whether a
+        running query is shed (a bound or ``shed`` added or removed) and its
+        sketch attributes change only with its text (a replaced query).
+        A change that cannot apply (another schema, lateness or capacity,
+        or that) raises a ``SharpCerError`` and leaves everything as it was.
 
         >>> from sharp_cer.language import parse_workload
         >>> head = '[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }"\\n'
@@ -331,11 +338,6 @@ class Detector:
                 f"Detector.update takes a Workload, found {kind_of(workload)}\n"
                 "  hint: load_workload(path) or parse_workload(text) makes one"
             )
-        if self.shedder is not None:
-            raise SurfaceError(
-                "Detector.update: a detector with a shedder cannot change its queries while it runs\n"
-                "  hint: run without a shedder, or start a new detector"
-            )
         builder = self.builder
         before = builder.workload
         assert before is not None  # checked above
@@ -347,8 +349,14 @@ class Detector:
 
         change = builder.update(workload)  # raises before anything changed
         try:
-            if change.queries or change.removed:  # tenants, weights and bounds change here alone
-                self.engine.update(change.queries, (*change.removed, *change.replaced), position=self._next_position)
+            # with a shedder: the new bounds, weights and sketch attributes (a fraction of the
+            # unshedded latency only for the queries the detector was given it for); a change of
+            # tenants, weights or bounds alone then still reaches the shedder
+            shed = builder.shed_config(self._reference_ms) if self.shedder is not None else None
+            if change.queries or change.removed or shed is not None:
+                self.engine.update(
+                    change.queries, (*change.removed, *change.replaced), shed, position=self._next_position
+                )
         except Exception:
             builder.workload, builder.queries = before, [(q.name, q.checked) for q in before.queries]
             builder.tenants, _ = dict(self.tenants), builder.changes.pop()

@@ -163,3 +163,29 @@ def test_a_broken_worker_connection_ends_a_spark_command_with_one_line(
         command == "demo" and "\nerror: Spark lost a worker's connection" in err
     )
     assert f"see {out / 'spark.log'}" in err
+
+
+class BackToBack(FakeQuery):
+    """Micro-batches longer than the trigger: a trigger is always active."""
+
+    @property
+    def status(self) -> dict[str, Any]:
+        self._tick()
+        return {"isTriggerActive": True}
+
+
+def test_a_stop_request_ends_a_stream_whose_micro_batches_run_back_to_back() -> None:
+    # no idle moment ever comes: the stream stops once the micro-batch running at the request has
+    # committed, cutting the next one short (it is redone from the checkpoint on restart)
+    from sharp_cer.spark.watch import StopRequest
+
+    asked = StopRequest()
+    query = BackToBack(batches=50, on_batch=lambda k: k == 1 and asked.set())
+    out = io.StringIO()
+    assert watch(query, out, None, poll=0.001, asked=asked) == "a request"
+    assert query.stopped_mid_trigger is not None and len(query.recentProgress) <= 4  # stopped, not run to the end
+    assert (
+        out.getvalue()
+        .splitlines()[-1]
+        .startswith(f"stopped (a request) after micro-batch {len(query.recentProgress) - 1};")
+    )

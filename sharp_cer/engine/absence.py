@@ -148,6 +148,19 @@ class TrailingAbsences:
         # the batches of the last window: (positions, times, largest time, batch)
         self.recent: deque[tuple[np.ndarray, np.ndarray, int, EventBatch]] = deque()
 
+    def add(self, queries: Sequence[QueryPlan]) -> None:
+        """Take the trailing absences of ``queries``, added to a running
+        engine (``Engine.update``). They share the engine's event time,
+        which gives the alerts of each as if it ran alone from here (rule
+        15): a match of it starts at an event read from here on, no more
+        than the lateness behind the event time t0 read so far, so its
+        deadline passes only once event time is past t0 + its window,
+        which events from here on alone take it to."""
+        for q in queries:
+            if q.trailing is not None:
+                added = self.queries[q.name] = _Trailing(q, q.trailing.query)
+                self.reach = max(self.reach, added.window)
+
     @staticmethod
     def of(plan: Plan, lateness: float) -> TrailingAbsences | None:
         """The plan's trailing absences, or None when it has none."""

@@ -1435,6 +1435,7 @@ class Engine:
         self,
         added: Plan | Sequence[tuple[str, CheckedQuery]] | None = None,
         removed: Iterable[str] = (),
+        shed_config: Any = None,
         *,
         position: int | None = None,
     ) -> None:
@@ -1456,7 +1457,12 @@ class Engine:
         that loses queries is compiled again without them, and the runs
         only they could have accepted end; a group left with none is freed
         with its state. Added queries that join no group form new groups,
-        whose state starts empty.
+        whose state starts empty. An added trailing ``ABSENT(...)`` decides
+        its alerts by the engine's event time from here on.
+
+        With a shedder, ``shed_config`` is the new workload's shedding
+        configuration: added queries are shed by it, running ones take their
+        new bounds and weights (``shedding.base.LoadShedder.reconfigure``).
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -1479,10 +1485,10 @@ class Engine:
         >>> [[q.name for q in r.queries] for r in engine.runners]  # r's group is gone, c has its own
         [['c']]
         """
-        if self.shedder is not None:
+        if self.shedder is not None and (shed_config is None or not hasattr(self.shedder, "reconfigure")):
             raise EngineError(
-                "changing the queries of an engine with a shedder is not supported: the shedder's "
-                "per-query state would not follow\n  hint: update an engine without a shedder"
+                "changing the queries of an engine with a shedder needs the new shedding configuration\n"
+                "  hint: Detector.update gives it (shed_config)"
             )
         gone = set(removed)
         running = self.queries()
@@ -1504,11 +1510,11 @@ class Engine:
             )
         ids = {q.id for q in running if q.name in gone}
         change = change_plan(self.current, ids, new, counting=self.count_only)
-        if any(q.trailing is not None for q in change.plan.queries[len(self.current.queries) :]):
-            raise EngineError(
-                "adding a query with a trailing ABSENT(...) to a running engine is not supported\n"
-                "  hint: start a new stream with it"
-            )
+        if self.shedder is not None:  # raises before anything changed when it cannot follow
+            self.shedder.reconfigure(shed_config, [q for q in running if q.name not in gone])
+            for runner in self.runners:  # the enumeration order follows the new bounds and weights
+                if runner.shedder is not None:
+                    runner.rank = {qid: k for k, qid in enumerate(runner.shedder.ranking())}
         start = self._next if position is None else position
         self.floors = {q: f for q, f in self.floors.items() if q not in ids}
         self.floors.update(dict.fromkeys(change.joined, start))
@@ -1545,6 +1551,12 @@ class Engine:
             runners.append(runner)
         self.runners = runners
         self.compiled = [r.compiled for r in runners]
+        added_queries = change.plan.queries[len(self.current.queries) :]
+        # an added trailing ABSENT(...) decides its alerts by the event time from here on (rule 15)
+        if self.absences is None:
+            self.absences = TrailingAbsences.of(change.plan, self.allowed_lateness)
+        else:
+            self.absences.add(added_queries)
         self.plans.append(change.plan)
         joined = set(change.joined)
         for runner in runners:

@@ -152,6 +152,11 @@ class Shedder(Protocol):
         """The shedder of ``group`` (None: never shed)."""
         ...
 
+    def reconfigure(self, config: Any, running: Sequence[Any]) -> None:
+        """Take ``config`` while the engine runs, for the queries ``running``
+        (``Engine.update``); raise before changing anything if it cannot."""
+        ...
+
     def latency_bounds(self) -> tuple[Mapping[str, float], Mapping[str, float]]:
         """The bounds the recorded latency is judged against, asked once the
         groups are made: per query, in milliseconds or else in cost units."""

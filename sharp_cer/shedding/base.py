@@ -202,6 +202,49 @@ class LoadShedder:
         self.groups.append(group)
         return group
 
+    def reconfigure(self, config: ShedConfig, running: Sequence[QueryPlan]) -> None:
+        """Move to ``config`` while the engine runs (its queries changed:
+        ``Engine.update``): query groups made from now on take it, and each
+        running group its ``running`` queries' new bounds and weights, in
+        place. Whether a running query is shed, and its sketch attributes,
+        cannot change in place (its group's shedder state is built for
+        them): that raises ``SheddingError`` before anything changed.
+
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> from sharp_cer.planner import compile_plan
+        >>> from sharp_cer.engine import Engine
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; A WITHIN 5 EVENTS", s))])
+        >>> shedder = LoadShedder(ShedConfig(bounds={"q": 40}))
+        >>> engine = Engine(plan, shedder=shedder)
+        >>> shedder.reconfigure(ShedConfig(bounds={"q": 80}, weights={"q": 2.0}), plan.queries)
+        >>> shedder.report()["q"]["bound_units"], shedder.report()["q"]["weight"]
+        (80.0, 2.0)
+        >>> shedder.reconfigure(ShedConfig(bounds={}), plan.queries)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        sharp_cer.errors.SheddingError: query q: whether it is shed cannot change while it runs (bound ...
+        """
+        for q in running:
+            before = q.sheddable and self.config.bounded(q.name)
+            after = q.sheddable and config.bounded(q.name)
+            if before != after:
+                raise SheddingError(
+                    f"query {q.name}: whether it is shed cannot change while it runs (bound or shed = "
+                    f"{'removed' if before else 'added'})\n"
+                    "  hint: change its text too, so that it is replaced and starts again"
+                )
+            sketched = tuple(self.config.sketch_attributes.get(q.name, ()))
+            if before and sketched != tuple(config.sketch_attributes.get(q.name, ())):
+                raise SheddingError(
+                    f"query {q.name}: its sketch attributes cannot change while it runs\n"
+                    "  hint: change its text too, so that it is replaced and starts again"
+                )
+        self.config = config
+        names = {q.name for q in running}
+        for group in self.groups:
+            group.reconfigure(config, names)
+
     def make_group(self, view: QueryGroupView, tracked: list[QueryPlan]) -> GroupState:
         """The policy's group shedder (overridden by every other shedder)."""
         return GroupState(self, view, tracked)
@@ -318,6 +361,18 @@ class GroupState:
         self.bits = [view.psd_bit(q.id) for q in tracked]  # each tracked query's PSD bit
         self.tracked_bits = sum(self.bits)  # the others are never shed
         self._bitmaps: dict[int, int] = {}
+
+    def reconfigure(self, config: ShedConfig, running: set[str]) -> None:
+        """The new bounds and weights of the group's ``running`` tracked
+        queries (``LoadShedder.reconfigure``); a removed query keeps its own."""
+        self.config = config
+        for k, q in enumerate(self.tracked):
+            if q.name in running:
+                self.bound_ms[k] = config.bounds_ms.get(q.name)
+                self.bound[k] = float(config.bound(q.name) or 0)
+                self.weight[k] = config.weight(q.name)
+        self.capacity = 0.0  # bounds in ms are converted again at the next event
+        self.min_bound = min(self.bound)
 
     # ------------------------------------------------------------ engine hooks
     def ranking(self) -> list[int]:

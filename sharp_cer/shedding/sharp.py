@@ -57,7 +57,7 @@ from sharp_cer.engine.tecs import BOTTOM, Node
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.planner.plan import QueryPlan
 
-from .base import GroupState, LoadShedder, first_mark, remember
+from .base import GroupState, LoadShedder, ShedConfig, first_mark, remember
 from .sketch import Bucketer, HistoricalSketch
 
 #: Clusters tested less often than this by a query's cut walks have no
@@ -179,6 +179,12 @@ class SharpGroup(SketchedGroup):
         self.shed_keys: list[dict[int, float]] = [{} for _ in range(n)]
         self._credit: dict[tuple[int, int], float] = {}  # (query, cluster): share owed, for partial ones
         self.last_overload = [0] * n
+
+    def reconfigure(self, config: ShedConfig, running: set[str]) -> None:
+        """Also the weights relative to the group's mean."""
+        super().reconfigure(config, running)
+        mean_weight = sum(self.weight) / len(self.weight)
+        self.relative_weight = [w / mean_weight for w in self.weight]
 
     def learn(self, k: int, walk: Walk, candidates: Sequence[Candidate]) -> None:
         """Also the yield of the walks the budget cut: what a test is worth

@@ -27,8 +27,11 @@ committed micro-batch, and a micro-batch cut short is redone with the state
 it started from, so nothing is lost or doubled (read the output with Spark,
 which reads the sink's log). ``checkpoint/control`` is a second source: a
 file there (``request_flush``) releases everything held, as at the end of
-the input. The workload's signature is kept in the checkpoint (and in the
-state): another workload is refused, naming the difference.
+the input, and a ``version N`` file moves the running query to a new
+workload version (``stream_versions``). The checkpoint keeps the
+workload's versions: a restart with changed queries continues; another
+schema, lateness, capacity or number of key groups is refused, naming the
+difference.
 
 Known limits: stage 1 is one task per micro-batch (it numbers every row);
 files are numbered in name order within a micro-batch, after every file
@@ -83,9 +86,10 @@ from .columns import (
     TIME,
     TS,
     TYPE,
+    VERSION,
     arrow_ddl,
 )
-from .lanes import lanes
+from .lanes import Lane, lanes
 from .pipeline import routes
 from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
 from .stream_files import skipped_files
@@ -99,6 +103,7 @@ from .stream_input import (
     parse_rows,
     stage_zero_schema,
 )
+from .stream_versions import ANNOUNCE, STAGE_ONE
 from .summary import Summary
 from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, watch
 from .worker import _NO_LATENESS, Job
@@ -245,11 +250,6 @@ def check_checkpoint(
         str(path),
     )
     if stored["signature"] != signature:
-        if shedder:
-            raise SurfaceError(
-                f"{path}: error: a stream that sheds load cannot change its queries\n"
-                "  hint: restart with the original workload, or without --shedder"
-            )
         versions = stored.get("versions") or [_version(0, None, "the first workload")]
         changes = signature_changes(stored["signature"], signature)
         entry = _version(len(versions), workload, "; ".join(changes))
@@ -274,6 +274,13 @@ def checkpoint_history(checkpoint: str) -> tuple[list[dict[str, Any]], list[tupl
         return [], []
     stored = json.loads(path.read_text())
     return list(stored.get("versions") or []), [tuple(lane) for lane in stored.get("lanes") or []]
+
+
+def stage_one(registry: str) -> list[tuple[str, ...]]:
+    """The lanes of the stream in ``registry`` that stage 1 routes (added
+    while a query ran: ``stream_versions``), by their partition attributes."""
+    path = Path(registry) / SIGNATURE_FILE
+    return [tuple(spec) for spec in json.loads(path.read_text()).get(STAGE_ONE) or []] if path.exists() else []
 
 
 def _version(number: int, workload: Workload | None, change: str) -> dict[str, Any]:
@@ -335,7 +342,8 @@ def start_stream(
         .unionByName(files(str(Path(checkpoint, "control")), True, None))
         .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
-    output = _engines(parsed, workload, settings, spark, None, kept_lanes, max(len(versions) - 1, 0))
+    number = max(len(versions) - 1, 0)
+    output = _engines(parsed, workload, settings, spark, None, kept_lanes, number, checkpoint)
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
     output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
@@ -365,6 +373,7 @@ def detect_stream(
     arrived: str | None = None,
     control: str | None = None,
     settings: StreamSettings | None = None,
+    workload_source: str | Path | None = None,
 ) -> DataFrame:
     """The matches of ``workload`` over a streaming DataFrame of events (a
     ``type`` column and one column per attribute, as ``detect`` takes), as
@@ -383,12 +392,45 @@ def detect_stream(
     needs ``stream_conf()``; its ``spark.sql.shuffle.partitions`` when the
     query first starts is the number of state stores, for good (one per
     core suits latency).
+
+    ``workload_source`` (a TOML file, or a folder of one per tenant) is
+    watched while the query runs, as ``sharp-cer stream --watch`` watches
+    it: a change moves inside the running query at its next micro-batch
+    (no restart; ``stream_versions``), with nothing lost or doubled across
+    crashes: a query added from the micro-batch's first position on, a
+    removed one's state dropped, every other query untouched. It needs
+    ``control``: the versions' history is kept in ``CONTROL/_versions``
+    (``checkpoint_history``, ``workload_refusals``). A change with an
+    error, or one the running query cannot take (a lane reading other
+    event types than it started with: Spark's routes are fixed when the
+    query starts; a new PARTITION BY is routed by stage 1), is refused:
+    logged (logger ``sharp_cer``) and kept; every query runs on. Restarting the query with the new workload applies
+    those (its checkpoint continues). ``stop_watching(control)`` ends the
+    watch::
+
+        alerts = detect_stream(events, load_workload("rules"), control="ctl", workload_source="rules")
+        alerts.writeStream.format("parquet").option("path", "out").option("checkpointLocation", "ck").start()
     """
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
     _check_session(spark)
     settings = settings or StreamSettings()
+    registry: str | None = None
+    number, keep = 0, list[tuple[str, ...]]()
+    if workload_source is not None:
+        if control is None:
+            raise SurfaceError(
+                "detect_stream(workload_source=...) needs control=DIR\n"
+                "  expected: the folder the stream reads its requests from (the versions go there too)"
+            )
+        registry = str(Path(control, "_versions"))  # Spark's file source skips names starting with _
+        key_groups = check_checkpoint(
+            registry, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder
+        )
+        settings = replace(settings, key_groups=key_groups)
+        versions, keep = checkpoint_history(registry)
+        number = max(len(versions) - 1, 0)
     attributes = list(attribute_kinds(workload.schema))
     missing = [c for c in [TYPE, *attributes, *(order_by or ()), *([arrived] if arrived else [])]
                if c not in events.columns]  # fmt: skip
@@ -413,17 +455,54 @@ def detect_stream(
     parsed = rows.mapInArrow(lambda batches: parse_rows(spec, order, batches), ddl)
     if control:
         Path(control).mkdir(parents=True, exist_ok=True)
+        asked = F.col("value")
+        version = asked.startswith(f"{ANNOUNCE} ")
         flushes = (
             spark.readStream.format("text")
             .load(control)
             .select(
-                F.lit(FLUSH).alias(ROW_KIND),
+                F.when(version, F.lit(VERSION)).otherwise(F.lit(FLUSH)).alias(ROW_KIND),
                 F.col("_metadata.file_path").alias(FILE),
                 F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+                F.when(version, F.split(asked, " ").getItem(1)).alias(TEXT),
             )
         )
         parsed = parsed.unionByName(flushes, allowMissingColumns=True)
-    return _engines(parsed, workload, settings, spark, order)
+    output = _engines(parsed, workload, settings, spark, order, keep, number, registry)
+    if workload_source is not None:
+        assert registry is not None and control is not None
+        key_groups = settings.key_groups_for(spark)
+        watcher = _Watcher(workload, workload_source, registry, control, settings, key_groups, restart=False)
+        _watch_in_background(control, watcher)
+    return output
+
+
+#: the workload watchers of ``detect_stream`` queries, by control folder: (stop request, thread)
+_BACKGROUND: dict[str, tuple[Any, Any]] = {}
+
+
+def _watch_in_background(control: str, watcher: _Watcher, poll: float = 0.05) -> None:
+    """Poll ``watcher`` every ``poll`` seconds on a daemon thread until ``stop_watching(control)``."""
+    import threading
+
+    stop_watching(control)
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(poll):
+            watcher.changed()
+
+    thread = threading.Thread(target=run, name=f"sharp-cer workload watch {control}", daemon=True)
+    _BACKGROUND[str(Path(control).resolve())] = (stop, thread)
+    thread.start()
+
+
+def stop_watching(control: str) -> None:
+    """End the workload watch ``detect_stream(..., control=control, workload_source=...)`` started."""
+    found = _BACKGROUND.pop(str(Path(control).resolve()), None)
+    if found is not None:
+        found[0].set()
+        found[1].join()
 
 
 def _check_session(spark: SparkSession) -> None:
@@ -441,11 +520,13 @@ def _engines(
     order: list[str] | None,
     keep: Sequence[Sequence[str]] = (),
     version: int = 0,
+    registry: str | None = None,
 ) -> DataFrame:
     """Stage 0's rows numbered (stage 1), held until the watermark passes
     them and fed to their key groups' engines (stage 2); ``keep``: the
     lanes of the workload's earlier versions (``lanes.lanes``), ``version``
-    its number in the stream's history."""
+    its number in the stream's history, ``registry`` the folder of the
+    versions the query may move to while it runs (``stream_versions``)."""
     from pyspark.sql import functions as F
 
     from .stream_key_group import check_live_bounds
@@ -454,14 +535,12 @@ def _engines(
     check_live_bounds(workload, settings.shedder)
     found = lanes(workload, keep)
     key_groups = settings.key_groups_for(spark)
-    job = Job(
-        workload,
-        tuple(lane.queries for lane in found),
-        settings.bin_width,
-        settings.shedder,
-        settings.seed,
-        key_groups,
-        version=version,
+    job = stream_job(workload, settings, key_groups, keep, version)
+    # lanes added while a query ran are routed by stage 1 for good (``stream_versions``), not by Spark
+    ones = stage_one(registry) if registry is not None else []
+    spark_lanes = tuple(
+        Lane((), lane.partition_attributes, frozenset()) if lane.partition_attributes in ones else lane
+        for lane in found
     )
     every_route = [
         n * key_groups + g
@@ -470,7 +549,7 @@ def _engines(
         for g in range(key_groups if lane.partition_attributes else 1)
     ]
     attributes = list(attribute_kinds(workload.schema))
-    coded = F.transform(routes(found, attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
+    coded = F.transform(routes(spark_lanes, attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
     staged = parsed.select(
         ROW_KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
         F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
@@ -480,7 +559,8 @@ def _engines(
         *([PART, *order] if order is not None else []),
         F.lit(0).alias(STREAM_KEY),
     )  # fmt: skip
-    sequencer = Sequencer(workload, every_route, staged.columns, order, settings.delay_ms(workload), key_groups)
+    delay = settings.delay_ms(workload)
+    sequencer = Sequencer(workload, every_route, staged.columns, order, delay, key_groups, version, registry, job, ones)
     numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
     numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(ROW_KIND) == EVENT, 1)).alias("n"))
     code = F.col(CODE)
@@ -496,8 +576,17 @@ def _engines(
         .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
     )
     return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(
-        KeyGroups(job, keyed.columns), STREAM_DDL, "Append", "EventTime"
+        KeyGroups(job, keyed.columns, registry), STREAM_DDL, "Append", "EventTime"
     )
+
+
+def stream_job(
+    workload: Workload, settings: StreamSettings, key_groups: int, keep: Sequence[Sequence[str]] = (), version: int = 0
+) -> Job:
+    """What a stream's workers run for ``workload`` (its lanes numbered after ``keep``, ``lanes.lanes``)."""
+    found = lanes(workload, keep)
+    queries = tuple(lane.queries for lane in found)
+    return Job(workload, queries, settings.bin_width, settings.shedder, settings.seed, key_groups, version=version)
 
 
 def run_until_done(query: StreamingQuery) -> None:
@@ -584,7 +673,11 @@ class StreamSummary:
             )
         if self.versions:
             lines.append("  workload versions:")
-            lines += [f"    version {v['number']} ({v['time']}): {v['change']}" for v in self.versions]
+            lines += [
+                f"    version {v['number']} ({v['time']}{', inside the running query' if v.get('in_stream') else ''}): "
+                f"{v['change']}"
+                for v in self.versions
+            ]
         for refused in self.refusals:
             lines.append(f"  workload change refused ({refused['time']}): {refused['error'].splitlines()[0]}")
         if self.skipped:
@@ -659,17 +752,31 @@ def run_stream(
     set by the caller; without it SIGINT / SIGTERM), then stops at a
     micro-batch boundary; events the watermark has not passed stay held in
     the checkpoint for the next run. The summary's ``stopped`` says why it
-    stopped early, if it did."""
+    stopped early, if it did.
+
+    ``workload_source`` (the workload's file, or a folder of one per
+    tenant) is watched while the stream runs: a change moves inside the
+    running query at its next micro-batch, without a restart
+    (``stream_versions``; a new PARTITION BY too); one with a lane Spark
+    routes reading other event types than it started with, by a graceful
+    restart from the checkpoint at a micro-batch boundary; a bad one is
+    refused (logged, kept in the summary and the checkpoint's history),
+    and every query runs on."""
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
 
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
-    watcher = _Watcher(workload, workload_source) if workload_source is not None else None
     query = start_stream(workload, source, checkpoint, out, settings, spark)
+    watcher = None
+    if workload_source is not None:
+        key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
+        control = str(Path(checkpoint, "control"))
+        watcher = _Watcher(workload, workload_source, checkpoint, control, settings, key_groups, lines=lines)
     changed = watcher.changed if watcher is not None else None
-    why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=changed)
+    poll = 0.5
+    why = watch(query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=changed)
     _raise_failure(query)
     while why == "workload" and watcher is not None:
         # a graceful restart from the checkpoint, at a micro-batch boundary: nothing lost or doubled
@@ -679,11 +786,16 @@ def run_stream(
             workload = watcher.taken()
         except SurfaceError as error:  # the checkpoint refuses it (another schema, lateness, ...)
             watcher.refuse(error)
-            query = start_stream(workload, source, checkpoint, out, settings, spark)
+            query = start_stream(watcher.current, source, checkpoint, out, settings, spark)
+            watcher.started_with(watcher.current)
         watcher.pauses.append(time.monotonic() - began)
         print(f"workload: {watcher.said}; restarted in {watcher.pauses[-1]:.1f} s", file=lines, flush=True)
-        why = watch(query, lines, left(), asked=stop, quiet=settings.trigger is None, changed=watcher.changed)
+        why = watch(
+            query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=watcher.changed
+        )
         _raise_failure(query)
+    if watcher is not None:
+        workload = watcher.current
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
         query = start_stream(workload, source, checkpoint, out, settings, spark)
@@ -705,11 +817,27 @@ def run_stream(
 
 
 class _Watcher:
-    """The workload file or folder of a watched stream (``run_stream``):
-    ``changed`` polls it (``language.workload_source``); a bad change is
-    refused, logged and kept in ``refusals``, and the stream runs on."""
+    """The workload file or folder of a watched stream (``run_stream``,
+    ``detect_stream``): ``changed`` polls it (``language.workload_source``).
+    A new workload moves inside the running query at its next micro-batch
+    (``stream_versions``: recorded in ``registry``, announced in
+    ``control``); one it cannot take (a lane Spark routes reading other
+    event types) asks the caller for a graceful restart (``restart``),
+    or, without one, is refused. A bad change is refused, logged and kept
+    in ``refusals`` (and in the registry's history); the stream runs on."""
 
-    def __init__(self, workload: Workload, path: str | Path) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        path: str | Path,
+        registry: str | None = None,
+        control: str | None = None,
+        settings: StreamSettings | None = None,
+        key_groups: int = 1,
+        *,
+        restart: bool = True,
+        lines: TextIO | None = None,
+    ) -> None:
         from sharp_cer.language.workload_source import WorkloadSource
 
         self.source = WorkloadSource(path)
@@ -718,26 +846,93 @@ class _Watcher:
         self.said = ""
         self.refusals: list[dict[str, Any]] = []
         self.pauses: list[float] = []
+        self.registry, self.control, self.restart, self.lines = registry, control, restart, lines
+        self.settings, self.key_groups = settings or StreamSettings(), key_groups
+        self.started = self.running = self._job(workload, self._number())
+        #: versions moved to inside the running query: (number, the time the files were seen changed)
+        self.moves: list[tuple[int, float]] = []
+        self.stamp = self._stamp()
         with contextlib.suppress(SharpCerError):  # a bad file now is refused at its next change
-            self.source.poll()  # the contents now are the running workload's
+            now = self.source.poll()  # the contents now are the running workload's, read at the next change
+            if now is not None and now.fingerprint() != workload.fingerprint():
+                # the query runs another workload than the files hold: they are taken at the first poll
+                self.source, self.stamp = WorkloadSource(path), ()
+
+    def _stamp(self) -> tuple[tuple[str, int, int], ...]:
+        """The files' names, modification times and sizes: read again only when these move."""
+        found = []
+        for path in self.source.files():
+            with contextlib.suppress(OSError):
+                status = path.stat()
+                found.append((path.name, status.st_mtime_ns, status.st_size))
+        return tuple(found)
+
+    def _number(self) -> int:
+        versions, _ = checkpoint_history(self.registry) if self.registry is not None else ([], [])
+        return max(len(versions) - 1, 0)
+
+    def _job(self, workload: Workload, number: int) -> Job:
+        _, keep = checkpoint_history(self.registry) if self.registry is not None else ([], [])
+        return stream_job(workload, self.settings, self.key_groups, keep, number)
+
+    def started_with(self, workload: Workload) -> None:
+        """The query was (re)started with ``workload``: the version the checkpoint gave it."""
+        self.current = workload
+        self.started = self.running = self._job(workload, self._number())
 
     def changed(self) -> bool:
-        """Whether the files changed to another workload that loads (``next``)."""
+        """Whether the caller must restart the query for a changed workload
+        (``next``); a change the running query takes moves inside it."""
+        from .stream_key_group import check_live_bounds
+        from .stream_versions import announce, dry_run, in_stream_problem, job_lanes, save, stage_one_lanes
+
+        seen = time.time()
+        stamp = self._stamp()
+        if stamp == self.stamp:
+            return False  # nothing touched: no file is read
+        self.stamp = stamp
         try:
             found = self.source.poll()
+            if found is None or found.fingerprint() == self.current.fingerprint():
+                return False
+            number = self._number() + 1
+            check_live_bounds(found, self.settings.shedder)  # a fraction bound cannot be shed to live
+            job = self._job(found, number)
+            dry_run(self.running, job)  # what a key group would refuse, refused here
+            ones = stage_one(self.registry) if self.registry is not None else []
+            problem = (
+                in_stream_problem(self.started, self.running, job, ones) if self.registry is not None else "no registry"
+            )
+            if problem is not None and not self.restart:
+                raise SurfaceError(
+                    f"{self.source.path}: error: the running stream cannot take this change: {problem}\n"
+                    "  hint: restart the query with the new workload: its checkpoint continues"
+                )
         except SharpCerError as error:
             self.refuse(error)
             return False
-        if found is None or found.fingerprint() == self.current.fingerprint():
-            return False
-        self.next = found
-        return True
+        if problem is not None:
+            self.next = found
+            return True
+        assert self.registry is not None and self.control is not None
+        save(self.registry, job)  # whole, before the history or the control file names it
+        changes = signature_changes(self.current.signature(), found.signature())
+        routed = {lane.partition_attributes for lane in job_lanes(self.started) if lane.queries} - set(ones)
+        added = [lane.partition_attributes for _, lane in stage_one_lanes(job, routed)]
+        record_version(self.registry, found, "; ".join(changes), added, in_stream=True)
+        announce(self.control, number)
+        self.said = "; ".join(c.split(": was ")[0] for c in changes)
+        self.current, self.running = found, job
+        self.moves.append((number, seen))
+        if self.lines is not None:
+            print(f"workload: {self.said}; version {number} from the next micro-batch", file=self.lines, flush=True)
+        return False
 
     def taken(self) -> Workload:
-        """The new workload, now running."""
+        """The new workload, now running (after a restart)."""
         changes = signature_changes(self.current.signature(), self.next.signature())
         self.said = "; ".join(c.split(": was ")[0] for c in changes)  # the parts, without the texts
-        self.current = self.next
+        self.started_with(self.next)
         return self.current
 
     def refuse(self, error: Exception) -> None:
@@ -747,6 +942,50 @@ class _Watcher:
         self.refusals.append({"time": stamp, "error": str(error)})
         self.said = "change refused, every query runs on as before"
         logging.getLogger("sharp_cer").error("workload change refused, every query runs on as before:\n%s", error)
+        if self.registry is not None:
+            _amend(self.registry, lambda stored: stored.setdefault("refusals", []).append(self.refusals[-1]))
+
+
+def record_version(
+    registry: str, workload: Workload, change: str, routed: Sequence[Sequence[str]] = (), **facts: Any
+) -> int:
+    """Append ``workload`` to the history of the stream in ``registry``
+    (``check_checkpoint``'s file) as its next version, its new lanes after
+    the others, and the lanes ``routed`` to the ones stage 1 routes; its number."""
+    numbered: list[int] = []
+
+    def append(stored: dict[str, Any]) -> None:
+        versions = stored.get("versions") or [_version(0, None, "the first workload")]
+        entry = {**_version(len(versions), workload, change), **facts}
+        versions.append(entry)
+        numbered.append(entry["number"])
+        kept = [list(lane.partition_attributes) for lane in lanes(workload, stored.get("lanes") or [])]
+        ones = [list(spec) for spec in stored.get(STAGE_ONE) or []]
+        ones += [list(spec) for spec in routed if list(spec) not in ones]
+        stored.update(signature=workload.signature(), versions=versions, lanes=kept)
+        if ones:
+            stored[STAGE_ONE] = ones
+
+    _amend(registry, append)
+    return numbered[0]
+
+
+def _amend(registry: str, change: Any) -> None:
+    """Change the registry's history file in place, whole or not at all."""
+    path = Path(registry) / SIGNATURE_FILE
+    stored = json.loads(path.read_text())
+    change(stored)
+    partial = path.with_name(f".{path.name}.{time.time_ns()}")
+    partial.write_text(json.dumps(stored, indent=1))
+    partial.rename(path)
+
+
+def workload_refusals(registry: str) -> list[dict[str, Any]]:
+    """The workload changes a watched stream refused (time and located
+    error), as its registry keeps them (``run_stream``: the checkpoint;
+    ``detect_stream``: ``CONTROL/_versions``)."""
+    path = Path(registry) / SIGNATURE_FILE
+    return list(json.loads(path.read_text()).get("refusals") or []) if path.exists() else []
 
 
 def _raise_failure(query: StreamingQuery) -> None:

@@ -61,6 +61,7 @@ from .columns import (
     TS,
     TYPE,
     VALUE,
+    VERSION,
     arrow_ddl,
 )
 from .prepare import LoadSpec, late_mask, letter_text, load_partition
@@ -92,7 +93,8 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
     """Stage 0 over whole files (columns ``value``, ``__file``,
     ``__arrived``, ``__control``): prepare's pass 1 per file, plus the file,
     its arrival time and each event as a line of JSON. A control file
-    becomes one ``flush`` row.
+    becomes one ``flush`` row, or one ``version`` row (its number as text)
+    when it asks for a workload version (``stream_versions.announce``).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
     >>> files = pa.record_batch({"value": ["A,1,10\\nA,x,11\\n"], FILE: ["f.csv"], ARRIVED: [5], CONTROL: [False]})
@@ -108,8 +110,10 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
         data = batch.column(TEXT_VALUE).cast(pa.binary()).to_pylist()
         columns = {name: batch.column(name).to_pylist() for name in (FILE, ARRIVED, CONTROL)}
         for raw, path, arrived, control in zip(data, columns[FILE], columns[ARRIVED], columns[CONTROL], strict=True):
-            if control:
-                yield pa.RecordBatch.from_pylist([{ROW_KIND: FLUSH, FILE: path, ARRIVED: arrived}], schema=schema)
+            if control:  # a flush, or a workload version to move to (``stream_versions.announce``)
+                asked = (raw or b"").decode("utf-8", "replace")
+                row = {ROW_KIND: VERSION, TEXT: asked.split()[1]} if asked.startswith("version ") else {ROW_KIND: FLUSH}
+                yield pa.RecordBatch.from_pylist([{**row, FILE: path, ARRIVED: arrived}], schema=schema)
                 continue
             lines = (raw or b"").split(b"\n")
             if lines and lines[-1] == b"":

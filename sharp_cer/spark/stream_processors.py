@@ -2,7 +2,8 @@
 
 ``Sequencer`` (one key for the whole stream, no timers): positions and
 lateness (``stream_input.number_rows``). State: ``cursor`` = (next
-position, largest time so far, the workload's signature).
+position, largest time so far, the workload's signature, with the number
+of a version the running query moved to, ``stream_versions``).
 
 ``KeyGroups`` (key = lane and key group, event time): holds each event
 until the watermark passes its time, then feeds the group's engine the
@@ -38,7 +39,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from sharp_cer.language import Workload
 
+from . import stream_versions
 from .columns import (
     ALERT,
     ARRIVED,
@@ -85,6 +87,8 @@ from .worker import Job
 
 #: the counter of engines restored from the state's snapshot (not the worker's own copy)
 RESTORED = "engines_restored"
+#: the key of stage 1's signature naming the version the running query moved to (``stream_versions``)
+MOVED_PART = "workload version moved to"
 #: the stream's columns, in order
 COLUMNS = STREAM_OUTPUT.names
 
@@ -104,13 +108,31 @@ class Sequencer(StatefulProcessor):
         order: list[str] | None,
         delay_ms: int,
         key_groups: int,
+        version: int = 0,
+        registry: str | None = None,
+        job: Job | None = None,
+        stage_one: Sequence[Sequence[str]] = (),
     ) -> None:
         self.columns = columns
         self.order = order
         self.delay_ms = delay_ms
         self.workload = workload
         self.routes = routes
+        self.key_groups = key_groups
         self.signature = {**workload.signature(), KEY_GROUPS_PART: str(key_groups)}
+        #: the number of the version the query started with, and where later versions' jobs are
+        self.version = version
+        self.registry = registry
+        self.job = job
+        # the lanes Spark's expression routes (None: every lane); the others stage 1 routes
+        # (``stream_versions.stage_one_routes``): lanes added while a query ran, and after its restarts
+        ones = {tuple(spec) for spec in stage_one}
+        self.spark_routed = (
+            None
+            if job is None
+            else {lane.partition_attributes for lane in stream_versions.job_lanes(job)
+                  if lane.queries and lane.partition_attributes not in ones}
+        )  # fmt: skip
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
@@ -119,24 +141,56 @@ class Sequencer(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         frame = _named(rows, self.columns)
+        asked = frame[frame[ROW_KIND] == VERSION]
+        frame = frame[frame[ROW_KIND] != VERSION]
         stored = self.cursor.get() if self.cursor.exists() else None
-        switch = None
+        saved = json.loads(str(stored[2])) if stored is not None else {}
+        # the version in force: one moved to inside the query (kept in the cursor's signature, so
+        # that the state's schema stays the one older checkpoints have), if later than the query's own
+        moved = int(saved.pop(MOVED_PART, -1))
+        number, signature = (moved, self._signature(moved)) if moved > self.version else (self.version, self.signature)
+        switch, told = None, None
         if stored is None:
-            cursor = Cursor(0, NONE, json.dumps(self.signature))
+            cursor = Cursor(0, NONE, json.dumps(signature))
         else:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
             # the queries may change (issue 39); the schema, lateness, capacity and key groups may not
-            kept = json.dumps(_fixed(json.loads(cursor.signature)))
-            check_signature(kept, _fixed(self.signature), "stream state (positions)")
-            if json.loads(cursor.signature) != self.signature:
-                switch = cursor.position  # the new workload applies from the next position on
-                cursor = Cursor(cursor.position, cursor.latest, json.dumps(self.signature))
+            check_signature(json.dumps(_fixed(saved)), _fixed(signature), "stream state (positions)")
+            if saved != signature:
+                switch = cursor.position  # a restart with a new workload: it applies from the next position on
+        wanted = max((int(t) for t in asked[TEXT] if str(t).isdigit()), default=-1)
+        if self.registry is not None and wanted > number:
+            # a version announced while the query runs: from the first position of this micro-batch
+            # (a micro-batch redone after a crash reads the same control file: the same position)
+            number, signature, switch, told = wanted, self._signature(wanted), cursor.position, str(wanted)
+        kept = {**signature, MOVED_PART: str(number)} if number > self.version else signature
+        cursor = Cursor(cursor.position, cursor.latest, json.dumps(kept))
         lateness = self.workload.allowed_lateness
-        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, self.routes, self.order, self.delay_ms)
+        routes, found = self._routing(number)
+        out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, routes, self.order, self.delay_ms)
+        if found:  # the lanes stage 1 routes, by each event's key
+            extra = stream_versions.stage_one_routes(out[ROW_KIND].tolist(), out[TEXT].tolist(), found, self.key_groups)
+            out[ROUTE] = [[*r, *e] if e else r for r, e in zip(out[ROUTE], extra, strict=True)]
         if switch is not None:  # told to every lane and key group, as a flush is
-            out = pd.concat([out, version_row(out, switch, self.routes)], ignore_index=True)
+            out = pd.concat([out, version_row(out, switch, routes, told)], ignore_index=True)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
+
+    def _routing(self, number: int) -> tuple[list[int], list[tuple[int, Any]]]:
+        """Every route of version ``number`` and of the query's own (where
+        flushes and versions go), and its lanes stage 1 routes."""
+        if self.spark_routed is None or self.job is None:
+            return self.routes, []
+        job = self.job if number <= self.version else stream_versions.load(str(self.registry), number)
+        found = stream_versions.stage_one_lanes(job, self.spark_routed)
+        every = sorted({*self.routes, *stream_versions.every_route(job, self.key_groups)})
+        return every, found
+
+    def _signature(self, number: int) -> dict[str, str]:
+        """The signature of version ``number`` (from the stream's registry), as stage 1 keeps it."""
+        assert self.registry is not None
+        job = stream_versions.load(self.registry, number)
+        return {**job.workload.signature(), KEY_GROUPS_PART: str(self.key_groups)}
 
     def close(self) -> None:
         pass
@@ -145,9 +199,11 @@ class Sequencer(StatefulProcessor):
 class KeyGroups(StatefulProcessor):
     """Stage 2 (see the module docstring)."""
 
-    def __init__(self, job: Job, columns: list[str]) -> None:
+    def __init__(self, job: Job, columns: list[str], registry: str | None = None) -> None:
         self.job = job
         self.columns = columns
+        #: where the jobs of versions moved to inside the running query are (``stream_versions``)
+        self.registry = registry
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -175,7 +231,13 @@ class KeyGroups(StatefulProcessor):
         new = list(zip(*columns, strict=True))
         # a new workload version, for the events from its row's position on (``Sequencer``)
         versions = frame[frame[ROW_KIND] == VERSION]
-        switch = int(versions[SEQ].min()) if len(versions) else None
+        switch = None
+        if len(versions):  # one per micro-batch: stage 1 tells the version in force from the batch's first position
+            told = versions.iloc[-1]
+            number = told[TEXT]
+            moved = number is not None and str(number).isdigit() and self.registry is not None
+            job = stream_versions.load(self.registry, int(number)) if moved else self.job  # type: ignore[arg-type]
+            switch = (int(told[SEQ]), job)
         yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest, switch)
 
     def handleExpiredTimer(
@@ -191,7 +253,7 @@ class KeyGroups(StatefulProcessor):
         horizon: int = 0,
         new: list[Any] | None = None,
         latest: int | None = None,
-        switch: int | None = None,
+        switch: tuple[int, Job] | None = None,
     ) -> Iterator[pd.DataFrame]:
         """Release the held and ``new`` events the watermark (or ``horizon``)
         passes, then fire the trailing absences whose deadline the watermark
@@ -223,9 +285,10 @@ class KeyGroups(StatefulProcessor):
             self._time(timer, due, timed)
             return
         cache = (self.job.fingerprint, lane, int(key[1]))
-        state, restored = self._load(lane, cache)
+        # a key group with no state yet starts with the version it is told (a lane the query's own workload lacks)
+        state, restored = self._load(lane, cache, switch[1] if switch is not None else self.job)
         if switch is not None:
-            state.switch(self.job, switch)
+            state.switch(switch[1], switch[0])
         now = int(time.time() * 1000)
         parts = [with_alert_columns(telemetry_table([]))]
         if n:
@@ -265,7 +328,7 @@ class KeyGroups(StatefulProcessor):
         for t in wanted - timers:
             self.handle.registerTimer(t)
 
-    def _load(self, lane: int, cache: tuple[str, int, int]) -> tuple[KeyGroupStream, bool]:
+    def _load(self, lane: int, cache: tuple[str, int, int], fresh: Job) -> tuple[KeyGroupStream, bool]:
         """The group's engine as the last committed micro-batch left it: the
         worker's own copy when the state's token says it is that one, else
         restored from the state's snapshot (a restart, a retried micro-batch,
@@ -273,7 +336,7 @@ class KeyGroups(StatefulProcessor):
         mine = _ENGINES.pop(cache, None)  # taken out: a failed release must not leave a changed engine behind
         stored = self.engine.get()
         if stored is None:
-            return KeyGroupStream(self.job, lane), False
+            return KeyGroupStream(fresh, lane), False
         written, _, token = stored
         check_format(int(written), f"stream state (lane {lane})")
         # a state of another workload version goes on as it is until the stream's version row
@@ -292,14 +355,16 @@ def _fixed(signature: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in signature.items() if not k.startswith("query ")}
 
 
-def version_row(out: pd.DataFrame, position: int, routes: list[int]) -> pd.DataFrame:
+def version_row(out: pd.DataFrame, position: int, routes: list[int], number: str | None = None) -> pd.DataFrame:
     """The row that tells every lane and key group a new workload version
-    applies from ``position`` on (stage 1's columns, as a flush row's)."""
+    applies from ``position`` on (stage 1's columns, as a flush row's):
+    ``number`` names a version moved to inside the running query (its job
+    is in the stream's registry), None the query's own workload."""
     row: dict[str, Any] = {c: None for c in out.columns}
     now = int(out[CLOCK].max()) if len(out) else 1_000_000
     horizon = int(out[HORIZON].max()) if len(out) else 0
     row.update({ROW_KIND: VERSION, SEQ: position, CLOCK: now, ROUTE: routes, HORIZON: horizon, VALUE: np.nan})
-    row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: None, TS: NONE})
+    row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: number, TS: NONE})
     return pd.DataFrame([row], columns=out.columns)
 
 

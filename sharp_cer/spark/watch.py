@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any, TextIO
 
+#: how often a watched workload is asked whether it changed (seconds)
+CHANGE_TICK = 0.05
 #: the names of the stream's observed counts: events read, matches written
 EVENTS_IN, MATCHES_OUT = "sharp_cer_events_in", "sharp_cer_matches_out"
 
@@ -108,13 +110,19 @@ def watch(
                     print(batch_line(progress), file=out, flush=True)
 
     deadline = None if timeout is None else time.monotonic() + timeout
+    # ``changed`` is asked more often than the progress is read: a change seen just before a
+    # micro-batch starts goes into that one, not the next (it costs a stat of the files)
+    tick = min(poll, CHANGE_TICK) if changed is not None else poll
+    reported = time.monotonic()
     with stop_requests() if asked is None else nullcontext(asked) as asked:
         moved = False
         while query.isActive and not asked.is_set():
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            asked.wait(poll)
-            report()
+            asked.wait(tick)
+            if time.monotonic() - reported >= poll:
+                report()
+                reported = time.monotonic()
             if changed is not None and changed():
                 moved = True
                 break
@@ -123,7 +131,11 @@ def watch(
         # a boundary: no trigger running, so the last batch is committed or not begun; for a new
         # workload the running micro-batch is not waited for (back-to-back micro-batches leave no
         # gap): stopped now, it is not committed, and the restart redoes it from the checkpoint
-        while not moved and query.isActive and query.status["isTriggerActive"]:
+        # micro-batches longer than the trigger run back to back and may leave no idle moment: once
+        # two have committed since the request without one, the third is stopped unfinished (it is
+        # redone from the checkpoint on restart)
+        running = _last_batch(query)
+        while not moved and query.isActive and query.status["isTriggerActive"] and _last_batch(query) <= running + 1:
             time.sleep(poll / 5)
         query.stop()
         report()
@@ -136,3 +148,9 @@ def watch(
             flush=True,
         )
     return why
+
+
+def _last_batch(query: Any) -> int:
+    """The number of the query's last finished micro-batch (-1: none yet)."""
+    progress = query.recentProgress
+    return int(progress[-1]["batchId"]) if progress else -1
