@@ -246,6 +246,8 @@ class KeyGroupRun:
                     "events": len(units),
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
+                if shed:  # the summary says why a bound was missed (``summary.Summary``)
+                    counters["input_shedding_forbidden"] = int(shed.get("input_shedding", "allowed") != "allowed")
                 counters.update({f"cut_{k}": v for k, v in summaries[name]["cuts"].items()})
                 histogram = queue.histogram(name) if queue is not None else None
                 if histogram is not None:
