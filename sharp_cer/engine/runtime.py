@@ -222,6 +222,8 @@ class QueryGroupRunner:
         symbols, progress, sees, keys, window, positions, attributes, listed, busy, busy_now = feed
         index, bits = self.tracking, self.symbols.bits
         clock, state, shedder = self.engine.clock, self.state, self.shedder
+        # optional in the protocol: a shedder made before it existed has none
+        discards = getattr(shedder, "discards", None)
         log = self.log = self.engine.observers.latency
         backlog = self.backlog = self.engine.observers.backlog
         if shedder is not None:
@@ -249,7 +251,7 @@ class QueryGroupRunner:
                         if log is not None:
                             log.floor(self.number, floors[i], 0.0, positions[i])
                         continue
-                    self.discard = shedder.discards(entry)
+                    self.discard = discards(entry) if discards is not None else None
                 self.steps_here = 0
                 if log is not None:
                     self.began = time.perf_counter()

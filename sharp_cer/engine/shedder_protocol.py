@@ -9,8 +9,9 @@ at five points of Algorithm 1:
 
 * ``admit(row, progress)`` before an event is processed: False sheds the
   event for the group (input shedding; the group's state does not see it);
-  then ``discards(progress)``: which new partial matches not to create at
-  all (those the shedder would take out at creation anyway);
+  then ``discards(progress)`` (optional: a shedder without it creates
+  every partial match): which new partial matches not to create at all
+  (those the shedder would take out at creation anyway);
 * ``enumeration(query, progress)`` before a query's matches of an event are
   enumerated, with where the event stands (:class:`Progress`: its update
   units so far and its latency so far, queueing included): how to walk
