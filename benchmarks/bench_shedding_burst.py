@@ -10,8 +10,9 @@ latency, queueing included, in the unshedded run under the same arrivals.
 Shedders: every one asked for (``--shedders``), and the *oracle*, a
 clairvoyant selector in two passes: the unshedded run records each (position,
 label) a true match marks, and the oracle then takes out at creation every
-new partial match whose (position, label) no true match marks (by instance;
-it cannot lose a match) on top of truncation's budget, with ``value``'s
+new partial match whose (position, label) no true match marks (by instance,
+or, like ``value``, by not creating it; it cannot lose a match) on top of
+truncation's budget, with ``value``'s
 weighted budgets (heaviest query first, lighter ones cut under pressure). It
 is a ceiling for selectors that drop only dead partial matches, not for
 every shedder: where the update alone fills the queue (DS2), dropping live
@@ -128,6 +129,28 @@ class _OracleGroup(GroupState):
     def __init__(self, owner: OracleShedder, view: QueryGroupView, tracked: list[QueryPlan]) -> None:
         super().__init__(owner, view, tracked)
         self.useful = owner.useful
+        self.positions: list[int] = []
+        self.position = 0
+
+    def begin_batch(self, batch: Any) -> None:
+        super().begin_batch(batch)
+        self.positions = batch.positions.tolist()
+
+    def admit(self, row: int, progress: Progress) -> bool:
+        self.position = self.positions[row]
+        return super().admit(row, progress)
+
+    def discards(self, progress: Progress) -> Any:
+        # like ``value``: a dead partial match is not even created (its creation costs no update)
+        return self._discard
+
+    def _discard(self, state: int, label: int, sources: list[Node]) -> bool:
+        if (self.position, label) in self.useful or not self.sheddable_state(state):
+            return False
+        self.pms_removed += 1
+        for k in range(len(self.tracked)):
+            self.pms_shed[k] += 1
+        return True
 
     def stepped(self, instance: Any, outputs: list[tuple[Node, int]], row: int, progress: Progress) -> None:
         super().stepped(instance, outputs, row, progress)

@@ -42,6 +42,8 @@ def query_summaries(
     out: dict[str, dict[str, Any]] = {}
     # every query that ran, removed ones included (``Engine.update``), each under its latest plan
     ran = {q.name: q for plan in engine.plans for q in plan.queries}
+    # the queries no shedder cuts: they share the one server with the shed ones
+    never_shed = [name for name in ran if name not in report] if report else []
     for query in ran.values():
         name = query.name
         shed = report.get(name, {})
@@ -67,26 +69,49 @@ def query_summaries(
             row["latency"] = engine.queue.summary(name)
         if shed:
             row["shedder"] = {k: v for k, v in shed.items() if k not in ("bound_ms", "bound_units")}
-            lost = float(shed.get("matches_lost_estimate", 0.0))
-            matches = row["matches"]
-            row["recall_kept_estimate"] = matches / (matches + lost) if matches + lost > 0 else 1.0
+            row["cut_by"] = getattr(shedder, "name", None)
+            row["recall_kept_estimate"] = recall_estimate(
+                row["matches"], float(shed.get("matches_lost_estimate", 0.0)), row["cuts"]
+            )
             over = row.get("latency", {}).get("over_bound_share", 0.0)
             if over > 0:
-                row["over_bound_why"] = over_bound_reasons(shed)
+                elsewhere = [n for n in never_shed if n not in shed.get("never_shed_in_group", ())]
+                row["over_bound_why"] = over_bound_reasons(shed, elsewhere)
         out[name] = row
     return out
 
 
-def over_bound_reasons(shed: Mapping[str, Any]) -> list[str]:
+def recall_estimate(matches: int, lost: float, cuts: Mapping[str, int]) -> float | None:
+    """The recall kept, estimated: the matches found over those found plus
+    the estimated lost (``GroupState.lost_estimate``); None (unknown) when
+    something was cut but neither a match nor a loss was seen to estimate
+    from (say, every event shed before any match).
+
+    >>> none = {"events": 0, "partial_matches": 0, "enumerations_cut_short": 0}
+    >>> recall_estimate(9, 1.0, none | {"events": 4}), recall_estimate(0, 0.0, none), recall_estimate(0, 2.0, none)
+    (0.9, 1.0, 0.0)
+    >>> print(recall_estimate(0, 0.0, none | {"events": 4}))
+    None
+    """
+    if matches + lost > 0:
+        return matches / (matches + lost)
+    return None if any(cuts.values()) else 1.0
+
+
+def over_bound_reasons(shed: Mapping[str, Any], elsewhere: Sequence[str] = ()) -> list[str]:
     """Why a shed query still passed its bound, from its shedder's report
-    (``shedding.LoadShedder.report``).
+    (``shedding.LoadShedder.report``) and the queries no shedder cuts in
+    other query groups (``elsewhere``: they share the one server).
 
     >>> over_bound_reasons({"floor_above_bound_events": 3, "input_shedding": "allowed"})
     ['the update alone passed the bound on 3 events (the floor): only input shedding can meet it there']
-    >>> for line in over_bound_reasons({"floor_above_bound_events": 0, "input_shedding": "forbidden: q2 read NOT"}):
+    >>> shed = {"floor_above_bound_events": 0, "input_shedding": "forbidden: q2 read NOT"}
+    >>> for line in over_bound_reasons(shed, ["audit"]):  # doctest: +NORMALIZE_WHITESPACE
     ...     print(line)
     input shedding is forbidden: q2 read NOT
-    events waited behind a burst: the queue passed the bound before any cut could help
+    audit may not be shed: its update and enumeration wait in the same queue, never cut
+    the queue passed the bound: events came faster than their work was served (a burst,
+    or an input rate above the capacity) for longer than the cuts could make up
     """
     reasons = []
     floor = shed.get("floor_above_bound_events", 0)
@@ -102,31 +127,52 @@ def over_bound_reasons(shed: Mapping[str, Any]) -> list[str]:
     mode = str(shed.get("input_shedding", "allowed"))
     if mode != "allowed" and not never:
         reasons.append(f"input shedding is {mode}")
+    if elsewhere:
+        reasons.append(
+            f"{', '.join(elsewhere)} may not be shed: {'its' if len(elsewhere) == 1 else 'their'} update and "
+            "enumeration wait in the same queue, never cut"
+        )
     if not floor:
-        reasons.append("events waited behind a burst: the queue passed the bound before any cut could help")
+        reasons.append(
+            "the queue passed the bound: events came faster than their work was served (a burst, or an input "
+            "rate above the capacity) for longer than the cuts could make up"
+        )
     return reasons
 
 
-def tenant_recall(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def tenant_recall(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
     """Per tenant (or query, without one), the estimated recall kept: the
     matches found over those found plus the estimated lost, over its shed
-    queries (``recall_kept_estimate``).
+    queries (``recall_kept_estimate``); None (unknown) if one of them is
+    unknown (cut, and no match found to estimate from).
 
     >>> rows = {"a": {"tenant": "t", "matches": 9, "recall_kept_estimate": 0.9},
-    ...         "b": {"tenant": "t", "matches": 1, "recall_kept_estimate": 1.0}}
-    >>> round(tenant_recall(rows)["t"], 3)
-    0.909
+    ...         "b": {"tenant": "t", "matches": 1, "recall_kept_estimate": 1.0},
+    ...         "c": {"tenant": "u", "matches": 0, "recall_kept_estimate": None},
+    ...         "d": {"tenant": "v", "matches": 0, "recall_kept_estimate": 0.0,
+    ...               "shedder": {"matches_lost_estimate": 4.0}},
+    ...         "e": {"tenant": "v", "matches": 4, "recall_kept_estimate": 1.0,
+    ...               "shedder": {"matches_lost_estimate": 0.0}}}
+    >>> figures = tenant_recall(rows); round(figures["t"], 3), figures["u"], figures["v"]
+    (0.909, None, 0.5)
     """
     found: dict[str, float] = {}
-    expected: dict[str, float] = {}
+    expected: dict[str, float | None] = {}
     for name, row in summaries.items():
         if "recall_kept_estimate" not in row:
             continue
         owner = row.get("tenant") or name
-        estimate = row["recall_kept_estimate"]
-        found[owner] = found.get(owner, 0.0) + row["matches"]
-        expected[owner] = expected.get(owner, 0.0) + (row["matches"] / estimate if estimate > 0 else 0.0)
-    return {owner: found[owner] / expected[owner] if expected[owner] else 1.0 for owner in found}
+        estimate, had, matches = row["recall_kept_estimate"], expected.get(owner, 0.0), row["matches"]
+        found[owner] = found.get(owner, 0.0) + matches
+        if estimate is None or had is None:
+            expected[owner] = None
+            continue
+        lost = row.get("shedder", {}).get("matches_lost_estimate")
+        expected[owner] = had + (matches + lost if lost is not None else matches / estimate if estimate else 0.0)
+    out: dict[str, float | None] = {}
+    for owner, total in expected.items():
+        out[owner] = None if total is None else found[owner] / total if total else 1.0
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,9 +231,12 @@ def render(summaries: Mapping[str, dict[str, Any]]) -> str:
     """The summaries as a table, one line per query; the query column is
     as wide as the longest name (at least 22), so columns stay aligned."""
     wide = max([22, *map(len, summaries)])
+    # the shedder that cut, by name (a run has one)
+    by = sorted({row["cut_by"] for row in summaries.values() if row.get("cut_by")})
     head = (
         f"{'query':<{wide}} {'matches':>8} {'bound':>12} {'over bound':>11}  "
-        f"{'latency ms mean / p50 / p99 / max':<36} {'units mean / p99':<17} cut: events / PMs / enumerations"
+        f"{'latency ms mean / p50 / p99 / max':<36} {'units mean / p99':<17} "
+        f"cut{' by ' + ', '.join(by) if by else ''}: events / PMs / enumerations"
     )
     lines = [head]
     for name, row in summaries.items():
@@ -211,6 +260,9 @@ def render(summaries: Mapping[str, dict[str, Any]]) -> str:
             lines.append(f"{name} passed its bound: {reason}")
     recall = tenant_recall(summaries)
     if recall:
-        figures = ", ".join(f"{owner} {value:.3f}" for owner, value in recall.items())
+        figures = ", ".join(
+            f"{owner} {'unknown (cut, and no match found to estimate from)' if value is None else f'{value:.3f}'}"
+            for owner, value in recall.items()
+        )
         lines.append(f"recall kept (an estimate from what was cut, not measured): {figures}")
     return "\n".join(lines)

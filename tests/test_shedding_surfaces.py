@@ -135,3 +135,53 @@ def test_nothing_cut_estimates_every_match_kept() -> None:
     detector = Detector.from_builder(DetectorBuilder(s, queries, config), record_latency=True, capacity=1e6)
     detector.feed(pd.DataFrame({"type": list("ABBC") * 10, "v": [1, 2, 3, 4] * 10}))
     assert detector.summary()["q"]["recall_kept_estimate"] == 1.0
+
+
+def _burst(seed: int, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"type": rng.choice(list("AABBBBBC"), n), "v": rng.integers(0, 10, n)})
+
+
+def test_input_shed_counts_in_the_recall_estimate_and_the_summary_names_the_shedder() -> None:
+    """Issue 36: events shed at the floor lose matches too, so the recall
+    estimate counts them (it counted only cut enumerations and partial
+    matches: 0.50 here, where 3 of 75 matches are kept); the table names the
+    shedder that cut."""
+    s = Schema.parse(SCHEMA)
+    queries = [("q", parse_and_check("SELECT * FROM S WHERE A AS a ; C AS c WITHIN 6 EVENTS", s))]
+    frame = _burst(3, 400)
+    every = len(Detector.from_queries(queries, s).feed(frame))
+    config = DetectorConfig(shedder="truncate", bound=LatencyBound(cost_units=60))
+    detector = Detector.from_builder(
+        DetectorBuilder(s, queries, config), record_latency=True, capacity=1000, pace=Pace(rate=3000), check_floor=False
+    )
+    kept = len(detector.feed(frame))
+    row = detector.summary()["q"]
+    assert row["cuts"]["events"] > 10 * row["cuts"]["enumerations_cut_short"] and kept < every / 10
+    assert row["recall_kept_estimate"] < 0.5
+    assert "cut by truncate: events / PMs / enumerations" in str(detector.summary())
+
+
+def test_a_query_never_shed_in_another_group_is_named_when_a_bound_is_missed() -> None:
+    """A query that may not be shed (LIMIT) in a query group of its own still
+    waits in the one server's queue: the summary names it among the reasons
+    a shed query passed its bound, and a query cut without a match found says
+    its recall is unknown, not 1.0."""
+    s = Schema.parse(SCHEMA)
+    queries = [
+        ("q", parse_and_check(QUERY, s)),
+        ("audit", parse_and_check("SELECT * FROM S WHERE B ; B WITHIN 30 EVENTS LIMIT 1000000", s)),
+    ]
+    config = DetectorConfig(shedder="value", bound=LatencyBound(cost_units=5))
+    detector = Detector.from_builder(
+        DetectorBuilder(s, queries, config), record_latency=True, capacity=1000, pace=Pace(rate=2000), check_floor=False
+    )
+    assert len(detector.plan.groups) == 2
+    detector.feed(_burst(2, 300))
+    summaries = detector.summary()
+    row = summaries["q"]
+    why = "audit may not be shed: its update and enumeration wait in the same queue, never cut"
+    assert row["latency"]["over_bound_share"] > 0 and why in row["over_bound_why"]
+    assert "audit" not in [r for r in summaries if "recall_kept_estimate" in summaries[r]]
+    if row["matches"] == 0 and row["shedder"]["matches_lost_estimate"] == 0:
+        assert row["recall_kept_estimate"] is None and "q unknown" in render(summaries)

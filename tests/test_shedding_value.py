@@ -116,17 +116,45 @@ class _OnlyDropping(ValueShedder):
     """``value``'s dropping at creation alone: no budget cuts an enumeration and no input is shed,
     so every match lost is lost to a partial match it took out."""
 
-    def __init__(self, config: ShedConfig) -> None:
+    def __init__(self, config: ShedConfig, positions: Any = None, discarding: bool = True) -> None:
         super().__init__(config)
         self.taken: set[Any] = set()
+        self.positions = positions  # the batch's positions, to name the partial matches never created
+        self.discarding = discarding  # False: every new partial match is created, then taken out
+        self.discarded = 0
 
     def make_group(self, view: Any, tracked: list[QueryPlan]) -> GroupState:
         group = super().make_group(view, tracked)
         group.view = _Recording(view, self.taken)
         group.admit_input = lambda row: True  # type: ignore[method-assign]
         group.enumeration = _unlimited(group)  # type: ignore[method-assign]
-        group.admit = _admit_all(group)  # type: ignore[method-assign]
+        rows: list[int] = []
+        group.admit = _admit_all(group, rows)  # type: ignore[method-assign]
+        discards = group.discards if self.discarding else (lambda progress: None)
+        group.discards = self._recording(discards, rows)  # type: ignore[method-assign]
         return group
+
+    def _recording(self, discards: Any, rows: list[int]) -> Any:
+        """``discards``, recording the open events of every partial match it keeps from being created."""
+
+        def recorded(progress: Progress) -> Any:
+            test = discards(progress)
+            if test is None:
+                return None
+            position = int(self.positions[rows[-1]])
+
+            def discard(state: int, label: int, sources: list[Any]) -> bool:
+                if not test(state, label, sources):
+                    return False
+                self.discarded += 1
+                for entry in sources:
+                    for start, marks in open_events(entry):
+                        self.taken.add((position, start, (*(p for p, _ in marks), position)))
+                return True
+
+            return discard
+
+        return recorded
 
 
 def _unlimited(group: GroupState) -> Any:
@@ -137,9 +165,10 @@ def _unlimited(group: GroupState) -> Any:
     return enumeration
 
 
-def _admit_all(group: GroupState) -> Any:
+def _admit_all(group: GroupState, rows: list[int]) -> Any:
     def admit(row: int, progress: Progress) -> bool:
         group.entry_floor = progress.floor
+        rows.append(row)
         return True
 
     return admit
@@ -153,21 +182,29 @@ def test_dropping_every_new_partial_match_under_a_queue_loses_only_the_matches_t
 ) -> None:
     """Issue 36: once the queue passes half the bound, ``value`` drops every
     new partial match it may (``ValueGroup.drop_all_from``), in groups that
-    may shed input or not (NOT, ABSENT). Every event arrives at once at a
-    bound of one unit, so the queue is always over it: against the reference
+    may shed input or not (NOT, ABSENT). Every event arrives at once, so the
+    queue grows over a bound of 1, 10 or 30 units: against the reference
     evaluator, no match is invented and every match lost passes through a
-    partial match taken out; with weights, the heavier query's partial
-    matches are the last to go."""
+    partial match taken out or never created (``ValueGroup.discards``: the
+    group does not create a partial match it would take out at once); with
+    weights, the heavier query's partial matches are the last to go. Not
+    creating them finds exactly the matches that creating and taking them
+    out does."""
     named = [(f"q{i}", parse_and_check(_select_star(text), SCHEMA)) for i, text in enumerate(texts)]
     plan, batch = compile_plan(named), to_batch(rows)
     weights = {name: float(data.draw(st.sampled_from([1, 4]))) for name, _ in named}
-    shedder = _OnlyDropping(ShedConfig(bounds=dict.fromkeys(weights, 1), weights=weights))
+    # the queue builds from the first event on: at a wider bound the first
+    # partial matches are kept and later ones dropped or never created
+    config = ShedConfig(bounds=dict.fromkeys(weights, data.draw(st.sampled_from([1, 10, 30]))), weights=weights)
+    shedder = _OnlyDropping(config, batch.positions)
     engine = Engine(plan, shedder=shedder, capacity=1000.0)
     found = {m.key()[:4] for m in engine.process(batch, np.zeros(len(batch)))}
     truth = [m for q in evaluate(named, batch).per_query.values() for m in q]
     assert found <= {m.key()[:4] for m in truth}, "dropping partial matches invented a match"
     lost = [m for m in truth if m.key()[:4] not in found and not _uses(m, shedder.taken)]
-    assert not lost, f"lost matches that use no partial match taken out: {lost}"
+    assert not lost, f"lost matches that use no partial match taken out or never created: {lost}"
+    created = Engine(plan, shedder=_OnlyDropping(config, batch.positions, discarding=False), capacity=1000.0)
+    assert found == {m.key()[:4] for m in created.process(batch, np.zeros(len(batch)))}
 
 
 def test_a_lighter_query_s_states_are_dropped_first_and_it_enumerates_nothing_under_pressure() -> None:

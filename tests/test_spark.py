@@ -258,6 +258,12 @@ def test_summary_counts_latency_and_bounds(spark: Any) -> None:
     assert absent.bound == "1e-06ms" and absent.over_bound == absent.latency_ms["events"] > 0
     assert absent.over_bound_share == 1.0
     assert "ms mean / p50 / p99 / max" in summary.render() and summary.to_json()["queries"]["no_c_between"]["cuts"]
+    # with a shedder, the bounds below the update floor are said before the run (issue 36)
+    below = r"query near_by_position: its bound \(3 units\) is below the update floor"
+    with pytest.warns(RuntimeWarning, match=below):
+        shedding = run_detection(spark.createDataFrame(frame), workload, spark=spark, shedder="truncate")
+    shedding.close()
+    assert any(line.startswith("query no_c_between: its bound") for line in shedding.floor_warnings)
 
 
 def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -283,3 +283,25 @@ def test_a_stream_group_restored_across_a_clock_jump_keeps_its_backlog_not_the_o
         # within 1 unit (1 ns at 10^9 units a second): the clocks' readings are floats near 10^4 s
         assert jumped["units"][figure] == pytest.approx(same["units"][figure], abs=1.0)  # type: ignore[index]
     assert jumped["units"]["max"] < 10_000  # type: ignore[index]  # no wait behind the old clock (10^13 units)
+
+
+def test_the_driver_says_a_bound_below_the_update_floor_before_the_run() -> None:
+    """Issue 36: a bound below the update floor is said before the run on
+    Spark too: the driver measures each lane's floor on the input's first
+    events (``floor_warnings_before``, what ``run_detection`` warns and the
+    CLI prints). A bound of 3 units is below the update of a partitioned
+    A ; B step (3 units a step: the per-event floor); 10,000 units is not;
+    without a shedder nothing is said (the bound is judged)."""
+    from sharp_cer.events.loaders import load_pandas
+    from sharp_cer.spark.worker import floor_warnings_before
+
+    sample, _ = load_pandas(hand_made_events(400, 4), WORKLOAD.schema)
+    said = {}
+    for bound, shedder in (("3", "truncate"), ("10000", "truncate"), ("3", None)):
+        workload = parse_workload(BOUNDED.replace('"20%"', bound))
+        said[bound, shedder] = floor_warnings_before(Job(workload, (PARTITIONED,), 50, shedder=shedder), sample)
+    (line,) = said["3", "truncate"]
+    assert line.startswith("query near_by_position: its bound (3 units) is below the update floor")
+    assert said["10000", "truncate"] == [] and said["3", None] == []
+    fraction = Job(parse_workload(BOUNDED), (PARTITIONED,), 50, shedder="truncate")
+    assert floor_warnings_before(fraction, sample) == []  # 20 % of a mean over a queue of the whole sample

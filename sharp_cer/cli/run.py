@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -245,9 +246,13 @@ def _detect(options: RunOptions, workload: Workload, spark: Any, target: Path, e
         from ..events.generators import generate
 
         events = spark.createDataFrame(generate(workload.generator or "", options.generate, seed=options.seed))
-    detection = run_detection(
-        events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the floor's, said below
+        detection = run_detection(
+            events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
+        )
+    for line in detection.floor_warnings:
+        print(f"warning: {line}", file=err)
     source = options.events if options.events is not None else f"generated ({workload.generator})"
     with Progress(spark, detection.prepared.rows, err):
         return complete(detection, target, "", options.format, (options.dead_letters, source))

@@ -29,7 +29,7 @@ import heapq
 import itertools
 import operator
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
@@ -174,6 +174,9 @@ class QueryGroupRunner:
         # the event's service units before this query group's step (earlier query groups' work)
         self.served = 0
         self.backlog: Backlog | None = None  # the queue as this query group sees it, while it runs
+        # the shedder's test of the new partial matches it would take out at creation anyway, at
+        # the event in process (``QueryGroupShedder.discards``; None: every one is created)
+        self.discard: Callable[[int, int, list[Node]], bool] | None = None
         self.shedder = engine.shedder.for_group(self) if engine.shedder is not None else None
         # the order the query group's queries enumerate an event's matches in
         order = self.shedder.ranking() if self.shedder is not None else [q.id for q in self.queries]
@@ -220,6 +223,8 @@ class QueryGroupRunner:
         symbols, progress, sees, keys, window, positions, attributes, listed, busy, busy_now = feed
         index, bits = self.tracking, self.symbols.bits
         clock, state, shedder = self.engine.clock, self.state, self.shedder
+        # optional in the protocol: a shedder made before it existed has none
+        discards = getattr(shedder, "discards", None)
         log = self.log = self.engine.observers.latency
         backlog = self.backlog = self.engine.observers.backlog
         if shedder is not None:
@@ -240,11 +245,14 @@ class QueryGroupRunner:
                 if lockstep:
                     yield i  # resumed once every query group is done with the events before it
                 self.floor, self.row, self.served = floors[i], i, units[i]
-                if shedder is not None and not shedder.admit(i, self._progress(floors[i], 0)):
-                    state.input_shed += 1
-                    if log is not None:
-                        log.floor(self.number, floors[i], 0.0, positions[i])
-                    continue
+                if shedder is not None:
+                    entry = self._progress(floors[i], 0)
+                    if not shedder.admit(i, entry):
+                        state.input_shed += 1
+                        if log is not None:
+                            log.floor(self.number, floors[i], 0.0, positions[i])
+                        continue
+                    self.discard = discards(entry) if discards is not None else None
                 self.steps_here = 0
                 if log is not None:
                     self.began = time.perf_counter()
@@ -284,6 +292,7 @@ class QueryGroupRunner:
         if clock.events + n >= state.next_sweep:
             self._sweep_at(clock.events + n, int(batch.positions[-1]))
         state.skipped += skipped
+        self.discard = None
         clock.transitions += self.transitions
         clock.nodes_created += self.nodes_created
         self.transitions = self.nodes_created = 0
@@ -454,6 +463,7 @@ class QueryGroupRunner:
         old = instance.active
         active: Iterable[tuple[int, list[Node]]] = old.items()
         counter = instance.counter
+        discard, finals = self.discard, det.finals
         # each stepped state's targets, for the counter
         moves: dict[int, tuple[int, ...]] | None = {} if counter is not None else None
         if start != _DEAD:
@@ -480,6 +490,11 @@ class QueryGroupRunner:
                 else:
                     hits += 1
                 marks, skip = found
+            if marks and discard is not None:
+                # a partial match the shedder would take out at creation is not made: the same
+                # runs go on, and it costs no transition, node or union (never a final state's:
+                # its matches are enumerated at this event)
+                marks = tuple((label, t) for label, t in marks if finals[t] or not discard(t, label, ulist))
             if moves is not None:
                 moves[state] = (*(target for _, target in marks), skip) if skip >= 0 else tuple(t for _, t in marks)
             if marks or (skip >= 0 and skip in new):
@@ -532,7 +547,6 @@ class QueryGroupRunner:
         det.hits += hits
         accepted: dict[int, list[Node]] = {}
         accepting: list[int] = []  # the final states reached (the counted query's)
-        finals = det.finals
         dropped = self.dropped
         for state, ulist in new.items():
             if finals[state]:

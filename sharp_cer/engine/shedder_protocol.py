@@ -5,10 +5,13 @@ The engine asks a :class:`Shedder` once per query group for a
 :class:`QueryGroupShedder` (None: that group is never shed), handing it the
 group as a :class:`QueryGroupView` (its queries, the PSD bitmaps of its states,
 its live partial matches, and the one way to take some out), and calls it
-at four points of Algorithm 1:
+at five points of Algorithm 1:
 
 * ``admit(row, progress)`` before an event is processed: False sheds the
   event for the group (input shedding; the group's state does not see it);
+  then ``discards(progress)`` (optional: a shedder without it creates
+  every partial match): which new partial matches not to create at all
+  (those the shedder would take out at creation anyway);
 * ``enumeration(query, progress)`` before a query's matches of an event are
   enumerated, with where the event stands (:class:`Progress`: its update
   units so far and its latency so far, queueing included): how to walk
@@ -129,6 +132,15 @@ class QueryGroupShedder(Protocol):
 
     def admit(self, row: int, progress: Progress) -> bool:
         """Whether the group processes the batch's event at ``row``."""
+        ...
+
+    def discards(self, progress: Progress) -> Callable[[int, int, list[Node]], bool] | None:
+        """At an event ``admit`` let in (``progress``: as ``admit`` saw it), the
+        test of a new partial match the shedder would take out at creation
+        whatever it is, given its deterministic state, its label and the
+        union-list it would extend: the group then does not create it (the
+        shedder counts it as shed). Never asked of a final state. None:
+        every new partial match is created."""
         ...
 
     def enumeration(self, query: QueryPlan, progress: Progress) -> WalkControl:

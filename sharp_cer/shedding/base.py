@@ -341,6 +341,7 @@ class GroupState:
         # for the recall estimate: matches found, candidates walked, the
         # branches cut walks left, and the group's partial matches created
         self.found = [0] * n
+        self.input_shed = [0] * n  # input events shed that the query would have read
         self.walked = [0] * n
         self.cut_branches = [0] * n
         self.pms_created = 0
@@ -424,11 +425,27 @@ class GroupState:
             self.floor_seen += 1
             if self.floor_seen % self.config.probe:
                 self.floor_shed += 1
+                self.input_shed_of(range(len(self.tracked)))
                 return False
         if not self.admit_input(row):
             self.events_shed += 1
+            self.input_shed_of(self.readers(row))
             return False
         return True
+
+    def input_shed_of(self, queries: Sequence[int]) -> None:
+        """Count an input event shed against the tracked queries (indices) that lose it."""
+        for k in queries:
+            self.input_shed[k] += 1
+
+    def readers(self, row: int) -> Sequence[int]:
+        """The tracked queries (indices) that lose the batch's event at ``row`` when the policy sheds it."""
+        return range(len(self.tracked))
+
+    def discards(self, progress: Progress) -> Callable[[int, int, list[Node]], bool] | None:
+        """The new partial matches not to create at this event (none here;
+        ``QueryGroupShedder.discards``)."""
+        return None
 
     def enumeration(self, query: QueryPlan, progress: Progress) -> WalkControl:
         """The budget ``L_q - latency so far - reserve``; the policy's order while overloaded."""
@@ -580,11 +597,27 @@ class GroupState:
         which becomes a match at the rate walked candidates did; each
         partial match shed would have led to as many matches as the mean
         partial match (matches times marks per match, over partial matches
-        created). Selectors shed the less useful ones first, so this leans
-        low on recall: a rough figure, labelled as an estimate wherever shown."""
+        created); each input event shed to as many as the mean event
+        (``input_lost``). Selectors shed the less useful ones first, so this
+        leans low on recall: a rough figure, labelled as an estimate
+        wherever shown."""
         per_candidate = self.found[k] / self.walked[k] if self.walked[k] else 1.0
         per_pm = self.found[k] * self.length[k] / self.pms_created if self.pms_created else 0.0
-        return self.cut_branches[k] * min(1.0, per_candidate) + self.pms_shed[k] * per_pm
+        return self.cut_branches[k] * min(1.0, per_candidate) + self.pms_shed[k] * per_pm + self.input_lost(k)
+
+    def input_lost(self, k: int) -> float:
+        """Tracked query k's matches lost with the input events shed, estimated:
+        an event is on (matches times events per match) / events processed
+        matches, and a match loses all of itself with any one of its events.
+
+        >>> from types import SimpleNamespace
+        >>> g = SimpleNamespace(found=[10], length=[3.0], events=60, input_shed=[20])
+        >>> GroupState.input_lost(g, 0)  # 20 events, each on 10 x 3 / 60 matches
+        10.0
+        """
+        if not self.input_shed[k] or not self.events:
+            return 0.0
+        return self.input_shed[k] * self.found[k] * self.length[k] / self.events
 
     def live_partial_matches(self) -> list[tuple[Any, int, list[Node]]]:
         """(partition, state, union-list) of every live state of every partition."""

@@ -34,7 +34,7 @@ from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_K
 from .lanes import Lane, lanes
 from .prepare import Prepared, attribute_kinds, prepare, read_input
 from .summary import Summary, summarize_rows
-from .worker import Job, KeyGroupRun, run_sorted
+from .worker import Job, KeyGroupRun, floor_warnings_before, run_sorted
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,6 +52,8 @@ class Detection:
     lanes: tuple[Lane, ...]
     prepared: Prepared
     output: DataFrame
+    #: the bounds below the update floor, said before the run (``run_detection``)
+    floor_warnings: list[str] = field(default_factory=list)
     _persisted: list[DataFrame] = field(default_factory=list)
 
     @property
@@ -128,7 +130,9 @@ def run_detection(
 
     ``shedder`` (a name of ``shedding.SHEDDERS``) sheds load per key group
     to the workload's latency bounds; a fraction bound is taken of the
-    key group's own unshedded latency. ``bins`` is the number of time bins the
+    key group's own unshedded latency. With a shedder, each bound below the
+    update floor, measured on the input's first 2,000 events, is said before
+    the run, as a ``RuntimeWarning`` and in ``floor_warnings``. ``bins`` is the number of time bins the
     statistics are kept in (for the plot); ``key_groups`` the number of key
     groups of a partitioned lane (default: four per shuffle partition, so
     that skewed keys still spread; ``groups``, its name before 0.2.0, is
@@ -166,13 +170,25 @@ def run_detection(
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
     final_time = prepared.latest_time if trailing else None
     job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count, final_time)
+    floor = floor_warnings_before(job, _first_events(prepared, workload)) if shedder is not None else []
+    for line in floor:
+        warnings.warn(line, RuntimeWarning, stacklevel=2)
     routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
     if method == "udtf":
         output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
     else:
         ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
-    return Detection(job, found, prepared, output)
+    return Detection(job, found, prepared, output, floor)
+
+
+def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:
+    """The input's first ``count`` events (one small Spark job), as a batch."""
+    from sharp_cer.events.loaders import load_arrow
+
+    table = prepared.events.orderBy(SEQ).limit(count).toArrow()
+    batch, _ = load_arrow(table.drop_columns([SEQ]), workload.schema, allowed_lateness=workload.allowed_lateness)
+    return batch
 
 
 def join_events(matches: DataFrame, events: DataFrame, type_names: list[str] | None = None) -> DataFrame:

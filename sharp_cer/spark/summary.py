@@ -126,12 +126,57 @@ class Summary:
                 f"{q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f} "
                 f"{ms:<30} {q.bound:>18} {over:>7} {cuts}"
             )
+        lines += self._shedding_lines()
         lines.append(
             "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
             " at its key group's engine to its matches; over: events over the bound"
         )
         lines.append("  per tenant: " + ", ".join(f"{t} {n:,}" for t, n in self.tenants.items()))
         return "\n".join(lines)
+
+    def _shedding_lines(self) -> list[str]:
+        """With a shedder, why a shed query passed its bound, and the recall
+        kept per tenant, estimated from what was cut (as in-process:
+        ``latency_summary``), over every key group.
+
+        >>> q = QuerySummary("q", "t", 9, 100, "5", 5.0, 1.0, 2.0, 3.0, 4, {"matches_lost_estimate": 1.0,
+        ...     "floor_above_bound_events": 0.0, "input_shedding_forbidden": 2.0}, {}, {"events": 3}, 0.04)
+        >>> s = Summary("w", 100, {}, 2, 3, "value", (q,), 10, {})
+        >>> print("\\n".join(s._shedding_lines()))  # doctest: +NORMALIZE_WHITESPACE
+          q passed its bound: input shedding is forbidden in its query group (a query there reads an absence
+          or may not be shed)
+          q passed its bound: the queue passed the bound: events came faster than their work was served
+          (a burst, or an input rate above the capacity) for longer than the cuts could make up
+          recall kept (an estimate from what was cut, not measured): t 0.900
+        """
+        from sharp_cer.latency_summary import over_bound_reasons, recall_estimate, tenant_recall
+
+        if not self.shedder:
+            return []
+        lines = []
+        rows: dict[str, dict[str, Any]] = {}
+        for q in self.queries:
+            if "matches_lost_estimate" not in q.shed:
+                continue  # not shed
+            lost = q.shed["matches_lost_estimate"]
+            estimate = recall_estimate(q.matches, lost, q.cuts)
+            rows[q.name] = {"tenant": q.tenant, "matches": q.matches, "recall_kept_estimate": estimate}
+            rows[q.name]["shedder"] = {"matches_lost_estimate": lost}
+            if q.over_bound_share:
+                forbidden = q.shed.get("input_shedding_forbidden", 0) > 0
+                report = {
+                    "floor_above_bound_events": int(q.shed.get("floor_above_bound_events", 0)),
+                    "input_shedding": "forbidden in its query group (a query there reads an absence or may not be shed)"
+                    if forbidden
+                    else "allowed",
+                }
+                lines += [f"  {q.name} passed its bound: {reason}" for reason in over_bound_reasons(report)]
+        figures = ", ".join(
+            f"{owner} {'unknown' if value is None else f'{value:.3f}'}" for owner, value in tenant_recall(rows).items()
+        )
+        if figures:
+            lines.append(f"  recall kept (an estimate from what was cut, not measured): {figures}")
+        return lines
 
     def plot(self, path: str) -> None:
         """Draw matches and latency (largest and mean per bin) over the

@@ -110,6 +110,30 @@ def lane_plan(job: Job, lane: int) -> Plan:
     return plan
 
 
+def floor_warnings_before(job: Job, sample: EventBatch) -> list[str]:
+    """Each bound of the job's workload below the update floor, measured on
+    the driver before the run over ``sample`` (the first events), lane by
+    lane, the events arriving at once as a key group's do; a fraction bound
+    is taken of the sample's unshedded mean latency (``shedding.bounds``)."""
+    from sharp_cer.shedding.bounds import floor_warnings, unshedded_latency
+
+    out: list[str] = []
+    if job.shedder is None or not len(sample):
+        return out
+    at = np.zeros(len(sample))
+    for lane in range(len(job.lanes)):
+        workload = job.lane_workload(lane)
+        config = DetectorConfig(shedder=job.shedder, seed=job.seed)
+        builder = DetectorBuilder.for_workload(workload, config, plan=lane_plan(job, lane))
+        lateness, capacity = workload.allowed_lateness, workload.capacity
+        reference = None
+        if builder.needs_reference:
+            reference = unshedded_latency(builder.plan, [sample], [at], capacity, allowed_lateness=lateness)
+        shed = builder.shed_config(reference)
+        out += floor_warnings(builder.plan, shed, sample, capacity, allowed_lateness=lateness)
+    return out
+
+
 class KeyGroupRun:
     """The engine of one lane and key group: ``feed`` it the key group's events
     in stream order (Arrow batches with ``__seq`` and the schema's
@@ -222,6 +246,8 @@ class KeyGroupRun:
                     "events": len(units),
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
+                if shed:  # the summary says why a bound was missed (``summary.Summary``)
+                    counters["input_shedding_forbidden"] = int(shed.get("input_shedding", "allowed") != "allowed")
                 counters.update({f"cut_{k}": v for k, v in summaries[name]["cuts"].items()})
                 histogram = queue.histogram(name) if queue is not None else None
                 if histogram is not None:
