@@ -20,7 +20,8 @@ from sharp_cer.spark.worker import Job, floor_warnings_before
 from tests.test_spark import HAND_MADE, hand_made_events
 
 PARTITIONED = ("near_by_position", "contiguous_by_key", "next_by_key")
-BOUND_3 = HAND_MADE.replace('tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION', 'tenant = "t1"\nlatency_bound = 3\ntext = "SELECT * WHERE A ; B PARTITION', 1)  # fmt: skip
+FIRST = 'tenant = "t1"\ntext = "SELECT * WHERE A ; B PARTITION'
+BOUND_3 = HAND_MADE.replace(FIRST, FIRST.replace("\n", "\nlatency_bound = 3\n", 1), 1)
 WORKLOAD = parse_workload(BOUND_3)
 
 
