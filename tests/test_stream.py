@@ -178,6 +178,9 @@ def test_cut_counters_of_a_shedding_stream_survive_a_restart(spark: Any, tmp_pat
     workload = parse_workload(bounded)
     run = stopped_and_restarted(spark, tmp_path, workload, shedder="truncate", key_groups=1)
     assert run["first_cuts"] > 0  # the first run shed before it stopped: increments on both sides of the restart
+    # issue 36: the driver said the bound below the update floor before the stream started (``stream_floor``)
+    said = [w.split(" is below")[0] for w in run["summary"].floor_warnings]
+    assert said == ["query near_by_position: its bound (1 units)"]
     events = load_csv(str(tmp_path / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)[0]
     in_process: dict[str, dict[str, int]] = {}
     for lane in lanes(workload):

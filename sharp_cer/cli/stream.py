@@ -208,6 +208,9 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
                 progress=err,
                 stop=asked,
                 workload_source=options.workload if options.watch else None,
+                # the floor's, said before the stream starts (or at its first micro-batch), as `run` says them
+                warn=lambda line: print(f"warning: {line}", file=err, flush=True),
+                note=lambda line: print(f"note: {line}", file=err, flush=True),
             )
             if options.dead_letters is not None:
                 write_letters(spark, options.out, options.dead_letters)

@@ -46,7 +46,7 @@ import io
 import json
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -93,6 +93,7 @@ from .lanes import Lane, lanes
 from .pipeline import routes
 from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
 from .stream_files import skipped_files
+from .stream_floor import LiveFloor
 from .stream_input import (
     KEY_GROUPS_PART,
     NONE,
@@ -656,6 +657,9 @@ class StreamSummary:
     refusals: tuple[dict[str, Any], ...] = ()
     #: the pauses of this run's graceful restarts for new workloads, in seconds
     pauses_s: tuple[float, ...] = ()
+    #: the bounds below the update floor, said on the driver before the stream started (or at its first
+    #: micro-batch with events, if the source folder was empty; ``stream_floor``)
+    floor_warnings: tuple[str, ...] = ()
 
     def render(self) -> str:
         """The batch summary's table, then the end-to-end latencies."""
@@ -678,6 +682,7 @@ class StreamSummary:
                 f"{v['change']}"
                 for v in self.versions
             ]
+        lines += [f"  warning: {line}" for line in self.floor_warnings]
         for refused in self.refusals:
             lines.append(f"  workload change refused ({refused['time']}): {refused['error'].splitlines()[0]}")
         if self.skipped:
@@ -697,6 +702,7 @@ class StreamSummary:
             **({"workload_versions": list(self.versions)} if self.versions else {}),
             **({"workload_refusals": list(self.refusals)} if self.refusals else {}),
             **({"restart_pauses_s": list(self.pauses_s)} if self.pauses_s else {}),
+            "floor_warnings": list(self.floor_warnings),
         }
 
 
@@ -744,6 +750,8 @@ def run_stream(
     *,
     stop: StopRequest | None = None,
     workload_source: str | Path | None = None,
+    warn: Callable[[str], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
@@ -761,23 +769,33 @@ def run_stream(
     routes reading other event types than it started with, by a graceful
     restart from the checkpoint at a micro-batch boundary; a bad one is
     refused (logged, kept in the summary and the checkpoint's history),
-    and every query runs on."""
+    and every query runs on.
+
+    With a shedder, each bound below the update floor is said before the
+    stream starts, measured on the driver on the first 2,000 events of the
+    files in ``source`` (``stream_floor``): to ``warn`` (default: a
+    ``RuntimeWarning``) and in the summary's ``floor_warnings``. If the
+    folder holds no event yet, ``note`` (default: logger ``sharp_cer``)
+    says so once, and the floor is judged at the first micro-batch with
+    events."""
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
 
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
+    floor = _live_floor(workload, source, settings, warn, note)
     query = start_stream(workload, source, checkpoint, out, settings, spark)
     watcher = None
     if workload_source is not None:
         key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
         control = str(Path(checkpoint, "control"))
         watcher = _Watcher(workload, workload_source, checkpoint, control, settings, key_groups, lines=lines)
-    changed = watcher.changed if watcher is not None else None
+    changed = _judging(floor, checkpoint, watcher.changed if watcher is not None else None)
     poll = 0.5
     why = watch(query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=changed)
     _raise_failure(query)
+    floor.poll(checkpoint, now=True)  # a run over before a poll saw its first micro-batch
     while why == "workload" and watcher is not None:
         # a graceful restart from the checkpoint, at a micro-batch boundary: nothing lost or doubled
         began = time.monotonic()
@@ -791,7 +809,13 @@ def run_stream(
         watcher.pauses.append(time.monotonic() - began)
         print(f"workload: {watcher.said}; restarted in {watcher.pauses[-1]:.1f} s", file=lines, flush=True)
         why = watch(
-            query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=watcher.changed
+            query,
+            lines,
+            left(),
+            poll=poll,
+            asked=stop,
+            quiet=settings.trigger is None,
+            changed=_judging(floor, checkpoint, watcher.changed),
         )
         _raise_failure(query)
     if watcher is not None:
@@ -813,7 +837,37 @@ def run_stream(
         versions=tuple(versions) if len(versions) > 1 else (),
         refusals=refused,
         pauses_s=pauses,
+        floor_warnings=tuple(floor.warnings),
     )
+
+
+def _live_floor(
+    workload: Workload,
+    source: str,
+    settings: StreamSettings,
+    warn: Callable[[str], None] | None,
+    note: Callable[[str], None] | None,
+) -> LiveFloor:
+    """The stream's floor, judged now on the source folder's files (``stream_floor``)."""
+    there = Path(source).is_dir()  # else start_stream refuses it
+    fmt = (settings.format or format_of(source)) if there else "csv"
+    spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
+    floor = LiveFloor(stream_job(workload, settings, 1), source, spec, warn, note)
+    if there and fmt in TEXT_FORMATS:
+        floor.before()
+    return floor
+
+
+def _judging(floor: LiveFloor, checkpoint: str, changed: Callable[[], bool] | None) -> Callable[[], bool] | None:
+    """``watch``'s poll, judging the floor at the first micro-batch with events if it is not judged yet."""
+    if floor.judged:
+        return changed
+
+    def poll() -> bool:
+        floor.poll(checkpoint)
+        return changed() if changed is not None else False
+
+    return poll
 
 
 class _Watcher:
