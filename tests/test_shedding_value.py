@@ -262,3 +262,30 @@ def test_with_weights_only_events_no_heavier_query_reads_are_dropped_and_the_hea
     truth = evaluate(named, batch).per_query
     assert {m.key()[:4] for m in found if m.query == "h"} == {m.key()[:4] for m in truth["h"]}
     assert not [m for m in found if m.query == "l"]
+
+
+def test_the_slack_bucket_is_the_same_with_its_probe_cache_as_without() -> None:
+    """``slack_bucket``'s cache (kept by the value model, bounded) changes no
+    bucket: every entry of a random stream gets the same bucket uncached,
+    cached on a first pass and from the cache on a second; and the buckets
+    differ between entries (the key has something to learn)."""
+    from sharp_cer.events.loaders import load_csv
+    from sharp_cer.language import Schema
+    from sharp_cer.shedding.value import slack_bucket
+
+    schema = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int }, EVENT C { v:int } }")
+    query = parse_and_check("SELECT * WHERE A AS a ; B AS b ; C AS c FILTER a.v < b.v AND b.v + a.v < c.v", schema)
+    rng = np.random.default_rng(7)
+    rows = "".join(f"{rng.choice(['A', 'B'])},{int(rng.integers(0, 20))}\n" for _ in range(40))
+    engine = Engine(compile_plan([("q", query)]))
+    engine.process(load_csv(rows, schema)[0])
+    runner = engine.runners[0]
+    checks = runner.checks[0]
+    ranges = {t: (0.0, 40.0) for t in checks[0].terms}
+    entries = [e for _, _, ulist in runner.partial_matches() for e in ulist]
+    cache: dict[Any, int] = {}
+    plain = [slack_bucket(e, checks, runner.summaries, ranges) for e in entries]
+    cached = [slack_bucket(e, checks, runner.summaries, ranges, cache) for e in entries]
+    again = [slack_bucket(e, checks, runner.summaries, ranges, cache) for e in entries]
+    assert plain == cached == again
+    assert len(set(plain) - {0}) >= 2, plain

@@ -7,13 +7,16 @@ So this shedder decides when a PM is created, before it costs any update:
 
 * its *key* is its deterministic state, the label it marks, the bucketed
   attributes of its event the conditions read (the workload's sketch
-  attributes) and its remaining window (quarters of the group's largest
-  window in events);
+  attributes), its remaining window (quarters of the group's largest
+  window in events) and its condition slack (``slack_bucket``: how much of
+  the observed range of a term still to come keeps a condition possible,
+  against the node summaries' min and max of the terms already bound;
+  tight, medium or loose);
 * per key, a decayed sketch counts PMs created and the (weighted) matches
   that passed through them: a match's marks name the PMs on its path,
   remembered by (position, label) for a window's worth of events; a key
-  seen too rarely backs off to a coarser one (without the remaining window,
-  then without the attributes);
+  seen too rarely backs off to a coarser one (without the slack, then
+  without the remaining window, then without the attributes);
 * a PM's value is its key's expected weighted matches per PM (shrunk
   towards the group's mean while the key is young) over its
   expected cost, the update it will take (its remaining window) plus the
@@ -81,6 +84,10 @@ _EPOCHS = 4
 _CALM, _FULL = 0.25, 1.0
 #: quarters of the window a PM's remaining window is bucketed in
 _QUARTERS = 4
+#: probe values over a term's observed range (``slack_bucket``)
+_PROBES = 6
+#: probe counts ``slack_bucket`` keeps (memory stays bounded on a long stream)
+_CACHED = 4096
 #: pressure from which a group that may not shed input drops every new PM it may (``drop_all_from``),
 #: and from which a group that may shed input does (its input shedding at the floor is the backstop)
 _ALL, _ALL_INPUT = 0.5, 0.75
@@ -176,6 +183,92 @@ def dead_by_conditions(node: Node, checks: Sequence[Any], summaries: Any) -> boo
     return False
 
 
+def slack_bucket(
+    node: Node,
+    checks: Sequence[Any],
+    summaries: Any,
+    ranges: dict[int, tuple[float, float]],
+    cache: dict[Any, int] | None = None,
+) -> int:
+    """How much room ``node``'s cross-event conditions (``checks``) leave
+    the events to come: 0 when no condition has a term known over the
+    node's paths and one still to come with an observed range (``ranges``,
+    per term); else 1, 2 or 3 (tight, medium, loose) by the share of
+    ``_PROBES`` values spread evenly over the range of a term still to come
+    that keep the condition possible (the known terms at their summary's
+    min and max), the tightest condition deciding; the term probed is a
+    condition's first one still to come with a range (the next variable,
+    in the pattern's order). ``cache`` keeps the probe counts by condition,
+    known intervals and range (cleared past ``_CACHED`` entries). A term is still
+    to come while it is at its identity; for a query that is not a
+    ``single_event_sequence`` (an aggregate, a variable of many events) a
+    known term may still grow, so the bucket is a guess there, which is all
+    a key needs (it only groups statistics). A condition that fails on
+    every path whatever comes is ``dead_by_conditions``'s case.
+
+    Here the ranges are 0..10: probes 0, 2, 4, 6, 8, 10. At the A alone
+    (``a.v`` = 0), ``b.v`` may be 2..10 (five probes: loose). After
+    ``b.v`` = 5, three probes of ``c.v`` pass ``b.v < c.v`` (medium). The
+    B's of 8 and 9 share one entry (a union: ``b.v`` is 8..9 over its
+    paths); one probe, 10, passes against its min (tight).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from sharp_cer.planner import compile_plan
+    >>> from sharp_cer.engine import Engine
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int }, EVENT C { v:int } }")
+    >>> q = parse_and_check("SELECT * WHERE A AS a ; B AS b ; C AS c FILTER a.v < b.v AND b.v < c.v", s)
+    >>> engine = Engine(compile_plan([("q", q)]))
+    >>> _ = engine.process(load_csv("A,0\\nB,5\\nB,8\\nB,9\\n", s)[0])
+    >>> runner = engine.runners[0]
+    >>> ranges = {t: (0.0, 10.0) for t in runner.checks[0][0].terms}
+    >>> entries = [e for _, _, ulist in runner.partial_matches() for e in ulist]
+    >>> sorted((e.pos, slack_bucket(e, runner.checks[0], runner.summaries, ranges)) for e in entries)
+    [(-1, 1), (0, 3), (1, 2)]
+    >>> slack_bucket(entries[0], runner.checks[0], runner.summaries, {})
+    0
+    """
+    summary = node.summary
+    if summary is None or summaries is None:
+        return 0
+    lows, highs = summary
+    identity_lo, identity_hi = summaries.identity
+    tightest = _PROBES + 1
+    for check in checks:
+        # the check's own intervals (``FilterCheck.possible`` joined with an empty ``seen``), cheaper
+        # than the group's whole summary: a term still to come is any value, a known one its range
+        intervals: list[tuple[float, float]] = []
+        unknown: list[int] = []
+        for i, t in enumerate(check.terms):
+            if lows[t] == identity_lo[t] and highs[t] == identity_hi[t]:
+                unknown.append(i)
+                intervals.append((-_INF, _INF))
+            else:
+                intervals.append((lows[t], highs[t]))
+        if not unknown or len(unknown) == len(intervals):
+            continue
+        probed = next((i for i in unknown if check.terms[i] in ranges), None)
+        if probed is None:
+            continue
+        lo, hi = ranges[check.terms[probed]]
+        memo = (id(check), probed, lo, hi, *intervals)
+        passing = cache.get(memo) if cache is not None else None
+        if passing is None:
+            passing = 0
+            for k in range(_PROBES):
+                point = lo + (hi - lo) * k / (_PROBES - 1)
+                intervals[probed] = (point, point)
+                passing += all(test(intervals) is not False for test in check.bounds)
+            if cache is not None:
+                if len(cache) >= _CACHED:
+                    cache.clear()
+                cache[memo] = passing
+        tightest = min(tightest, passing)
+    if tightest > _PROBES:
+        return 0
+    return 1 if 3 * tightest <= _PROBES else 2 if 3 * tightest <= 2 * _PROBES else 3
+
+
 class ValueShedder(LoadShedder):
     """PMs valued by expected weighted matches per unit of expected cost,
     dropped at creation under pressure (see the module docstring)."""
@@ -209,6 +302,13 @@ class ValueGroup(GroupState):
         self.decay = owner.config.decay
         # per tracked query: its checks when dead_by_conditions applies to it (None: it does not)
         self.death = [view.checks.get(q.id) if single_event_sequence(q) else None for q in tracked]
+        # per tracked query, its cross-event checks, and the observed range of each of their terms
+        # (``slack_bucket``), from new PMs' summaries
+        self.slack_checks = [view.checks.get(q.id) for q in tracked]
+        self.slack_terms = sorted({t for checks in self.slack_checks if checks for c in checks for t in c.terms})
+        self.ranges: dict[int, tuple[float, float]] = {}
+        self.slack_cache: dict[Any, int] = {}
+        self._slack_checks: dict[int, list[Sequence[Any]]] = {}  # per state, the checks of its queries
 
         self.heaviest = max(self.weight)
         # with weights that differ: per event type, the heaviest tracked query that reads it,
@@ -279,22 +379,63 @@ class ValueGroup(GroupState):
         weight = self.code_weight[self.codes[row]]
         return weight >= self.heaviest or self.admit_pressure <= _CALM * weight / self.heaviest
 
-    def key(self, node: Node, state: int, bucket: int) -> tuple[int, int, int, int]:
-        """A new PM's key: state, label, attribute bucket, remaining window."""
+    def key(self, node: Node, state: int, bucket: int) -> tuple[int, int, int, int, int]:
+        """A new PM's key: state, label, attribute bucket, remaining window,
+        condition slack (``slack``)."""
         left = 0
         if self.window:
             remaining = self.window - (node.pos - node.maxstart)
             left = max(0, min(_QUARTERS - 1, remaining * _QUARTERS // self.window))
-        return (state, node.label, bucket, left)
+        return (state, node.label, bucket, left, self.slack(node, state))
 
-    def value(self, key: tuple[int, int, int, int]) -> float | None:
+    def slack(self, node: Node, state: int) -> int:
+        """The loosest ``slack_bucket`` over the queries ``state`` serves
+        (0: none has a condition to judge), after widening the observed
+        ranges by ``node``'s known terms."""
+        if not self.slack_terms or node.summary is None or self.view.summaries is None:
+            return 0
+        lows, highs = node.summary
+        identity_lo = self.view.summaries.identity[0]
+        ranges = self.ranges
+        for t in self.slack_terms:
+            lo = lows[t]
+            if lo != identity_lo[t] and lo == lo and -_INF < lo <= highs[t] < _INF:
+                found = ranges.get(t)
+                hi = highs[t]
+                ranges[t] = (lo, hi) if found is None else (min(found[0], lo), max(found[1], hi))
+        checks = self._slack_checks.get(state)
+        if checks is None:
+            bitmap = self.bitmap(state)
+            checks = [c for c, bit in zip(self.slack_checks, self.bits, strict=True) if c and bitmap & bit]
+            self._slack_checks[state] = checks
+        loosest = 0
+        for c in checks:
+            loosest = max(loosest, slack_bucket(node, c, self.view.summaries, ranges, self.slack_cache))
+            if loosest == 3:
+                break
+        return loosest
+
+    def value(self, key: tuple[int, int, int, int, int]) -> float | None:
         """The key's expected weighted matches per PM over its expected
         cost, from the finest of the key and its coarser forms with enough
         evidence (None: none has). The estimate is shrunk towards the
         group's mean (``_PRIOR`` PMs' worth of it), so a key seen a few
-        times with no match is not judged dead on chance."""
+        times with no match is not judged dead on chance.
+
+        A key seen once backs off to its form without the slack (10 PMs, 5
+        matches, the group's mean 0: 5 / (10 + 5)); seen 5 times with no
+        match, it is trusted (0 / (5 + 5)):
+
+        >>> from types import SimpleNamespace
+        >>> g = SimpleNamespace(total_yield=5.0, total_created=0.0, scale=1.0, cost=lambda key, m: 1.0,
+        ...                     created={(1, 2, 3, 0, 1): 1.0, (1, 2, 3, 0): 10.0}, yielded={(1, 2, 3, 0): 5.0})
+        >>> round(ValueGroup.value(g, (1, 2, 3, 0, 1)), 3)
+        0.333
+        >>> g.created[(1, 2, 3, 0, 1)] = 5.0; ValueGroup.value(g, (1, 2, 3, 0, 1))
+        0.0
+        """
         mean = self.total_yield / self.total_created if self.total_created > 0 else 0.0
-        for level in (key, key[:3], key[:2]):
+        for level in (key, key[:4], key[:3], key[:2]):
             created = self.created.get(level, 0.0) / self.scale
             if created >= _EVIDENCE:
                 found = self.yielded.get(level, 0.0) / self.scale
@@ -302,7 +443,7 @@ class ValueGroup(GroupState):
                 return expected / self.cost(key, expected)
         return None
 
-    def cost(self, key: tuple[int, int, int, int], matches: float) -> float:
+    def cost(self, key: tuple[int, int, int, int, int], matches: float) -> float:
         """Expected update (the quarters of window left to live) plus enumeration (one per match)."""
         return 1.0 + key[3] + matches
 
@@ -325,7 +466,7 @@ class ValueGroup(GroupState):
             for mark in marks:
                 key = born.get(mark)
                 if key is not None:
-                    for level in (key, key[:3], key[:2]):
+                    for level in (key, key[:4], key[:3], key[:2]):
                         yielded[level] = yielded.get(level, 0.0) + weight * scale
                         mine[level] = mine.get(level, 0.0) + scale
         self.total_yield += weight * len(candidates) * scale
@@ -349,7 +490,7 @@ class ValueGroup(GroupState):
         dropping: dict[int, set[int]] = {}
         for node, state in outputs:
             key = self.key(node, state, bucket)
-            for level in (key, key[:3], key[:2]):
+            for level in (key, key[:4], key[:3], key[:2]):
                 created[level] = created.get(level, 0.0) + scale
             self.total_created += scale
             remember(born, (node.pos, node.label), key)  # type: ignore[arg-type]
@@ -420,7 +561,7 @@ class ValueGroup(GroupState):
                 continue
             mean = self.total_yield_by[k] / created_total if created_total > 0 else 0.0
             expected = mean
-            for level in (key, key[:3], key[:2]):
+            for level in (key, key[:4], key[:3], key[:2]):
                 created = self.created.get(level, 0.0)
                 if created >= _EVIDENCE * self.scale:
                     found = self.yielded_by[k].get(level, 0.0)
