@@ -96,3 +96,15 @@ def test_a_trailing_absence_replaced_by_another_window_drops_its_pending_alerts_
     # out; the new text's only A is the one at position 3 (3 s, no B by 7 s: out once C@9 passes it)
     assert sorted(got["silent_by_k"]) == [("silent_by_k", 3, 3, (3,), (("A", (3,)), ("a", (3,))))]
     assert sorted(got["silent_by_k"]) == _expected("silent_by_k", longer, rows, 2)
+
+
+def test_a_replaced_trailing_absence_still_waits_for_its_absence() -> None:
+    # by hand: replaced at position 2 by a 4 s window; A@3 (k 0) sees no B of k 0 by 7 s: an alert; A@4 (k 1)
+    # is followed by B@5 of k 1: no alert (a merge once dropped the new text's absence, and A@4 came out)
+    s = SECOND
+    events = [("A", 0, 0), ("A", 0, 1), ("C", 0, 2), ("A", 0, 3), ("A", 1, 4), ("B", 1, 5), ("C", 0, 9), ("C", 0, 12)]
+    rows = [{"type": t, "x": 0, "k": k, "j": 0, "t": at * s} for t, k, at in events]
+    longer = SILENT_BY_K.replace("2 SECONDS", "4 SECONDS")
+    got = _added_at({"silent_by_k": SILENT_BY_K}, {"silent_by_k": longer}, rows, 2)
+    assert [key[3] for key in sorted(got["silent_by_k"])] == [(3,)]
+    assert sorted(got["silent_by_k"]) == _expected("silent_by_k", longer, rows, 2)

@@ -1566,6 +1566,8 @@ class Engine:
         self.runners = runners
         self.compiled = [r.compiled for r in runners]
         added_queries = change.plan.queries[len(self.current.queries) :]
+        if self.absences is not None:  # before the additions: a replaced query's name comes back
+            self.absences.drop(gone)
         # an added trailing ABSENT(...) decides its alerts by the event time from here on (rule 15)
         if self.absences is None:
             self.absences = TrailingAbsences.of(change.plan, self.allowed_lateness)
@@ -1581,8 +1583,6 @@ class Engine:
             self._retired_errors += self._bits.domain_errors
             self._retired_rows += self._bits.scalar_rows
             self._bits = PredicateBits(change.plan.predicates, self._bits.event_types)
-        if self.absences is not None:
-            self.absences.drop(gone)
 
     def _settle_floors(self) -> None:
         """Forget the floors that can no longer matter: every run that
