@@ -36,6 +36,7 @@ from typing import Any
 
 from sharp_cer.language import ast
 from sharp_cer.language.checker import AGGREGATES, expr_children
+from sharp_cer.language.truth import and3, or3
 from sharp_cer.planner.plan import CrossFilter
 
 from .predicate_bits import OutOfDomain, compile_condition
@@ -153,13 +154,13 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
         return lambda iv: _compare(op, left(iv), right(iv))
     if isinstance(expr, ast.Between):
         operand, low, high = (_bounds(e, terms) for e in (expr.operand, expr.low, expr.high))
-        return lambda iv: _and(_compare("<=", low(iv), operand(iv)), _compare("<=", operand(iv), high(iv)))
+        return lambda iv: and3(_compare("<=", low(iv), operand(iv)), _compare("<=", operand(iv), high(iv)))
     if isinstance(expr, ast.And):
         a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
-        return lambda iv: _and(a(iv), b(iv))
+        return lambda iv: and3(a(iv), b(iv))
     if isinstance(expr, ast.Or):
         a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
-        return lambda iv: _or(a(iv), b(iv))
+        return lambda iv: or3(a(iv), b(iv))
     if isinstance(expr, ast.Not):
         a = _bounds(expr.operand, terms)
         return lambda iv: _not(a(iv))
@@ -215,18 +216,6 @@ def _compare(op: str, a: Any, b: Any) -> bool | None:
     same_point = a[0] == a[1] == b[0] == b[1]
     equal = False if disjoint else True if same_point else None
     return equal if op == "=" else (None if equal is None else not equal)
-
-
-def _and(a: Any, b: Any) -> bool | None:
-    if a is False or b is False:
-        return False
-    return True if a is True and b is True else None
-
-
-def _or(a: Any, b: Any) -> bool | None:
-    if a is True or b is True:
-        return True
-    return False if a is False and b is False else None
 
 
 def _not(a: Any) -> bool | None:

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from sharp_cer.errors import EngineError
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.language import EventSchema, ast
+from sharp_cer.language.truth import and3, or3, truth
 from sharp_cer.planner.predicates import ConditionAtom, PredicateTable, TypeAtom
 
 from .column_conditions import Rows, VectorEvaluator, compile_vector, holds
@@ -187,13 +188,13 @@ def compile_condition(expr: ast.Expr, leaf: Callable[[ast.Expr], Evaluator | Non
         return lambda ctx: _null_or(operand(ctx), lambda x: -x)
     if isinstance(expr, ast.Not):
         operand = sub(expr.operand)
-        return lambda ctx: _null_or(_truth(operand(ctx)), lambda x: not x)
+        return lambda ctx: _null_or(truth(operand(ctx)), lambda x: not x)
     if isinstance(expr, ast.And):
         left, right = sub(expr.left), sub(expr.right)
-        return lambda ctx: (lambda a: False if a is False else and3(a, _truth(right(ctx))))(_truth(left(ctx)))
+        return lambda ctx: (lambda a: False if a is False else and3(a, truth(right(ctx))))(truth(left(ctx)))
     if isinstance(expr, ast.Or):
         left, right = sub(expr.left), sub(expr.right)
-        return lambda ctx: (lambda a: True if a is True else or3(a, _truth(right(ctx))))(_truth(left(ctx)))
+        return lambda ctx: (lambda a: True if a is True else or3(a, truth(right(ctx))))(truth(left(ctx)))
     if isinstance(expr, ast.Arithmetic):
         left, right, arith = sub(expr.left), sub(expr.right), _ARITHMETIC[expr.op]
         return lambda ctx: _both(left(ctx), right(ctx), arith)
@@ -219,32 +220,6 @@ def compile_condition(expr: ast.Expr, leaf: Callable[[ast.Expr], Evaluator | Non
         operand, function = sub(expr.args[0]), _MATH[expr.function.lower()]
         return lambda ctx: _null_or(operand(ctx), function)
     raise TypeError(f"not a condition this evaluator knows: {expr!r}")
-
-
-def _truth(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
-def and3(a: bool | None, b: bool | None) -> bool | None:
-    """SQL's AND of two truth values, None being unknown.
-
-    >>> and3(True, None), and3(False, None), and3(True, True)
-    (None, False, True)
-    """
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def or3(a: bool | None, b: bool | None) -> bool | None:
-    """SQL's OR of two truth values, None being unknown.
-
-    >>> or3(True, None), or3(False, None), or3(False, False)
-    (True, None, False)
-    """
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
 
 
 def _null_or(value: Any, f: Callable[[Any], Any]) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 
 from sharp_cer.language.diagnostics import did_you_mean, listing
 from sharp_cer.language.source import Source
+from sharp_cer.language.truth import and3, or3, truth
 
 from . import nodes
 from .clause_errors import ClauseError, MatchError, NotSupportedError
@@ -198,10 +199,6 @@ def _rows(view: View, members: frozenset[int] | None, final: bool) -> list[int]:
     return [view.start + k for k in range(visible) if view.labels[k] in members]
 
 
-def _truth(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
 _LOW, _HIGH = -(2**63), 2**63 - 1
 
 
@@ -337,7 +334,7 @@ class _Compiler:
         if isinstance(node, nodes.Unary):
             operand = self.expr(node.operand, row_var)
             if node.op == "NOT":
-                return lambda view, row: None if (v := _truth(operand(view, row))) is None else not v
+                return lambda view, row: None if (v := truth(operand(view, row))) is None else not v
             return self.guard(node, lambda view, row: None if (v := operand(view, row)) is None else _checked(-v))
         if isinstance(node, nodes.Binary):
             return self.binary(node, row_var)
@@ -353,7 +350,7 @@ class _Compiler:
                 v, a, b = x(view, row), lo(view, row), hi(view, row)
                 low = None if v is None or a is None else a <= v
                 high = None if v is None or b is None else v <= b
-                both = _and(low, high)
+                both = and3(low, high)
                 return None if both is None else both != negated
 
             return self.guard(node, between)
@@ -378,7 +375,7 @@ class _Compiler:
 
         def case(view: View, row: int | None) -> Any:
             for condition, value in whens:
-                if _truth(condition(view, row)):
+                if truth(condition(view, row)):
                     return value(view, row)
             return otherwise(view, row)
 
@@ -416,9 +413,9 @@ class _Compiler:
         left, right = self.expr(node.left, row_var), self.expr(node.right, row_var)
         op = node.op
         if op == "AND":
-            return lambda view, row: _and(_truth(left(view, row)), _truth(right(view, row)))
+            return lambda view, row: and3(truth(left(view, row)), truth(right(view, row)))
         if op == "OR":
-            return lambda view, row: _or(_truth(left(view, row)), _truth(right(view, row)))
+            return lambda view, row: or3(truth(left(view, row)), truth(right(view, row)))
         apply = _ARITHMETIC.get(op) or _COMPARE[op]
 
         def binary(view: View, row: int | None) -> Any:
@@ -665,18 +662,6 @@ _REDUCERS: dict[str, Callable[[list[Any]], Any]] = {
     "avg": _average,
     "arbitrary": lambda values: values[0],
 }
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
 
 
 def compile_expr(node: nodes.Expr, scope: Scope, *, define: str | None = None) -> Compiled:
