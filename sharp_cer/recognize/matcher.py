@@ -150,6 +150,7 @@ def first_match(
     ``tracked`` (with ``reads``): the history it keeps replaces ``reads``'s,
     and its condition replaces ``condition``."""
     code = program.code
+    marked = program.marks > 0  # only then does consuming a row change a thread's counters
     threads: list[Thread] = []
     history: tuple[object, ...] = tuple(() for _ in reads) if reads is not None else ()
     if tracked is not None and reads is not None:
@@ -203,7 +204,7 @@ def first_match(
                         history = _remember(history, reads, row, variable)
                     _close(
                         program,
-                        (pc + 1, program.consumed(counters), depth, grown, moved, history),
+                        (pc + 1, program.consumed(counters) if marked else counters, depth, grown, moved, history),
                         row + 1,
                         size,
                         following,
