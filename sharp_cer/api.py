@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import datetime
+import logging
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +31,7 @@ from sharp_cer.builder import DetectorBuilder, DetectorConfig, WorkloadChange
 from sharp_cer.engine import Engine
 from sharp_cer.engine.queueing import Pace
 from sharp_cer.engine.shedder_protocol import Shedder
-from sharp_cer.errors import SurfaceError, kind_of
+from sharp_cer.errors import SharpCerError, SurfaceError, kind_of
 from sharp_cer.events.batch import EventBatch, LoadReport
 from sharp_cer.events.loaders import StreamProgress, load_arrow, load_pandas
 from sharp_cer.events.match import Match
@@ -262,11 +264,6 @@ class Detector:
     def poll_workload(self) -> WorkloadVersion | None:
         """Move to the watched workload if its files changed (``watch``):
         the new version, or None (no change, or a change refused)."""
-        import datetime
-        import logging
-
-        from sharp_cer.errors import SharpCerError
-
         if self._source is None:
             return None
         try:
@@ -345,8 +342,6 @@ class Detector:
             return self._update(builder, before, workload)
 
     def _update(self, builder: DetectorBuilder, before: Workload, workload: Workload) -> WorkloadVersion:
-        import datetime
-
         change = builder.update(workload)  # raises before anything changed
         try:
             # with a shedder: the new bounds, weights and sketch attributes (a fraction of the
