@@ -2,11 +2,12 @@
 precedence level gives (issue 33 item 11).
 
 ``ceql.lark`` writes OR/AND/NOT, the signs and + - * / %, and OR/';'/':' in
-patterns each as one flat list, which the parser folds by precedence (fewer
-LALR reductions per operand). The reference here is lark itself over the
-same grammar with those lists written the classic way, one rule per level
-(the grammar before the change): both must give the same AST, spans
-included, and refuse the same texts at the same place.
+patterns each as one flat list, which the parser folds by precedence, and
+lets a lone atom or primary stand where a sum or a postfix may (fewer LALR
+reductions per operand). The reference here is lark itself over the same
+grammar with those rules written the classic way, one rule per level (the
+grammar before the change): both must give the same AST, spans included,
+and refuse the same texts at the same place.
 """
 
 from __future__ import annotations
@@ -44,6 +45,18 @@ _LEVELS = {
 ?or_expr: and_expr | or_expr _OR and_expr         -> or_
 ?and_expr: not_expr | and_expr _AND not_expr      -> and_
 ?not_expr: comparison | _NOT not_expr             -> not_
+""",
+    "postfix": """?postfix: primary
+        | postfix _AS name                        -> bind
+        | postfix "+"                             -> iteration
+        | postfix ":+"                            -> contiguous_iteration
+""",
+    "comparison": """?comparison: sum
+           | sum compare_op sum                   -> compare
+           | sum _IN value_set                    -> in_set
+           | sum _NOT _IN value_set               -> not_in_set
+           | sum _IN _RANGE "(" sum "," sum ")"   -> in_range
+           | sum _LIKE STRING                     -> like
 """,
     "sum": """?sum: product | sum add_op product                -> arith
 ?product: unary | product mul_op unary            -> arith
