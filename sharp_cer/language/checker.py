@@ -557,7 +557,7 @@ class _Checker:
             self._check_safety(child)
 
     # ------------------------------------------------------------ conditions
-    def _check_well_formed(self, node: ast.Formula, ancestors: tuple[Any, ...]) -> None:
+    def _check_well_formed(self, node: ast.Formula, ancestors: tuple[ast.Formula, ...]) -> None:
         if isinstance(node, (ast.Negation, ast.Absence)):
             # The NOT/ABSENT event is a variable of its own inner filters only.
             inner_types, inner_counts, _, _ = self._bindings(node.formula)
@@ -571,6 +571,7 @@ class _Checker:
             finally:
                 self.types_of, self.count_of, self.outer_allowed = outer
             return
+        chain = (*ancestors, node)
         if isinstance(node, ast.Filter):
             own = bound_variables(node.formula)
             # The variables of each conjunct (_check_condition needs them too);
@@ -581,7 +582,7 @@ class _Checker:
                     self._unknown_variable(var, node.condition)
                 if var in own or var in self.outer_allowed:
                     continue
-                wider = any(var in bound_variables(a) for a in _unlinked(ancestors))
+                wider = any(var in bound_variables(a) for a in ancestors)
                 self.fail(
                     NotWellFormedError,
                     f"variable {var} is not bound by the pattern this FILTER applies to",
@@ -606,10 +607,8 @@ class _Checker:
                 self._check_condition(node.condition, parts)
             finally:
                 self.count_of = saved_counts
-        # the ancestors as a linked list (node, its ancestors): O(1) per node,
-        # read only to word an error
         for child in _children(node):
-            self._check_well_formed(child, (node, ancestors))
+            self._check_well_formed(child, chain)
 
     def _unknown_variable(self, var: str, where: ast.Expr) -> None:
         self.fail(
@@ -695,146 +694,126 @@ class _Checker:
         return "double"
 
     def _type(self, node: ast.Expr, context: str | None) -> str:
-        # one dict look-up by the node's exact class (the AST classes are never
-        # subclassed), not a chain of isinstance tests: it runs on every node
-        rule = _TYPE_RULES.get(node.__class__)
-        if rule is None:
-            raise TypeError(f"unknown expression node {node!r}")
-        return rule(self, node, context)
-
-    def _type_of_numberliteral(self, node: Any, context: str | None) -> str:
-        return "int" if isinstance(node.value, int) else "double"
-
-    def _type_of_stringliteral(self, node: Any, context: str | None) -> str:
-        return "string"
-
-    def _type_of_boolliteral(self, node: Any, context: str | None) -> str:
-        return "bool"
-
-    def _type_of_attributeref(self, node: Any, context: str | None) -> str:
-        if node.variable is None:
-            if context is None:
-                self.fail(
-                    UnknownVariableError,
-                    f"attribute '{node.attribute}' needs a variable here",
-                    node.span,
-                    expected="x.attribute, or a bare attribute inside x[...]",
-                    found=f"'{node.attribute}'",
-                    hint=f"write x.{node.attribute} or x[{node.attribute} ...] with the variable x it belongs to",
-                )
-            return self._attribute_type(context or "", node.attribute, node.span, node)
-        return self._attribute_type(node.variable, node.attribute, node.span, node)
-
-    def _type_of_variablefilter(self, node: Any, context: str | None) -> str:
-        if context is not None:
-            self.fail(
-                TypeMismatchError,
-                f"{node.variable}[...] cannot be nested inside {context}[...]",
-                node.span,
-                expected=f"a condition on the attributes of {context}",
-                found=expr_text(node),
-                hint=f"write {node.variable}.attribute to refer to {node.variable} inside {context}[...]",
-            )
-        if node.variable not in self.types_of:
-            self._unknown_variable(node.variable, node)
-        self._require(node.condition, "bool", node.variable, f"{node.variable}[...]")
-        return "bool"
-
-    def _type_of_call(self, node: Any, context: str | None) -> str:
-        return self._call_type(node, context)
-
-    def _type_of_negate(self, node: Any, context: str | None) -> str:
-        return self._require_number(node.operand, context, "unary minus")
-
-    def _type_of_arithmetic(self, node: Any, context: str | None) -> str:
-        left = self._require_number(node.left, context, f"'{node.op}'")
-        right = self._require_number(node.right, context, f"'{node.op}'")
-        if node.op == "/" or "double" in (left, right):
-            return "double"
-        return "int"
-
-    def _type_of_comparison(self, node: Any, context: str | None) -> str:
-        left = self._type(node.left, context)
-        right = self._type(node.right, context)
-        lf, rf = _family(left), _family(right)
-        if lf != rf:
-            self.fail(
-                TypeMismatchError,
-                f"cannot compare {_TYPE_WORDS.get(left, left)} with {_TYPE_WORDS.get(right, right)}",
-                node.span,
-                expected=f"both sides of '{node.op}' of one type",
-                found=f"{expr_text(node.left)} ({left}) {node.op} {expr_text(node.right)} ({right})",
-                hint=_mixed_types_hint(node, lf, rf),
-            )
-        if lf in ("string", "bool") and node.op not in ("=", "!="):
-            self.fail(
-                TypeMismatchError,
-                f"'{node.op}' does not apply to {lf} values",
-                node.span,
-                expected=f"= or != between {lf} values",
-                found=expr_text(node),
-                hint="use LIKE 'regex' to match strings" if lf == "string" else None,
-            )
-        return "bool"
-
-    def _type_of_inset(self, node: Any, context: str | None) -> str:
-        operand = _family(self._type(node.operand, context))
-        for value in node.values:
-            vf = _family(self._type(value, context))
-            if vf != operand:
+        if isinstance(node, ast.NumberLiteral):
+            return "int" if isinstance(node.value, int) else "double"
+        if isinstance(node, ast.StringLiteral):
+            return "string"
+        if isinstance(node, ast.BoolLiteral):
+            return "bool"
+        if isinstance(node, ast.AttributeRef):
+            if node.variable is None:
+                if context is None:
+                    self.fail(
+                        UnknownVariableError,
+                        f"attribute '{node.attribute}' needs a variable here",
+                        node.span,
+                        expected="x.attribute, or a bare attribute inside x[...]",
+                        found=f"'{node.attribute}'",
+                        hint=f"write x.{node.attribute} or x[{node.attribute} ...] with the variable x it belongs to",
+                    )
+                return self._attribute_type(context or "", node.attribute, node.span, node)
+            return self._attribute_type(node.variable, node.attribute, node.span, node)
+        if isinstance(node, ast.VariableFilter):
+            if context is not None:
                 self.fail(
                     TypeMismatchError,
-                    f"the set holds {vf} values but {expr_text(node.operand)} is a {operand}",
-                    value.span,
-                    expected=f"{operand} values in the set",
-                    found=expr_text(value),
-                    hint="string values need quotes: {'a', 'b'}" if operand == "string" else None,
+                    f"{node.variable}[...] cannot be nested inside {context}[...]",
+                    node.span,
+                    expected=f"a condition on the attributes of {context}",
+                    found=expr_text(node),
+                    hint=f"write {node.variable}.attribute to refer to {node.variable} inside {context}[...]",
                 )
-        return "bool"
-
-    def _type_of_ininterval(self, node: Any, context: str | None) -> str:
-        self._require_number(node.operand, context, "IN {low..high}")
-        return "bool"
-
-    def _type_of_between(self, node: Any, context: str | None) -> str:
-        for part in (node.operand, node.low, node.high):
-            self._require_number(part, context, "IN RANGE(low, high)")
-        return "bool"
-
-    def _type_of_like(self, node: Any, context: str | None) -> str:
-        self._require(node.operand, "string", context, "LIKE")
-        try:
-            re.compile(node.pattern)
-        except re.error as exc:
-            self.fail(
-                InvalidLiteralError,
-                f"invalid regular expression: {exc.msg}",
-                node.span,
-                expected="a regular expression (RE2 syntax)",
-                found=repr(node.pattern),
-                hint="escape special characters with a backslash",
-            )
-        refused = _re2_refuses(node.pattern)
-        if refused:
-            self.fail(
-                InvalidLiteralError,
-                f"a regular expression RE2 cannot run: {refused}",
-                node.span,
-                expected="a regular expression in RE2 syntax (the engine matches with RE2)",
-                found=repr(node.pattern),
-                hint="RE2 has no lookarounds or backreferences; rewrite the pattern without them",
-            )
-        return "bool"
-
-    def _type_of_and_or(self, node: Any, context: str | None) -> str:
-        word = "AND" if isinstance(node, ast.And) else "OR"
-        self._require(node.left, "bool", context, word)
-        self._require(node.right, "bool", context, word)
-        return "bool"
-
-    def _type_of_not(self, node: Any, context: str | None) -> str:
-        self._require(node.operand, "bool", context, "NOT")
-        return "bool"
+            if node.variable not in self.types_of:
+                self._unknown_variable(node.variable, node)
+            self._require(node.condition, "bool", node.variable, f"{node.variable}[...]")
+            return "bool"
+        if isinstance(node, ast.Call):
+            return self._call_type(node, context)
+        if isinstance(node, ast.Negate):
+            return self._require_number(node.operand, context, "unary minus")
+        if isinstance(node, ast.Arithmetic):
+            left = self._require_number(node.left, context, f"'{node.op}'")
+            right = self._require_number(node.right, context, f"'{node.op}'")
+            if node.op == "/" or "double" in (left, right):
+                return "double"
+            return "int"
+        if isinstance(node, ast.Comparison):
+            left = self._type(node.left, context)
+            right = self._type(node.right, context)
+            lf, rf = _family(left), _family(right)
+            if lf != rf:
+                self.fail(
+                    TypeMismatchError,
+                    f"cannot compare {_TYPE_WORDS.get(left, left)} with {_TYPE_WORDS.get(right, right)}",
+                    node.span,
+                    expected=f"both sides of '{node.op}' of one type",
+                    found=f"{expr_text(node.left)} ({left}) {node.op} {expr_text(node.right)} ({right})",
+                    hint=_mixed_types_hint(node, lf, rf),
+                )
+            if lf in ("string", "bool") and node.op not in ("=", "!="):
+                self.fail(
+                    TypeMismatchError,
+                    f"'{node.op}' does not apply to {lf} values",
+                    node.span,
+                    expected=f"= or != between {lf} values",
+                    found=expr_text(node),
+                    hint="use LIKE 'regex' to match strings" if lf == "string" else None,
+                )
+            return "bool"
+        if isinstance(node, ast.InSet):
+            operand = _family(self._type(node.operand, context))
+            for value in node.values:
+                vf = _family(self._type(value, context))
+                if vf != operand:
+                    self.fail(
+                        TypeMismatchError,
+                        f"the set holds {vf} values but {expr_text(node.operand)} is a {operand}",
+                        value.span,
+                        expected=f"{operand} values in the set",
+                        found=expr_text(value),
+                        hint="string values need quotes: {'a', 'b'}" if operand == "string" else None,
+                    )
+            return "bool"
+        if isinstance(node, ast.InInterval):
+            self._require_number(node.operand, context, "IN {low..high}")
+            return "bool"
+        if isinstance(node, ast.Between):
+            for part in (node.operand, node.low, node.high):
+                self._require_number(part, context, "IN RANGE(low, high)")
+            return "bool"
+        if isinstance(node, ast.Like):
+            self._require(node.operand, "string", context, "LIKE")
+            try:
+                re.compile(node.pattern)
+            except re.error as exc:
+                self.fail(
+                    InvalidLiteralError,
+                    f"invalid regular expression: {exc.msg}",
+                    node.span,
+                    expected="a regular expression (RE2 syntax)",
+                    found=repr(node.pattern),
+                    hint="escape special characters with a backslash",
+                )
+            refused = _re2_refuses(node.pattern)
+            if refused:
+                self.fail(
+                    InvalidLiteralError,
+                    f"a regular expression RE2 cannot run: {refused}",
+                    node.span,
+                    expected="a regular expression in RE2 syntax (the engine matches with RE2)",
+                    found=repr(node.pattern),
+                    hint="RE2 has no lookarounds or backreferences; rewrite the pattern without them",
+                )
+            return "bool"
+        if isinstance(node, (ast.And, ast.Or)):
+            word = "AND" if isinstance(node, ast.And) else "OR"
+            self._require(node.left, "bool", context, word)
+            self._require(node.right, "bool", context, word)
+            return "bool"
+        if isinstance(node, ast.Not):
+            self._require(node.operand, "bool", context, "NOT")
+            return "bool"
+        raise TypeError(f"unknown expression node {node!r}")
 
     def _require(self, node: ast.Expr, family: str, context: str | None, where: str) -> str:
         kind = self._type(node, context)
@@ -1052,34 +1031,6 @@ class _Checker:
                 found="LIMIT 0",
                 hint="remove the query instead",
             )
-
-
-def _unlinked(ancestors: tuple[Any, ...]) -> Iterator[ast.Formula]:
-    """The nodes of a linked list ``(node, (parent, (...)))``, nearest first."""
-    while ancestors:
-        node, ancestors = ancestors
-        yield node
-
-
-# _Checker._type's rule for each kind of expression node
-_TYPE_RULES: dict[type, Callable[[_Checker, Any, str | None], str]] = {
-    ast.NumberLiteral: _Checker._type_of_numberliteral,
-    ast.StringLiteral: _Checker._type_of_stringliteral,
-    ast.BoolLiteral: _Checker._type_of_boolliteral,
-    ast.AttributeRef: _Checker._type_of_attributeref,
-    ast.VariableFilter: _Checker._type_of_variablefilter,
-    ast.Call: _Checker._type_of_call,
-    ast.Negate: _Checker._type_of_negate,
-    ast.Arithmetic: _Checker._type_of_arithmetic,
-    ast.Comparison: _Checker._type_of_comparison,
-    ast.InSet: _Checker._type_of_inset,
-    ast.InInterval: _Checker._type_of_ininterval,
-    ast.Between: _Checker._type_of_between,
-    ast.Like: _Checker._type_of_like,
-    ast.And: _Checker._type_of_and_or,
-    ast.Or: _Checker._type_of_and_or,
-    ast.Not: _Checker._type_of_not,
-}
 
 
 def _merge(results: list[_Bindings], *, add: bool) -> _Bindings:
