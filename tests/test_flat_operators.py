@@ -146,7 +146,8 @@ def test_flat_lists_give_the_trees_of_one_rule_per_level(condition: str, items: 
 
 def test_precedence_and_associativity_worked_by_hand() -> None:
     def where(condition: str) -> Any:
-        return parse_query(f"SELECT * WHERE A FILTER {condition}").pattern.condition
+        pattern: Any = parse_query(f"SELECT * WHERE A FILTER {condition}").pattern
+        return pattern.condition
 
     x, y, z = (AttributeRef(None, n) for n in "xyz")
     one, two = NumberLiteral(1), NumberLiteral(2)

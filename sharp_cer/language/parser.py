@@ -430,12 +430,13 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
             child: Any = children[0]
             if child.__class__ is Token:
                 # one token (a literal, an operator): about half the calls
-                kept: list[Any] = [child] if keep_all or child.type in kept_types else []
-                span = Span(child.line, child.column, child.end_line, child.end_column) if spanned else None
+                token: Any = child  # (not narrowed to Token: its positions are set)
+                kept: list[Any] = [token] if keep_all or token.type in kept_types else []
+                span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
                 try:
-                    return (method(span, kept), child, child, extra, rule, children, None)
+                    return (method(span, kept), token, token, extra, rule, children, None)
                 except _Problem as found:
-                    return (None, child, child, extra, rule, children, (found, child))
+                    return (None, token, token, extra, rule, children, (found, token))
             if child.__class__ is tuple and child[6] is None and child[1] is not None:
                 # one node (an attribute's or an event type's name): build's steps, unrolled
                 first, last = child[1], child[2]
