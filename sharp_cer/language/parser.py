@@ -423,17 +423,39 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
     """
     extra = 0 if rule in _TRANSPARENT else 1
     spanned = not getattr(method, "spanless", False)
+    build = _builder(rule, method, keep_all, kept_types)
 
     def reduce(children: list[Any]) -> _Reduced:
-        if len(children) == 1 and children[0].__class__ is Token:
-            # one token (a name, a literal, an operator): about half the calls
-            token: Any = children[0]
-            kept: list[Any] = [token] if keep_all or token.type in kept_types else []
-            span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
-            try:
-                return (method(span, kept), token, token, extra, rule, children, None)
-            except _Problem as found:
-                return (None, token, token, extra, rule, children, (found, token))
+        if len(children) == 1:
+            child: Any = children[0]
+            if child.__class__ is Token:
+                # one token (a literal, an operator): about half the calls
+                token: Any = child  # (not narrowed to Token: its positions are set)
+                kept: list[Any] = [token] if keep_all or token.type in kept_types else []
+                span = Span(token.line, token.column, token.end_line, token.end_column) if spanned else None
+                try:
+                    return (method(span, kept), token, token, extra, rule, children, None)
+                except _Problem as found:
+                    return (None, token, token, extra, rule, children, (found, token))
+            if child.__class__ is tuple and child[6] is None and child[1] is not None:
+                # one node (an attribute's or an event type's name): build's steps, unrolled
+                first, last = child[1], child[2]
+                span = Span(first.line, first.column, last.end_line, last.end_column) if spanned else None
+                try:
+                    return (method(span, [child[0]]), first, last, child[3] + extra, rule, children, None)
+                except _Problem as found:
+                    return (None, first, last, child[3] + extra, rule, children, (found, last))
+        return build(children)  # type: ignore[no-any-return]
+
+    return reduce
+
+
+def _builder(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str]) -> Any:
+    """``rule``'s node made from its children (reduced nodes and tokens)."""
+    extra = 0 if rule in _TRANSPARENT else 1
+    spanned = not getattr(method, "spanless", False)
+
+    def build(children: list[Any]) -> _Reduced:
         kept = []
         first: Any = None
         last: Any = None
@@ -469,7 +491,107 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
                 problem = (found, last)
         return (value, first, last, height + extra, rule, children, problem)
 
-    return reduce
+    return build
+
+
+# Flat operator lists of the grammar (``*_chain``) and the binary rules they
+# stand for, with each operator's precedence (higher binds tighter).
+_ARITH_LEVELS = {"add_op": 1, "mul_op": 2}
+_LOGIC_LEVELS = {"_OR": 1, "_AND": 2}
+
+
+def _fold(children: list[Any], level: Any, build: Any) -> Any:
+    """The left-associative tree of ``operand (op operand)*`` by precedence
+    (``level(op)``, higher binds tighter), each node ``build(op, [left, op,
+    right])``: the nodes, spans and heights one grammar rule per level gives."""
+    operands = [children[0]]
+    ops: list[Any] = []
+    for i in range(1, len(children), 2):
+        op = children[i]
+        rank = level(op)
+        while ops and level(ops[-1]) >= rank:
+            right = operands.pop()
+            top = ops.pop()
+            operands.append(build(top, [operands.pop(), top, right]))
+        ops.append(op)
+        operands.append(children[i + 1])
+    while ops:
+        right = operands.pop()
+        top = ops.pop()
+        operands.append(build(top, [operands.pop(), top, right]))
+    return operands[0]
+
+
+def _prefixed(children: list[Any], is_prefix: Any, build: Any) -> list[Any]:
+    """``children`` with each operand's prefix operators (signs, NOT) made
+    into its nodes, innermost first: operands and binary operators alternate."""
+    flat: list[Any] = []
+    prefixes: list[Any] = []
+    operand_next = True
+    for child in children:
+        if not operand_next:
+            flat.append(child)
+            operand_next = True
+        elif is_prefix(child):
+            prefixes.append(child)
+        else:
+            while prefixes:
+                child = build([prefixes.pop(), child])
+            flat.append(child)
+            operand_next = False
+    return flat
+
+
+def _chain_reducers(bang: frozenset[str], kept_types: frozenset[str]) -> dict[str, Any]:
+    """The reducers of the grammar's flat operator lists."""
+    to_ast = _ToAst()
+
+    def builder(rule: str, method: Any) -> Any:
+        return _builder(rule, method, rule in bang, kept_types)
+
+    arith, negate = builder("arith", to_ast.arith), builder("negate", to_ast.negate)
+    and_, or_, not_ = builder("and_", to_ast.and_), builder("or_", to_ast.or_), builder("not_", to_ast.not_)
+    sequence, disjunction = builder("sequence", to_ast.sequence), builder("disjunction", to_ast.disjunction)
+
+    def arith_level(op: Any) -> int:
+        return _ARITH_LEVELS[op[4]]
+
+    def logic_level(op: Any) -> int:
+        return _LOGIC_LEVELS[op.type]
+
+    def logic_node(op: Any, children: list[Any]) -> Any:
+        return and_(children) if op.type == "_AND" else or_(children)
+
+    def is_sign(item: Any) -> bool:
+        return item[4] == "add_op"  # type: ignore[no-any-return]
+
+    def is_not(item: Any) -> bool:
+        return item.__class__ is Token and item.type == "_NOT"  # type: ignore[no-any-return]
+
+    def arith_chain(children: list[Any]) -> Any:
+        return _fold(_prefixed(children, is_sign, negate), arith_level, lambda op, c: arith(c))
+
+    def logic_chain(children: list[Any]) -> Any:
+        return _fold(_prefixed(children, is_not, not_), logic_level, logic_node)
+
+    def pattern_chain(children: list[Any]) -> Any:
+        # OR is loosest: ';'/':' runs between ORs are Sequences, ORs fold left
+        groups = [[children[0]]]
+        ors = []
+        for i in range(1, len(children), 2):
+            op = children[i]
+            if op.type == "_OR":
+                ors.append(op)
+                groups.append([children[i + 1]])
+            else:
+                groups[-1] += (op, children[i + 1])
+        node = groups[0][0] if len(groups[0]) == 1 else sequence(groups[0])
+        for op, group in zip(ors, groups[1:], strict=True):
+            right = group[0] if len(group) == 1 else sequence(group)
+            node = disjunction([node, op, right])
+        return node
+
+    return {"arith_chain": arith_chain, "logic_chain": logic_chain, "pattern_chain": pattern_chain}
 
 
 @functools.cache
@@ -482,7 +604,20 @@ def _reducers() -> object:
         if not rule.startswith("_"):
             method = getattr(_ToAst(), rule)
             setattr(reducers, rule, _reducer(rule, method, rule in bang, kept_types))
+    for rule, reduce in _chain_reducers(bang, kept_types).items():
+        setattr(reducers, rule, reduce)
+    reducers.name = _name  # type: ignore[attr-defined]
     return reducers
+
+
+def _name(children: list[Any]) -> _Reduced:
+    """The reducer of ``name`` (a fifth of all reductions): what
+    ``_reducer("name", _ToAst.name, ...)`` gives, without its generic steps."""
+    token = children[0]
+    value = token.value
+    if value[:1] == "`":
+        value = unquote_name(value)
+    return (value, token, token, 1, "name", children, None)
 
 
 def _finish(root: Any) -> Any:
