@@ -3,20 +3,28 @@ fixes), each against the plain definition it replaces: a union node's
 summary is the termwise ``min`` of its children's lows and ``max`` of their
 highs; a term's range over two parts joins as ``join_sequence`` always did
 (sums add, ``min``/``max`` take the lower/higher ends, envelopes widen),
-NaN and infinities included. The engine's matches are covered end to end by
+NaN and infinities included; a sweep evicts the partitions a sweep of
+every partition evicts. The engine's matches are covered end to end by
 the differential tests against the reference evaluator
 (``tests/test_engine_differential.py``)."""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sharp_cer.engine import runtime
+from sharp_cer.engine import state as state_module
 from sharp_cer.engine.conditions import IDENTITY, FilterCheck, Summaries, join_sequence
+from sharp_cer.engine.runtime import Engine, QueryGroupRunner
 from sharp_cer.engine.tecs import bottom, extend, merge
-from sharp_cer.language import parse_query
+from sharp_cer.events.loaders import load_csv
+from sharp_cer.language import Schema, ast, parse_and_check, parse_query
+from sharp_cer.planner import compile_plan
 from sharp_cer.planner.plan import CrossFilter
 
 ENDS = st.one_of(
@@ -70,8 +78,9 @@ def test_join_sequence_is_the_plain_join(kind: str, a: tuple[float, float], b: t
 
 
 def _check(condition: str) -> tuple[Summaries, FilterCheck]:
-    cond = parse_query(f"SELECT * WHERE A FILTER {condition}").pattern.condition
-    cross = CrossFilter("#0", "#0^", (cond,))
+    pattern = parse_query(f"SELECT * WHERE A FILTER {condition}").pattern
+    assert isinstance(pattern, ast.Filter)
+    cross = CrossFilter("#0", "#0^", (pattern.condition,))
     summaries = Summaries([cross], [frozenset({"#0", "#0^", "a"}), frozenset({"#0", "b"})], {"x", "y"})
     return summaries, summaries.checks[0]
 
@@ -113,6 +122,7 @@ def test_an_output_summary_joins_the_event_to_the_range_below(data: st.DataObjec
             if starts:
                 lows[i], highs[i] = base
             continue
+        mine: tuple[float, float]
         if kind == "count":
             mine = (1, 1)
         else:
@@ -120,3 +130,80 @@ def test_an_output_summary_joins_the_event_to_the_range_below(data: st.DataObjec
             mine = (value, value) if value is not None else IDENTITY[kind] if kind != "env" else (-math.inf, math.inf)
         lows[i], highs[i] = _plain_join(kind, mine, base)
     assert _same(got[0], tuple(lows)) and _same(got[1], tuple(highs))
+
+
+# ---------------------------------------------------------------- sweeps
+
+SWEEP_SCHEMA = Schema.parse("CREATE STREAM S { EVENT A { k:int, t:primary_time }, EVENT B { k:int, t:primary_time } }")
+SWEEP_QUERIES = [
+    "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 3 EVENTS",
+    "SELECT * WHERE A ; B+ ; A PARTITION BY [k] WITHIN 4 SECONDS",
+    "SELECT * WHERE B ; A PARTITION BY [k] WITHIN 2 EVENTS",
+]
+ROWS = st.lists(st.tuples(st.sampled_from("AB"), st.integers(0, 6), st.integers(0, 3)), min_size=1, max_size=120)
+
+
+def _every_partition_swept(runner: QueryGroupRunner, position: int) -> None:
+    """The sweep as it was: every partition whose every run's key is below the horizon goes."""
+    if not runner.sweeps:
+        return
+    horizon = runner.compiled.horizon(position, runner.state.latest_time)
+    partitions = runner.state.partitions
+    for key in [k for k, p in partitions.items() if all(ul[0].maxkey < horizon for ul in p.active.values())]:
+        runner._drop(key)
+
+
+def _live(engine: Engine) -> list[tuple[list[str], int]]:
+    return [(sorted(map(repr, r.state.partitions)), r.state.evicted) for r in engine.runners]
+
+
+def _side_by_side(
+    text: str, rows: list[tuple[str, int, int]], size: int, every: int, cut_at: int, restore_at: int
+) -> None:
+    """The engine and one whose sweeps look at every partition, batch by batch: the same
+    matches, partitions and evictions. After batch ``cut_at`` a shedder's cut takes the newest
+    run of the first partition's first list out of both; after batch ``restore_at`` the engine
+    continues from its snapshot (each makes its next sweep look at every partition)."""
+    t, lines = 0, []
+    for kind, k, gap in rows:
+        t += gap * 1_000_000_000
+        lines.append(f"{kind},{k},{t}")
+    events = load_csv("\n".join(lines) + "\n", SWEEP_SCHEMA)[0]
+    plan = compile_plan([("q", parse_and_check(text, SWEEP_SCHEMA))])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime, "SWEEP_EVERY", every)
+        patch.setattr(state_module, "SWEEP_EVERY", every)
+        engine, brute = Engine(plan), Engine(plan)
+        patch.setattr(brute.runners[0], "sweep", partial(_every_partition_swept, brute.runners[0]))
+        for b, lo in enumerate(range(0, len(events), size)):
+            batch = events.take(list(range(lo, min(lo + size, len(events)))))
+            found = [(m.start, m.end, m.events) for m in engine.process(batch)]
+            assert found == [(m.start, m.end, m.events) for m in brute.process(batch)]
+            assert _live(engine) == _live(brute)
+            mine, theirs = engine.runners[0], brute.runners[0]
+            if b == cut_at and mine.state.partitions:
+                partition, other = (
+                    next(iter(mine.state.partitions.values())),
+                    next(iter(theirs.state.partitions.values())),
+                )
+                state = next(iter(partition.active))
+                keep = [False] + [True] * (len(partition.active[state]) - 1)
+                assert mine.take_out(partition, state, keep) == theirs.take_out(other, state, keep)
+            if b == restore_at:
+                engine = Engine(plan)
+                engine.restore(mine.engine.snapshot())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(SWEEP_QUERIES), ROWS, st.integers(1, 9), st.integers(1, 5), st.integers(-1, 8))
+def test_a_sweep_evicts_what_a_sweep_of_every_partition_evicts(
+    text: str, rows: list[tuple[str, int, int]], size: int, every: int, cut_at: int
+) -> None:
+    _side_by_side(text, rows, size, every, cut_at, cut_at + 2)
+
+
+def test_a_sweep_after_a_cut_judges_the_partition_by_its_runs_left() -> None:
+    # partition 1 holds runs from positions 0 and 1; the cut takes the newer out after the
+    # first sweep saw it, so the partition is out of every window a position earlier
+    rows = [("A", 1, 0), ("A", 1, 0), *[("A", 2, 0)] * 6]
+    _side_by_side(SWEEP_QUERIES[0], rows, 1, 1, 1, -1)

@@ -186,6 +186,10 @@ class QueryGroupRunner:
         self.counting = compiled.windows[lone.id] if engine.count_only and lone is not None and lone.counted else None
         # counts taken by a partition's counter, and by a walk of the tECS
         self.counts_summed = self.counts_walked = 0
+        # whether sweeps evict partitions (``sweep``), and its heap entries' tie-breaker
+        window = self.group.window[0]
+        self.sweeps = self.largest != _INF and window in ("events", "time") and not self.consumes
+        self._sweep_tie = itertools.count()
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
@@ -544,6 +548,8 @@ class QueryGroupRunner:
         if not new and not ghosts:
             del live.partitions[key]
             live.evicted += 1
+        elif self.sweeps:
+            live.touched[key] = None  # its newest run may have changed: the next sweep looks
         det.hits += hits
         accepted: dict[int, list[Node]] = {}
         accepting: list[int] = []  # the final states reached (the counted query's)
@@ -659,12 +665,38 @@ class QueryGroupRunner:
         >>> engine.partitions(), engine.runners[0].sweep(3), engine.partitions()
         (4, None, 3)
         """
-        kind = self.group.window[0]
-        if self.largest == _INF or kind not in ("events", "time") or self.consumes:
+        if not self.sweeps:
             return
-        horizon = self.compiled.horizon(position, self.state.latest_time)
-        for key in [k for k, inst in self.state.partitions.items() if _all_older(inst, horizon)]:
-            self._drop(key)
+        state = self.state
+        horizon = self.compiled.horizon(position, state.latest_time)
+        partitions, heap, tie = state.partitions, state.sweep_heap, self._sweep_tie
+        if state.sweep_all:  # every partition, and a new heap of their newest runs' keys
+            state.sweep_all = False
+            state.touched.clear()
+            heap.clear()
+            keys: Iterable[Any] = list(partitions)
+        else:
+            # only partitions stepped since the last sweep can have a newest run the heap does
+            # not hold; the others' newest runs are in the heap, oldest first
+            keys, state.touched = state.touched, {}
+        for key in keys:
+            instance = partitions.get(key)
+            if instance is not None:
+                newest = _newest(instance)
+                if newest < horizon:
+                    self._drop(key)
+                else:
+                    heapq.heappush(heap, (newest, next(tie), key, instance.local))
+        while heap and heap[0][0] < horizon:
+            _, _, key, local = heapq.heappop(heap)
+            instance = partitions.get(key)
+            if instance is None or instance.local != local:
+                continue  # gone, or stepped since (a later entry holds it)
+            newest = _newest(instance)  # its key again: a partition made anew may repeat a ``local``
+            if newest < horizon:
+                self._drop(key)
+            else:
+                heapq.heappush(heap, (newest, next(tie), key, instance.local))
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
@@ -985,6 +1017,7 @@ class QueryGroupRunner:
             return 0
         partition.merged.pop(state, None)  # its cached union no longer fits the list
         partition.counter = None  # nor do the counter's runs
+        self.state.sweep_all = True  # nor may the sweep's key of its newest run
         if kept:
             ulist[:] = kept
         else:
@@ -1043,6 +1076,7 @@ def _remapped(
         if not active and not partition.ghosts:
             del state.partitions[key]
             state.evicted += 1
+    state.sweep_all = True  # runs went: the sweep's keys of newest runs may be off
     return state
 
 
@@ -1066,8 +1100,10 @@ def _widen(state: QueryGroupState, terms: int) -> None:
         todo.extend(child for child in (node.left, node.right) if child is not None)
 
 
-def _all_older(instance: Partition, horizon: float) -> bool:
-    return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
+def _newest(instance: Partition) -> float:
+    """The window key of a partition's newest run (-inf: none); every run is
+    outside every window once the horizon passes it."""
+    return max([ulist[0].maxkey for ulist in instance.active.values()], default=-_INF)
 
 
 class Engine:
