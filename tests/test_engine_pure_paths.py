@@ -4,23 +4,25 @@ summary is the termwise ``min`` of its children's lows and ``max`` of their
 highs; a term's range over two parts joins as ``join_sequence`` always did
 (sums add, ``min``/``max`` take the lower/higher ends, envelopes widen),
 NaN and infinities included; a sweep evicts the partitions a sweep of
-every partition evicts. The engine's matches are covered end to end by
+every partition evicts; a block of output lines is each match's JSON. The engine's matches are covered end to end by
 the differential tests against the reference evaluator
 (``tests/test_engine_differential.py``)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sharp_cer.engine import runtime
+from sharp_cer.engine import runtime, selection
 from sharp_cer.engine import state as state_module
 from sharp_cer.engine.conditions import IDENTITY, FilterCheck, Summaries, join_sequence
 from sharp_cer.engine.runtime import Engine, QueryGroupRunner
+from sharp_cer.engine.selection import Projection
 from sharp_cer.engine.tecs import bottom, extend, merge
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import Schema, ast, parse_and_check, parse_query
@@ -134,6 +136,7 @@ def test_an_output_summary_joins_the_event_to_the_range_below(data: st.DataObjec
 
 # ---------------------------------------------------------------- sweeps
 
+SCHEMA_AB = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
 SWEEP_SCHEMA = Schema.parse("CREATE STREAM S { EVENT A { k:int, t:primary_time }, EVENT B { k:int, t:primary_time } }")
 SWEEP_QUERIES = [
     "SELECT * WHERE A ; B PARTITION BY [k] WITHIN 3 EVENTS",
@@ -207,3 +210,33 @@ def test_a_sweep_after_a_cut_judges_the_partition_by_its_runs_left() -> None:
     # first sweep saw it, so the partition is out of every window a position earlier
     rows = [("A", 1, 0), ("A", 1, 0), *[("A", 2, 0)] * 6]
     _side_by_side(SWEEP_QUERIES[0], rows, 1, 1, 1, -1)
+
+
+# ---------------------------------------------------------------- output lines
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, "acme", "beta"]),
+            st.integers(0, 5),
+            st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 3),
+)
+def test_lines_are_the_matches_json(rows: list[tuple[str | None, int, list[int]]], bound: int) -> None:
+    # a bound of a few templates clears them often, in the middle of a block too
+    plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", SCHEMA_AB))])
+    projection = Projection(plan.queries[0], [("A", "x"), ("B", "y")])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(selection, "_TEMPLATES", bound)
+        for tenant, start, labels in rows:
+            at = tuple(range(start, start + len(labels)))
+            block = [(start, at, tuple(labels))] * 2
+            expected = replace(projection.match(start, 9, tuple(zip(at, labels, strict=True))), tenant=tenant).to_json()
+            assert projection.lines(tenant, 9, block) == [expected, expected]
+            assert projection.line(tenant, start, 9, at, tuple(labels)) == expected

@@ -904,13 +904,13 @@ class QueryGroupRunner:
             # nor Match objects: each match's (start, positions, labels),
             # then its line from a template of its labels, unless two
             # matches share their events
-            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in paths])
+            # (marks are pairs: zip's strict check, on every match, would cost more than the rest)
+            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=False)) for bottom, marks in paths])
             if len(rows) > 1:
                 rows.sort(key=_START_EVENTS)
                 keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
             if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
-                tenant, line = engine._lines.get(query.name), projection.line
-                return [line(tenant, start, position, at, labels) for start, at, labels in rows]
+                return projection.lines(engine._lines.get(query.name), position, rows)
             make = projection.match
             matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
         else:
