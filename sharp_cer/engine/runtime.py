@@ -669,34 +669,45 @@ class QueryGroupRunner:
             return
         state = self.state
         horizon = self.compiled.horizon(position, state.latest_time)
-        partitions, heap, tie = state.partitions, state.sweep_heap, self._sweep_tie
-        if state.sweep_all:  # every partition, and a new heap of their newest runs' keys
+        partitions, heap, due = state.partitions, state.sweep_heap, state.sweep_due
+        if state.sweep_all:  # every partition, and a new heap
             state.sweep_all = False
             state.touched.clear()
             heap.clear()
+            due.clear()
             keys: Iterable[Any] = list(partitions)
         else:
-            # only partitions stepped since the last sweep can have a newest run the heap does
-            # not hold; the others' newest runs are in the heap, oldest first
+            # a partition stepped since the last sweep may hold a newest run older than its
+            # entry in the heap says; the others' entries are at or below their newest runs' keys
             keys, state.touched = state.touched, {}
         for key in keys:
             instance = partitions.get(key)
-            if instance is not None:
-                newest = _newest(instance)
-                if newest < horizon:
-                    self._drop(key)
-                else:
-                    heapq.heappush(heap, (newest, next(tie), key, instance.local))
-        while heap and heap[0][0] < horizon:
-            _, _, key, local = heapq.heappop(heap)
-            instance = partitions.get(key)
-            if instance is None or instance.local != local:
-                continue  # gone, or stepped since (a later entry holds it)
-            newest = _newest(instance)  # its key again: a partition made anew may repeat a ``local``
+            if instance is None:
+                continue
+            newest = _newest(instance)
             if newest < horizon:
                 self._drop(key)
+                continue
+            entry = due.get(key)
+            if entry is None or entry[0] > newest:  # else its entry comes due no later than it must
+                tie = next(self._sweep_tie)
+                due[key] = (newest, tie)
+                heapq.heappush(heap, (newest, tie, key))
+        while heap and heap[0][0] < horizon:
+            _, tie, key = heapq.heappop(heap)
+            entry = due.get(key)
+            if entry is None or entry[1] != tie:
+                continue  # an entry replaced by a lower one (already taken)
+            instance = partitions.get(key)
+            newest = -_INF if instance is None else _newest(instance)
+            if newest < horizon:
+                del due[key]
+                if instance is not None:
+                    self._drop(key)
             else:
-                heapq.heappush(heap, (newest, next(tie), key, instance.local))
+                tie = next(self._sweep_tie)
+                due[key] = (newest, tie)
+                heapq.heappush(heap, (newest, tie, key))
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
