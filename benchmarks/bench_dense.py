@@ -402,7 +402,10 @@ def main() -> None:
         save()
     document["load_average_after"] = os.getloadavg()
     save()
-    core = ", ".join(f"{e}: {'compiled core importable' if c else 'no compiled core'}" for e, c in compiled.items())
+    forced = {"pure": " (SHARP_CER_PURE=1: the Python engine)", "compiled": ""}
+    core = ", ".join(
+        f"{e}: {'compiled core importable' if c else 'no compiled core'}{forced[e]}" for e, c in compiled.items()
+    )
     print(f"# Dense workloads in CPU seconds (whole process), median of {args.repeat} run(s); {core}; {how}")
     print(f"load average before / after: {document['load_average_before']} / {document['load_average_after']}")
     if document["workloads"]:
