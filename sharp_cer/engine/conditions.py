@@ -58,13 +58,30 @@ def join_sequence(kind: str, a: Interval, b: Interval) -> Interval:
     >>> join_sequence("sum", (1, 2), (10, 20)), join_sequence("min", (3, 3), (1, 5))
     ((11, 22), (1, 3))
     """
-    if kind in ("sum", "count"):
-        return a[0] + b[0], a[1] + b[1]
-    if kind == "min":
-        return min(a[0], b[0]), min(a[1], b[1])
-    if kind == "max":
-        return max(a[0], b[0]), max(a[1], b[1])
-    return min(a[0], b[0]), max(a[1], b[1])
+    return _join(JOIN_CODE[kind], a[0], a[1], b[0], b[1])
+
+
+#: How each term kind joins two ranges (``join_sequence``): add them, take
+#: the lower or the higher ends, or widen to both (the envelope).
+JOIN_CODE = {"sum": 0, "count": 0, "min": 1, "max": 2, "env": 3}
+
+
+def _join(code: int, a0: float, a1: float, b0: float, b1: float) -> Interval:
+    """``join_sequence`` on a kind's code and the four ends. The hot paths
+    (``FilterCheck.possible``, ``Summaries.output``) inline it; each end is
+    picked as ``min`` and ``max`` pick it (the first unless the second is
+    strictly beyond), NaN included.
+
+    >>> _join(0, 1, 2, 10, 20), _join(1, 3, 3, 1, 5), _join(2, 3, 3, 1, 5), _join(3, 3, 3, 1, 5)
+    ((11, 22), (1, 3), (3, 5), (1, 5))
+    """
+    if code == 0:
+        return a0 + b0, a1 + b1
+    if code == 1:
+        return (b0 if b0 < a0 else a0), (b1 if b1 < a1 else a1)
+    if code == 2:
+        return (b0 if b0 > a0 else a0), (b1 if b1 > a1 else a1)
+    return (b0 if b0 < a0 else a0), (b1 if b1 > a1 else a1)
 
 
 class Terms:
@@ -332,6 +349,7 @@ class FilterCheck:
         self.bounds = [compile_bounds(c, local) for c in cross.conjuncts]
         self.terms = [summaries.term(self.tag, key) for key in local.keys]
         self.kinds = [key[0] for key in local.keys]
+        self._joins = [(JOIN_CODE[kind], t) for kind, t in zip(self.kinds, self.terms, strict=True)]
 
     def holds(self, env: Env) -> bool:
         """Every conjunct holds on the instance (raises OutOfDomain)."""
@@ -341,11 +359,23 @@ class FilterCheck:
         """Whether some path below a node summarized by ``below`` can still
         satisfy every conjunct, given the events of the open instance
         already ``seen`` (summarized the same way)."""
-        intervals = [
-            join_sequence(kind, (seen[0][t], seen[1][t]), (below[0][t], below[1][t]))
-            for kind, t in zip(self.kinds, self.terms, strict=True)
-        ]
-        return all(test(intervals) is not False for test in self.bounds)
+        # every walk asks this at every branch it may enter: join_sequence inlined
+        s0, s1, b0, b1 = seen[0], seen[1], below[0], below[1]
+        intervals: list[Interval] = []
+        for code, t in self._joins:
+            a0, a1, c0, c1 = s0[t], s1[t], b0[t], b1[t]
+            if code == 0:
+                intervals.append((a0 + c0, a1 + c1))
+            elif code == 1:
+                intervals.append(((c0 if c0 < a0 else a0), (c1 if c1 < a1 else a1)))
+            elif code == 2:
+                intervals.append(((c0 if c0 > a0 else a0), (c1 if c1 > a1 else a1)))
+            else:
+                intervals.append(((c0 if c0 < a0 else a0), (c1 if c1 > a1 else a1)))
+        for test in self.bounds:  # noqa: SIM110  (no generator on this path)
+            if test(intervals) is False:
+                return False
+        return True
 
 
 class Summaries:
@@ -394,7 +424,7 @@ class Summaries:
             tuple(IDENTITY[k[1]][0] for k in self.keys),
             tuple(IDENTITY[k[1]][1] for k in self.keys),
         )
-        self._plans: dict[int, list[tuple[int, str, int, bool]]] = {}
+        self._plans: dict[int, list[tuple[int, str, int, bool, int, str]]] = {}
 
     def term(self, tag: str, key: tuple[str, str, str]) -> int:
         """The index of a filter's term among the group's summaries."""
@@ -403,9 +433,10 @@ class Summaries:
             self.keys.append(full)
         return self.keys.index(full)
 
-    def _plan(self, label: int) -> list[tuple[int, str, int, bool]]:
+    def _plan(self, label: int) -> list[tuple[int, str, int, bool, int, str]]:
         """Per term: (index, what the event adds, attribute column, whether
-        the event starts its instance); terms of other filters pass."""
+        the event starts its instance, its kind's ``JOIN_CODE``, its kind);
+        terms of other filters pass."""
         plan = self._plans.get(label)
         if plan is None:
             names = self.labels[label]
@@ -425,7 +456,7 @@ class Summaries:
                 else:
                     own = "unknown"
                 column = self.attributes.index(attribute) if own == "value" else -1
-                plan.append((i, own, column, starts))
+                plan.append((i, own, column, starts, JOIN_CODE[kind], kind))
             self._plans[label] = plan
         return plan
 
@@ -438,22 +469,35 @@ class Summaries:
         if not plan:
             return below
         los, his = list(below[0]), list(below[1])
-        keys, identity = self.keys, self.identity
-        for i, own, column, starts in plan:
-            kind = keys[i][1]
-            base = (identity[0][i], identity[1][i]) if starts and reset else (los[i], his[i])
+        low, high = self.identity
+        a0: float
+        a1: float
+        # every output node of a group with cross-event conditions pays this: join_sequence
+        # inlined (the event's range a0..a1 first, then the range below b0..b1)
+        for i, own, column, starts, code, kind in plan:
+            if starts and reset:
+                b0, b1 = low[i], high[i]
+            else:
+                b0, b1 = los[i], his[i]
             if own == "none":
-                los[i], his[i] = base
+                los[i], his[i] = b0, b1
                 continue
             if own == "one":
-                mine: Interval = (1, 1)
+                a0 = a1 = 1
             elif own == "value" and values[column] is not None:
-                mine = (values[column], values[column])
-            elif own == "value" and kind != "env":
-                mine = IDENTITY[kind]  # sum, min and max skip a null, as their exact values do
+                a0 = a1 = values[column]
+            elif own == "value" and code != 3:
+                a0, a1 = IDENTITY[kind]  # sum, min and max skip a null, as their exact values do
             else:  # unknown: a null read as a plain value, first or last makes its comparisons unknown
-                mine = (-_INF, _INF)
-            los[i], his[i] = join_sequence(kind, mine, base)
+                a0, a1 = -_INF, _INF
+            if code == 0:
+                los[i], his[i] = a0 + b0, a1 + b1
+            elif code == 1:
+                los[i], his[i] = (b0 if b0 < a0 else a0), (b1 if b1 < a1 else a1)
+            elif code == 2:
+                los[i], his[i] = (b0 if b0 > a0 else a0), (b1 if b1 > a1 else a1)
+            else:
+                los[i], his[i] = (b0 if b0 < a0 else a0), (b1 if b1 > a1 else a1)
         return tuple(los), tuple(his)
 
     def cleared(self, seen: Summary, check: FilterCheck) -> Summary:

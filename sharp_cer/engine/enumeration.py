@@ -279,11 +279,11 @@ class Walk:
     def _possible(self, node: Node, state: Any) -> bool:
         _, seen, instances = state
         summary = node.summary
-        return all(
-            check.possible(seen, summary)
-            for check, instance in zip(self.checks, instances, strict=True)
-            if instance is not None
-        )
+        # asked at every branch a walk may enter: a loop, not a generator
+        for check, instance in zip(self.checks, instances, strict=False):
+            if instance is not None and not check.possible(seen, summary):
+                return False
+        return True
 
     def _advance(self, n: Node, state: Any) -> Any:
         """Take one output node into the path; None if a filter fails."""

@@ -186,6 +186,10 @@ class QueryGroupRunner:
         self.counting = compiled.windows[lone.id] if engine.count_only and lone is not None and lone.counted else None
         # counts taken by a partition's counter, and by a walk of the tECS
         self.counts_summed = self.counts_walked = 0
+        # whether sweeps evict partitions (``sweep``), and its heap entries' tie-breaker
+        window = self.group.window[0]
+        self.sweeps = self.largest != _INF and window in ("events", "time") and not self.consumes
+        self._sweep_tie = itertools.count()
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
@@ -544,6 +548,8 @@ class QueryGroupRunner:
         if not new and not ghosts:
             del live.partitions[key]
             live.evicted += 1
+        elif self.sweeps:
+            live.touched[key] = None  # its newest run may have changed: the next sweep looks
         det.hits += hits
         accepted: dict[int, list[Node]] = {}
         accepting: list[int] = []  # the final states reached (the counted query's)
@@ -659,12 +665,49 @@ class QueryGroupRunner:
         >>> engine.partitions(), engine.runners[0].sweep(3), engine.partitions()
         (4, None, 3)
         """
-        kind = self.group.window[0]
-        if self.largest == _INF or kind not in ("events", "time") or self.consumes:
+        if not self.sweeps:
             return
-        horizon = self.compiled.horizon(position, self.state.latest_time)
-        for key in [k for k, inst in self.state.partitions.items() if _all_older(inst, horizon)]:
-            self._drop(key)
+        state = self.state
+        horizon = self.compiled.horizon(position, state.latest_time)
+        partitions, heap, due = state.partitions, state.sweep_heap, state.sweep_due
+        if state.sweep_all:  # every partition, and a new heap
+            state.sweep_all = False
+            state.touched.clear()
+            heap.clear()
+            due.clear()
+            keys: Iterable[Any] = list(partitions)
+        else:
+            # a partition stepped since the last sweep may hold a newest run older than its
+            # entry in the heap says; the others' entries are at or below their newest runs' keys
+            keys, state.touched = state.touched, {}
+        for key in keys:
+            instance = partitions.get(key)
+            if instance is None:
+                continue
+            newest = _newest(instance)
+            if newest < horizon:
+                self._drop(key)
+                continue
+            entry = due.get(key)
+            if entry is None or entry[0] > newest:  # else its entry comes due no later than it must
+                tie = next(self._sweep_tie)
+                due[key] = (newest, tie)
+                heapq.heappush(heap, (newest, tie, key))
+        while heap and heap[0][0] < horizon:
+            _, tie, key = heapq.heappop(heap)
+            entry = due.get(key)
+            if entry is None or entry[1] != tie:
+                continue  # an entry replaced by a lower one (already taken)
+            instance = partitions.get(key)
+            newest = -_INF if instance is None else _newest(instance)
+            if newest < horizon:
+                del due[key]
+                if instance is not None:
+                    self._drop(key)
+            else:
+                tie = next(self._sweep_tie)
+                due[key] = (newest, tie)
+                heapq.heappush(heap, (newest, tie, key))
 
     # ------------------------------------------------------------ enumeration
     def _enumerate(
@@ -872,13 +915,13 @@ class QueryGroupRunner:
             # nor Match objects: each match's (start, positions, labels),
             # then its line from a template of its labels, unless two
             # matches share their events
-            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=True)) for bottom, marks in paths])
+            # (marks are pairs: zip's strict check, on every match, would cost more than the rest)
+            rows = cast(_Rows, [(bottom.pos, *zip(*marks, strict=False)) for bottom, marks in paths])
             if len(rows) > 1:
                 rows.sort(key=_START_EVENTS)
                 keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
             if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
-                tenant, line = engine._lines.get(query.name), projection.line
-                return [line(tenant, start, position, at, labels) for start, at, labels in rows]
+                return projection.lines(engine._lines.get(query.name), position, rows)
             make = projection.match
             matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
         else:
@@ -985,6 +1028,7 @@ class QueryGroupRunner:
             return 0
         partition.merged.pop(state, None)  # its cached union no longer fits the list
         partition.counter = None  # nor do the counter's runs
+        self.state.sweep_all = True  # nor may the sweep's key of its newest run
         if kept:
             ulist[:] = kept
         else:
@@ -1043,6 +1087,7 @@ def _remapped(
         if not active and not partition.ghosts:
             del state.partitions[key]
             state.evicted += 1
+    state.sweep_all = True  # runs went: the sweep's keys of newest runs may be off
     return state
 
 
@@ -1066,8 +1111,10 @@ def _widen(state: QueryGroupState, terms: int) -> None:
         todo.extend(child for child in (node.left, node.right) if child is not None)
 
 
-def _all_older(instance: Partition, horizon: float) -> bool:
-    return all(ulist[0].maxkey < horizon for ulist in instance.active.values())
+def _newest(instance: Partition) -> float:
+    """The window key of a partition's newest run (-inf: none); every run is
+    outside every window once the horizon passes it."""
+    return max([ulist[0].maxkey for ulist in instance.active.values()], default=-_INF)
 
 
 class Engine:

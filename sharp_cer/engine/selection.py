@@ -12,7 +12,7 @@ every condition: its start and its (position, label) marks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 
 from sharp_cer.events.match import Match, line_template
@@ -102,7 +102,7 @@ class Projection:
     ((1, 3, 4), {'A': (1,), 'x': (1,), 'B': (3, 4), 'y': (3, 4)})
     """
 
-    __slots__ = ("_templates", "every_event", "name", "plain", "select_none", "selected", "variables")
+    __slots__ = ("_count", "_templates", "every_event", "name", "plain", "select_none", "selected", "variables")
 
     def __init__(self, query: QueryPlan, variables: Sequence[tuple[str, ...]] | Mapping[int, tuple[str, ...]]) -> None:
         self.name = query.name
@@ -114,9 +114,10 @@ class Projection:
         self.variables = variables
         #: a match's output events are all its marked events (SELECT *)
         self.every_event = self.selected is None and not self.select_none
-        # output line templates per (tenant, labels of the marks): bounded,
-        # as a Kleene's labels can vary without end
-        self._templates: dict[tuple[str | None, tuple[int, ...]], str] = {}
+        # output line templates per tenant and labels of the marks: bounded (_TEMPLATES in
+        # all), as a Kleene's labels can vary without end
+        self._templates: dict[str | None, dict[tuple[int, ...], str]] = {}
+        self._count = 0
 
     def parts(self, marks: Sequence[tuple[int, int]]) -> tuple[list[int], dict[str, list[int]]]:
         """The output events of a candidate's marks and the positions each
@@ -151,16 +152,51 @@ class Projection:
         >>> line == projection.match(1, 4, ((1, 0), (3, 1), (4, 1))).to_json()
         True
         """
-        template = self._templates.get((tenant, labels))
+        template = self._templates.get(tenant, {}).get(labels)
         if template is None:
-            held: dict[str, list[int]] = {}
-            for k, label in enumerate(labels):
-                for var in self.variables[label]:
-                    held.setdefault(var, []).append(k)
-            if len(self._templates) >= _TEMPLATES:
-                self._templates.clear()
-            template = self._templates[(tenant, labels)] = line_template(self.name, tenant, len(labels), held)
+            template = self._template(tenant, labels)
         return template.format(start, end, *positions)
+
+    def lines(
+        self, tenant: str | None, end: int, rows: Iterable[tuple[int, Sequence[int], tuple[int, ...]]]
+    ) -> list[str]:
+        """``line`` of each (start, positions, labels) of ``rows``, in order:
+        a dense query puts out a line for nearly every event, so the loop is
+        here, with the tenant's templates looked up once.
+
+        >>> from sharp_cer.planner import compile_plan
+        >>> from sharp_cer.language import Schema, parse_and_check
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int }, EVENT B { k:int } }")
+        >>> plan = compile_plan([("q", parse_and_check("SELECT * WHERE A AS x ; B+ AS y WITHIN 9 EVENTS", s))])
+        >>> projection = Projection(plan.queries[0], [("A", "x"), ("B", "y")])
+        >>> rows = [(1, (1, 3, 4), (0, 1, 1)), (2, (2, 4), (0, 1))]
+        >>> projection.lines("t", 4, rows) == [projection.line("t", start, 4, at, labels) for start, at, labels in rows]
+        True
+        """
+        templates = self._templates.get(tenant)
+        if templates is None:
+            templates = {}
+        out = []
+        for start, positions, labels in rows:
+            template = templates.get(labels)
+            if template is None:
+                template = self._template(tenant, labels)
+                templates = self._templates[tenant]  # a new dict if the bound cleared them
+            out.append(template.format(start, end, *positions))
+        return out
+
+    def _template(self, tenant: str | None, labels: tuple[int, ...]) -> str:
+        """The line template of marks with ``labels`` (``line_template``), kept."""
+        held: dict[str, list[int]] = {}
+        for k, label in enumerate(labels):
+            for var in self.variables[label]:
+                held.setdefault(var, []).append(k)
+        if self._count >= _TEMPLATES:
+            self._templates.clear()
+            self._count = 0
+        template = self._templates.setdefault(tenant, {})[labels] = line_template(self.name, tenant, len(labels), held)
+        self._count += 1
+        return template
 
     def match(self, start: int, end: int, marks: Sequence[tuple[int, int]]) -> Match:
         """The match of the candidate ``(start, marks)`` ending at ``end``."""

@@ -80,13 +80,36 @@ class Partition:
 class QueryGroupState:
     """The live partitions and counters of one query group."""
 
-    __slots__ = ("evicted", "input_shed", "latest_time", "next_sweep", "partitions", "processed", "skipped")
+    __slots__ = (
+        "evicted",
+        "input_shed",
+        "latest_time",
+        "next_sweep",
+        "partitions",
+        "processed",
+        "skipped",
+        "sweep_all",
+        "sweep_due",
+        "sweep_heap",
+        "touched",
+    )
 
     def __init__(self) -> None:
         self.partitions: dict[Any, Partition] = {}
         self.evicted = 0  # partitions forgotten
         self.latest_time = -_INF  # the largest primary time seen, for sweeps
         self.next_sweep = SWEEP_EVERY  # the engine's event count at the next sweep
+        # what a sweep reads, so it looks at the partitions stepped since the last sweep and
+        # at those whose newest run may be out of every window, not at every partition (not in
+        # snapshots: a restored state sweeps all once): the keys stepped since the last sweep;
+        # per partition key, when to look at it again: a window key at or below its newest
+        # run's (and a tie-breaker naming its entry in the heap); the heap of those entries,
+        # (window key, tie-breaker, partition key); and whether the next sweep must look at
+        # every partition (a state made or changed other than by steps)
+        self.touched: dict[Any, None] = {}
+        self.sweep_due: dict[Any, tuple[float, int]] = {}
+        self.sweep_heap: list[tuple[float, int, Any]] = []
+        self.sweep_all = True
         self.processed = 0  # events stepped
         self.skipped = 0  # events seen but skipped (they could change nothing)
         self.input_shed = 0  # events the shedder kept from the query group
