@@ -44,7 +44,7 @@ from sharp_cer.planner.compile import change_plan
 from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
-from . import density
+from . import density, native
 from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
@@ -186,6 +186,8 @@ class QueryGroupRunner:
         self.counting = compiled.windows[lone.id] if engine.count_only and lone is not None and lone.counted else None
         # counts taken by a partition's counter, and by a walk of the tECS
         self.counts_summed = self.counts_walked = 0
+        # the compiled core, where it runs this query group exactly (``engine.native``; None: Python)
+        self.core = native.attach(self)
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
@@ -216,6 +218,8 @@ class QueryGroupRunner:
 
         Events that can change nothing are skipped in bulk (``_feed``).
         """
+        if self.core is not None and self.core.takes():
+            return (yield from self.core.steps(batch, atoms, out, units, floors, lockstep))
         n = len(batch)
         if n == 0:
             return 0
@@ -997,10 +1001,14 @@ class QueryGroupRunner:
     def live_nodes(self) -> int:
         """Nodes reachable from the live union-lists of every partition
         (see ``Engine.live_nodes``)."""
+        if self.core is not None and self.core.owns:
+            return self.core.live_nodes()
         return cut_old_branches(self._roots(), -_INF)  # a horizon below every key cuts nothing
 
     def oldest_position(self) -> float:
         """The oldest position a live run still holds (see ``Engine.oldest_position``)."""
+        if self.core is not None and self.core.owns:
+            return self.core.oldest_position()
         return oldest_position(self._roots())
 
     def _roots(self) -> list[Node]:
