@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..engine.native import available, engine_line
 from ..errors import SharpCerError, SurfaceError
 from ..events.match import Match
 from ..language import Schema, Workload, load_workload
@@ -478,6 +479,15 @@ def _sorted(found: list[Any], order: dict[str, int]) -> list[Any]:
     return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
 
+def engine_summary(engine: Any) -> str:
+    """Which engine ran the query groups: ``engine.native.engine_line``, with how many ran compiled."""
+    line = engine_line()
+    if not available():
+        return line
+    compiled = sum(r.core is not None for r in engine.runners)
+    return f"engine: compiled core (Cython C++) for {compiled} of {len(engine.runners)} query groups, pure Python for the rest"
+
+
 def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, judged: Any, left: int | None) -> _Outcome:
     """The engine's figures for the footer, the run summary and the ``--stats`` file."""
     stats = detector.stats()
@@ -486,7 +496,8 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         f"cost units per event: {stats['units_per_event']:.1f}; "
         f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
         f"events skipped in bulk: {stats['events_skipped']} of "
-        f"{stats['events_skipped'] + stats['events_processed']} (per query group)"
+        f"{stats['events_skipped'] + stats['events_processed']} (per query group); "
+        f"{engine_summary(detector.engine)}"
     )
     shedder = detector.shedder
     if shedder is not None:

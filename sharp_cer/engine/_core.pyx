@@ -33,6 +33,11 @@ cdef enum:
 cdef double INF = float("inf")
 
 
+cdef inline bint _within(double distance, double bound, bint inclusive):
+    """A window test (``QueryWindow.test``): NaN distances fail both ways."""
+    return distance <= bound if inclusive else distance < bound
+
+
 cdef struct CNode:
     int32_t kind
     int32_t left
@@ -112,6 +117,18 @@ cdef class Core:
     cdef vector[int64_t] o_lab
     cdef vector[int64_t] o_spent  # per processed event: row, update units
     cdef public object accepted_queries
+    # shared walks (SharedWalks): per query its class and whether it shares; per class the widest window
+    # and, at this event, the roots walked and the range of their paths in c_path/c_value
+    cdef vector[int32_t] wclass
+    cdef vector[int32_t] wpeer
+    cdef vector[double] wbound
+    cdef vector[int32_t] wincl
+    cdef vector[int64_t] cls_stamp
+    cdef vector[vector[int32_t]] cls_roots
+    cdef vector[int64_t] cls_first
+    cdef vector[int64_t] cls_count
+    cdef vector[int64_t] c_path
+    cdef vector[double] c_value
 
     def __init__(self, det, bits, list windows, bint by_position, double reach, double largest, bint sweeps,
                  int64_t cut_after, double allowed_lateness, dict query_index):
@@ -457,6 +474,8 @@ cdef class Core:
         part.local += 1
         # the new lists: nstates[k] -> nlists[k]; stamp finds a state's index
         self.clock += 1
+        self.c_path.clear()
+        self.c_value.clear()
         self.nstates.clear()
         nold = part.states.size()
         self.created_ids.clear()
@@ -611,35 +630,67 @@ cdef class Core:
         return False
 
     cdef int64_t _enumerate(self, int32_t q, int64_t row, int64_t position, double value) except -1:
-        """``_enumerate_plain`` with a depth-first ``Walk``: the query's rows into the output buffers; the steps."""
+        """``_enumerate_plain``: the query's rows into the output buffers; the steps booked. Queries of one
+        walk class (``CompiledQueryGroup.walk_class``) share one walk per event and final nodes, with the
+        class's widest window, as ``SharedWalks`` does; each keeps the paths its own window takes."""
         cdef vector[int32_t]* roots = &self.accepted[q]
         cdef double end = position if self.by_position else value
         cdef double bound = self.bounds[q]
         cdef bint incl = self.inclusive[q]
-        cdef bint always = bound == INF
         cdef size_t k
         cdef bint any_in
+        cdef int32_t c = self.wclass[q]
+        cdef int64_t first, count, j, steps = 0, candidates = 0
         self.accepted_queries.add(q)
-        if not always:
+        if bound != INF:
             any_in = False
             for k in range(roots.size()):
-                if (incl and end - self.nodes[roots[0][k]].maxkey <= bound) or (
-                        not incl and end - self.nodes[roots[0][k]].maxkey < bound):
+                if _within(end - self.nodes[roots[0][k]].maxkey, bound, incl):
                     any_in = True
                     break
             if not any_in:
                 return 0
+        if self.wpeer[q] and self.cls_stamp[c] == self.clock and self.cls_roots[c] == roots[0]:
+            first, count = self.cls_first[c], self.cls_count[c]  # replayed: nothing booked
+        else:
+            first = <int64_t>self.c_value.size()
+            if self.wpeer[q]:
+                steps = self._walk(roots, end, self.wbound[c], self.wincl[c], &candidates)
+                self.cls_stamp[c] = self.clock
+                self.cls_roots[c] = roots[0]
+                self.cls_first[c] = first
+                self.cls_count[c] = <int64_t>self.c_value.size() - first
+            else:
+                steps = self._walk(roots, end, bound, incl, &candidates)
+            count = <int64_t>self.c_value.size() - first
         cdef int64_t first_match = <int64_t>self.o_match.size() // 3
-        cdef int64_t visited = 0, candidates = 0
+        for j in range(first, first + count):
+            if bound == INF or _within(end - self.c_value[j], bound, incl):
+                self.o_match.push_back(self.c_path[3 * j])
+                self.o_match.push_back(self.c_path[3 * j + 1])
+                self.o_match.push_back(self.c_path[3 * j + 2])
+        self.o_rec.push_back(q)
+        self.o_rec.push_back(row)
+        self.o_rec.push_back(first_match)
+        self.o_rec.push_back(<int64_t>self.o_match.size() // 3 - first_match)
+        self.o_rec.push_back(steps)
+        self.o_rec.push_back(candidates)
+        return steps
+
+    cdef int64_t _walk(self, vector[int32_t]* roots, double end, double bound, bint incl,
+                       int64_t* candidates) except -1:
+        """``Walk.run`` depth first with one window test on keys and start values: every path into
+        ``c_path`` (start, first mark, marks; the marks in ``o_pos``/``o_lab``) and ``c_value``
+        (the start's window value); the nodes visited."""
+        cdef bint always = bound == INF
+        cdef int64_t visited = 0
         cdef int32_t n, right, depth
-        cdef int64_t i, k2
-        cdef int64_t kk
+        cdef int64_t i, kk
         self.pend_node.clear()
         self.pend_depth.clear()
         for kk in range(<int64_t>roots.size() - 1, -1, -1):
             n = roots[0][kk]
-            if always or (incl and end - self.nodes[n].maxkey <= bound) or (
-                    not incl and end - self.nodes[n].maxkey < bound):
+            if always or _within(end - self.nodes[n].maxkey, bound, incl):
                 self.pend_node.push_back(n)
                 self.pend_depth.push_back(0)
         while self.pend_node.size():
@@ -659,30 +710,48 @@ cdef class Core:
                     n = self.nodes[n].left
                 elif self.nodes[n].kind == UNION:
                     right = self.nodes[n].right
-                    if right >= 0 and (always or (incl and end - self.nodes[right].maxkey <= bound) or (
-                            not incl and end - self.nodes[right].maxkey < bound)):
+                    if right >= 0 and (always or _within(end - self.nodes[right].maxkey, bound, incl)):
                         self.pend_node.push_back(right)
                         self.pend_depth.push_back(depth)
                     n = self.nodes[n].left
                 else:
-                    if always or (incl and end - self.nodes[n].value <= bound) or (
-                            not incl and end - self.nodes[n].value < bound):
-                        candidates += 1
-                        self.o_match.push_back(self.nodes[n].pos)
-                        self.o_match.push_back(<int64_t>self.o_pos.size())
-                        self.o_match.push_back(depth)
+                    if always or _within(end - self.nodes[n].value, bound, incl):
+                        candidates[0] += 1
+                        self.c_path.push_back(self.nodes[n].pos)
+                        self.c_path.push_back(<int64_t>self.o_pos.size())
+                        self.c_path.push_back(depth)
+                        self.c_value.push_back(self.nodes[n].value)
                         # marks earliest first: the path was built from the end down
                         for i in range(depth - 1, -1, -1):
                             self.o_pos.push_back(self.path_pos[i])
                             self.o_lab.push_back(self.path_lab[i])
                     break
-        self.o_rec.push_back(q)
-        self.o_rec.push_back(row)
-        self.o_rec.push_back(first_match)
-        self.o_rec.push_back(<int64_t>self.o_match.size() // 3 - first_match)
-        self.o_rec.push_back(visited)
-        self.o_rec.push_back(candidates)
         return visited
+
+    def set_walks(self, list walks):
+        """Per query (walk class, whether it shares its walk, the class's widest bound, inclusive)."""
+        cdef int32_t flag
+        self.wclass.clear()
+        self.wpeer.clear()
+        self.wbound.clear()
+        self.wincl.clear()
+        cdef int32_t classes = 0
+        for cls, peer, bound, incl in walks:
+            self.wclass.push_back(cls)
+            flag = 1 if peer else 0
+            self.wpeer.push_back(flag)
+            if cls + 1 > classes:
+                classes = cls + 1
+        self.wbound.resize(classes)
+        self.wincl.resize(classes)
+        for cls, peer, bound, incl in walks:
+            self.wbound[cls] = bound
+            flag = 1 if incl else 0
+            self.wincl[cls] = flag
+        self.cls_stamp.assign(classes, -1)
+        self.cls_roots.resize(classes)
+        self.cls_first.assign(classes, 0)
+        self.cls_count.assign(classes, 0)
 
     def take(self):
         """The last ``run``'s output: (records, matches, positions, labels, spent) as int64 arrays;

@@ -292,6 +292,13 @@ class NativeGroup:
         core.latest_time, core.next_sweep = float(state.latest_time), state.next_sweep
         core.evicted = core.hits = core.late = core.transitions = core.created_total = 0
         core.accepted_queries = set()
+        core.set_walks(
+            [
+                (compiled.walk_class[q.id], compiled.walk_peers[q.id], compiled.widest[q.id].bound,
+                 compiled.widest[q.id].inclusive)
+                for q in compiled.queries
+            ]
+        )
         here = progress[live] if progress is not None else np.zeros(len(live))
         done = core.run(
             live.astype(np.int64),
