@@ -17,13 +17,13 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except Exception as error:  # noqa: BLE001 - any build failure leaves the pure-Python engine
+        except Exception as error:
             _warn(error)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             _warn(error)
 
 
@@ -51,7 +51,7 @@ def _extensions() -> list[Extension]:
     )
     try:
         return list(cythonize([extension], quiet=True))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         _warn(error)
         return []
 

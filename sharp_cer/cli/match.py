@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..engine.native import available, engine_line
 from ..errors import SharpCerError, SurfaceError
 from ..events.match import Match
 from ..language import Schema, Workload, load_workload
@@ -481,11 +480,14 @@ def _sorted(found: list[Any], order: dict[str, int]) -> list[Any]:
 
 def engine_summary(engine: Any) -> str:
     """Which engine ran the query groups: ``engine.native.engine_line``, with how many ran compiled."""
+    from ..engine.native import available, engine_line  # numpy loads after main() set its threads
+
     line = engine_line()
     if not available():
         return line
     compiled = sum(r.core is not None for r in engine.runners)
-    return f"engine: compiled core (Cython C++) for {compiled} of {len(engine.runners)} query groups, pure Python for the rest"
+    groups = len(engine.runners)
+    return f"engine: compiled core (Cython C++) for {compiled} of {groups} query groups, pure Python for the rest"
 
 
 def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, judged: Any, left: int | None) -> _Outcome:

@@ -4,11 +4,10 @@ in the order ``--help`` lists them."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 from types import ModuleType
+from typing import Any
 
 from sharp_cer import __version__
-from sharp_cer.engine.native import engine_line
 
 from . import check, demo, explain, match, run, stream
 
@@ -28,6 +27,8 @@ class _Version(argparse.Action):
     pure Python and why)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from sharp_cer.engine.native import engine_line  # numpy loads after main() set its threads
+
         print(f"sharp-cer {__version__}\n{engine_line()}")
         parser.exit()
 

@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 from collections.abc import Generator
 from typing import Any
@@ -294,8 +295,12 @@ class NativeGroup:
         core.accepted_queries = set()
         core.set_walks(
             [
-                (compiled.walk_class[q.id], compiled.walk_peers[q.id], compiled.widest[q.id].bound,
-                 compiled.widest[q.id].inclusive)
+                (
+                    compiled.walk_class[q.id],
+                    compiled.walk_peers[q.id],
+                    compiled.widest[q.id].bound,
+                    compiled.widest[q.id].inclusive,
+                )
                 for q in compiled.queries
             ]
         )
@@ -361,7 +366,8 @@ class NativeGroup:
         engine, compiled = runner.engine, runner.compiled
         queries, per_query = compiled.queries, engine.clock.per_query
         rows = matches.tolist()
-        positions = batch.positions
+        positions = batch.positions.tolist()
+        lines = engine._lines
         last = -1
         for q, row, first, count, steps, candidates in records.tolist():
             if row != last:
@@ -372,11 +378,20 @@ class NativeGroup:
                 last = row
             query = queries[q]
             cost = per_query[query.name]
+            projection = compiled.projections[query.id]
+            if lines is not None and projection.every_event and count <= EVENT_BLOCK and not engine.count_only:
+                # lines without Match objects, as ``_block`` makes them, unless two matches share their events
+                found = _lines(
+                    lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
+                )
+                if found is not None:
+                    runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+                    continue
             paths = (
                 (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
                 for start, k, m in rows[first : first + count]
             )
-            found = runner._plain(query, compiled.projections[query.id], paths, int(positions[row]), cost, out)
+            found = runner._plain(query, projection, paths, positions[row], cost, out)
             runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
         if len(out) >= FLUSH_AT and engine._emit is not None:
             engine.flush(out)
@@ -393,5 +408,25 @@ class NativeGroup:
         self.free = []
 
 
-#: as ``runtime.FLUSH_AT`` (not imported: runtime imports this module)
+#: as ``runtime.FLUSH_AT`` and ``EVENT_BLOCK`` (not imported: runtime imports this module)
 FLUSH_AT = 1024
+EVENT_BLOCK = 10_000
+
+
+def _lines(
+    tenant: str | None, projection: Any, end: int, rows: list[list[int]], at: list[int], labels: list[int]
+) -> list[str] | None:
+    """The output lines of one query's matches ending at ``end`` (``rows``: start, first mark, marks), in
+    end order; None where two share their start and events (``_block`` then picks by variables)."""
+    found = [(start, at[k : k + m], tuple(labels[k : k + m])) for start, k, m in rows]
+    if len(found) > 1:
+        found.sort(key=_START_EVENTS)
+        keys = [(start, events) for start, events, _ in found]
+        if any(a == b for a, b in itertools.pairwise(keys)):
+            return None
+    line = projection.line
+    return [line(tenant, start, end, events, labelled) for start, events, labelled in found]
+
+
+def _START_EVENTS(row: tuple[int, list[int], tuple[int, ...]]) -> tuple[int, list[int]]:
+    return row[0], row[1]
