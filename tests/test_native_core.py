@@ -2,7 +2,8 @@
 reference evaluator and the pure-Python engine: random queries of every
 operator it takes (sequence, ``:``, OR, Kleene, NOT, unary conditions,
 projections, partitions, windows by events, time and attribute) over random
-streams, in one batch and in several (the state crossing batches), with a
+streams, in one batch and in several (the state crossing batches), as
+matches and as output lines (``process_lines``), with a
 snapshot taken and restored in the middle (the state handed to Python's
 objects and back); exact equality with the reference, and identical output
 and figures with the pure engine. Query groups the core does not take
@@ -79,6 +80,17 @@ def _check(texts: list[str], rows: list[dict[str, Any]], size: int | None, snaps
     assert got == _run(slow, batch, size), "the compiled core and the Python engine differ"
     fast_stats, slow_stats = fast.stats(), slow.stats()
     assert {k: fast_stats[k] for k in FIGURES} == {k: slow_stats[k] for k in FIGURES}
+    if len(named) == 1 and not snapshot_at:  # lines without Match objects (Engine.process_lines)
+        tenants = {"q0": "acme"}
+        lines = Engine(plan, allowed_lateness=4).process_lines(batch, tenants)
+        assert lines == _pure(Engine(plan, allowed_lateness=4)).process_lines(batch, tenants)
+        assert lines == [m.to_json() for m in (dataclasses.replace(m, tenant="acme") for m in got)]
+    if len(plan.groups) > 1 and not snapshot_at:  # groups in lockstep: matches out as they come (emit)
+        emitted: list[Any] = []
+        reference: list[Any] = []
+        assert Engine(plan, allowed_lateness=4).process(batch, emit=emitted.extend) == []
+        _pure(Engine(plan, allowed_lateness=4)).process(batch, emit=reference.extend)
+        assert emitted == reference
     expected = evaluate(named, batch)
     for name, _ in named:
         want = sorted(m.key() for m in expected.per_query[name])
