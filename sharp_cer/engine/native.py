@@ -259,10 +259,12 @@ class NativeGroup:
         units: list[int],
         floors: list[int],
         lockstep: bool = False,
+        limits: tuple[int, int] = (1024, 10_000),
     ) -> Generator[int, None, int]:
         """``QueryGroupRunner.steps`` on the core: the whole batch at once,
         then its matches in order (in ``lockstep``, stopping before each
-        event with matches)."""
+        event with matches); ``limits`` are runtime's FLUSH_AT and
+        EVENT_BLOCK."""
         n = len(batch)
         if n == 0:
             return 0
@@ -348,7 +350,8 @@ class NativeGroup:
                 np.add.at(add, records[:, 1], records[:, 4])
             units[:] = (np.asarray(units, dtype=np.int64) + add).tolist()
         if len(records):
-            yield from self._put(batch, records, matches, marks_at.tolist(), marks_label.tolist(), out, lockstep)
+            at, labels = marks_at.tolist(), marks_label.tolist()
+            yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
 
     def _put(
@@ -360,6 +363,7 @@ class NativeGroup:
         labels: list[int],
         out: list[Any],
         lockstep: bool,
+        limits: tuple[int, int],
     ) -> Generator[int, None, None]:
         """The batch's matches, event by event, as the Python path puts them out (``_plain``, ``_out``)."""
         runner = self.runner
@@ -368,10 +372,11 @@ class NativeGroup:
         rows = matches.tolist()
         positions = batch.positions.tolist()
         lines = engine._lines
+        flush_at, event_block = limits
         last = -1
         for q, row, first, count, steps, candidates in records.tolist():
             if row != last:
-                if last >= 0 and len(out) >= FLUSH_AT and engine._emit is not None:
+                if last >= 0 and len(out) >= flush_at and engine._emit is not None:
                     engine.flush(out)
                 if lockstep:
                     yield row
@@ -379,7 +384,7 @@ class NativeGroup:
             query = queries[q]
             cost = per_query[query.name]
             projection = compiled.projections[query.id]
-            if lines is not None and projection.every_event and count <= EVENT_BLOCK and not engine.count_only:
+            if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
                 found = _lines(
                     lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
@@ -393,7 +398,7 @@ class NativeGroup:
             )
             found = runner._plain(query, projection, paths, positions[row], cost, out)
             runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
-        if len(out) >= FLUSH_AT and engine._emit is not None:
+        if len(out) >= flush_at and engine._emit is not None:
             engine.flush(out)
 
     def _forget_slots(self) -> None:
@@ -406,11 +411,6 @@ class NativeGroup:
         self.core.remap_slots([(slot, k) for k, (_, slot) in enumerate(kept)])
         self.slots = {key: k for k, (key, _) in enumerate(kept)}
         self.free = []
-
-
-#: as ``runtime.FLUSH_AT`` and ``EVENT_BLOCK`` (not imported: runtime imports this module)
-FLUSH_AT = 1024
-EVENT_BLOCK = 10_000
 
 
 def _lines(

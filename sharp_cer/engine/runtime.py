@@ -219,7 +219,8 @@ class QueryGroupRunner:
         Events that can change nothing are skipped in bulk (``_feed``).
         """
         if self.core is not None and self.core.takes():
-            return (yield from self.core.steps(batch, atoms, out, units, floors, lockstep))
+            limits = (FLUSH_AT, EVENT_BLOCK)  # read here: tests change them
+            return (yield from self.core.steps(batch, atoms, out, units, floors, lockstep, limits))
         n = len(batch)
         if n == 0:
             return 0
