@@ -478,6 +478,18 @@ def _sorted(found: list[Any], order: dict[str, int]) -> list[Any]:
     return sorted(found, key=lambda m: (m.end, order[m.query], m.start, m.events))
 
 
+def engine_summary(engine: Any) -> str:
+    """Which engine ran the query groups: ``engine.native.engine_line``, with how many ran compiled."""
+    from ..engine.native import available, engine_line  # numpy loads after main() set its threads
+
+    line = engine_line()
+    if not available():
+        return line
+    compiled = sum(r.core is not None for r in engine.runners)
+    groups = len(engine.runners)
+    return f"engine: compiled core (Cython C++) for {compiled} of {groups} query groups, pure Python for the rest"
+
+
 def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, judged: Any, left: int | None) -> _Outcome:
     """The engine's figures for the footer, the run summary and the ``--stats`` file."""
     stats = detector.stats()
@@ -486,7 +498,8 @@ def _engine_outcome(options: MatchOptions, shed: ShedOptions, detector: Any, jud
         f"cost units per event: {stats['units_per_event']:.1f}; "
         f"determinization cache hit rate: {stats['cache_hit_rate']:.1%}; "
         f"events skipped in bulk: {stats['events_skipped']} of "
-        f"{stats['events_skipped'] + stats['events_processed']} (per query group)"
+        f"{stats['events_skipped'] + stats['events_processed']} (per query group); "
+        f"{engine_summary(detector.engine)}"
     )
     shedder = detector.shedder
     if shedder is not None:

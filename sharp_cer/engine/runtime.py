@@ -44,7 +44,7 @@ from sharp_cer.planner.compile import change_plan
 from sharp_cer.planner.plan import Plan, QueryPlan
 from sharp_cer.planner.sharing import prefix_states
 
-from . import density
+from . import density, native
 from .absence import TrailingAbsences
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
@@ -190,6 +190,8 @@ class QueryGroupRunner:
         window = self.group.window[0]
         self.sweeps = self.largest != _INF and window in ("events", "time") and not self.consumes
         self._sweep_tie = itertools.count()
+        # the compiled core, where it runs this query group exactly (``engine.native``; None: Python)
+        self.core = native.attach(self)
 
     # ------------------------------------------------------------ per batch
     def run(self, batch: EventBatch, atoms: AtomColumns, out: list[Match], units: list[int], floors: list[int]) -> int:
@@ -220,6 +222,9 @@ class QueryGroupRunner:
 
         Events that can change nothing are skipped in bulk (``_feed``).
         """
+        if self.core is not None and self.core.takes():
+            limits = (FLUSH_AT, EVENT_BLOCK)  # read here: tests change them
+            return (yield from self.core.steps(batch, atoms, out, units, floors, lockstep, limits))
         n = len(batch)
         if n == 0:
             return 0
@@ -1041,10 +1046,14 @@ class QueryGroupRunner:
     def live_nodes(self) -> int:
         """Nodes reachable from the live union-lists of every partition
         (see ``Engine.live_nodes``)."""
+        if self.core is not None and self.core.owns:
+            return self.core.live_nodes()
         return cut_old_branches(self._roots(), -_INF)  # a horizon below every key cuts nothing
 
     def oldest_position(self) -> float:
         """The oldest position a live run still holds (see ``Engine.oldest_position``)."""
+        if self.core is not None and self.core.owns:
+            return self.core.oldest_position()
         return oldest_position(self._roots())
 
     def _roots(self) -> list[Node]:

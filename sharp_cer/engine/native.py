@@ -1,0 +1,434 @@
+"""Which engine runs a query group: the compiled core (``engine._core``,
+Cython in C++ mode) where it is exact, the Python ``QueryGroupRunner`` path
+everywhere else.
+
+The core runs CORE's Algorithm 1 over a whole batch (steps, union-lists,
+depth-first enumeration with each query's window) for a query group with no
+cross-event condition, no CONSUME BY, STRICT or trailing ABSENT, whose
+queries all take every match (strategy ALL, no LIMIT), in an engine without
+shedder, latency or queue observers, debug checks, counting or a custom
+enumeration order; per batch also without a quota, a query that joined
+while the stream ran (``Engine.update``'s floors) or a dropped one. Every
+other group, or batch, runs on the Python path, unchanged.
+
+The core holds its group's partitions in its own arena. Whoever reads
+``runner.state.partitions`` (snapshots, ``Engine.update``, shedders, the
+Python path) gets them as ``Partition`` objects with ``tecs.Node`` graphs;
+from then on the Python objects are the state, and the core loads them back
+at its next batch. ``SHARP_CER_PURE=1`` turns the core off.
+
+>>> engine_line().startswith("engine: ")
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from sharp_cer.events.batch import EventBatch
+
+from . import density
+from .cost import QueryCost
+from .feed import keyed, partition_keys, visible, window_column, window_values
+from .state import SWEEP_EVERY, Partition, QueryGroupState
+from .symbols import AtomColumns
+from .tecs import Node
+
+#: a ``runtime.QueryGroupRunner`` (runtime imports this module, so not named here)
+QueryGroupRunner = Any
+
+_INF = float("inf")
+#: the environment variable that forces the pure-Python engine
+PURE = "SHARP_CER_PURE"
+
+
+def _load() -> tuple[Any, str]:
+    """The compiled module (None: not available) and why not."""
+    if os.environ.get(PURE, "") not in ("", "0"):
+        return None, f"{PURE}={os.environ[PURE]}"
+    try:
+        return importlib.import_module("sharp_cer.engine._core"), ""
+    except ImportError as error:
+        return None, f"no compiled core: {error}"
+
+
+_CORE, _WHY = _load()
+
+
+def available() -> bool:
+    """Whether the compiled core is built and not turned off."""
+    return _CORE is not None
+
+
+def engine_line() -> str:
+    """One line saying which engine runs (``sharp-cer --version``, ``match``'s summary)."""
+    if _CORE is not None:
+        return "engine: compiled core (Cython C++) where a query group allows it, pure Python elsewhere"
+    return f"engine: pure Python ({_WHY})"
+
+
+def ineligible(runner: QueryGroupRunner) -> str | None:
+    """Why the core cannot run ``runner``'s query group in this engine (None: it can)."""
+    compiled, engine = runner.compiled, runner.engine
+    if compiled.summaries is not None or any(compiled.checks.values()):
+        return "cross-event conditions"
+    if compiled.consumes:
+        return "CONSUME BY"
+    if compiled.every_event:
+        return "STRICT"
+    if not all(compiled.projections[q.id].plain for q in compiled.queries):
+        return "a strategy, LIMIT or STRICT"
+    if any(q.trailing is not None for q in compiled.queries):
+        return "a trailing ABSENT"
+    if compiled.group.window[0] not in ("events", "time", "attribute"):
+        return f"a window by {compiled.group.window[0]}"
+    if engine.shedder is not None:
+        return "a shedder"
+    if engine.debug or engine.count_only or engine.order is not None:
+        return "debug, count_only or an enumeration order"
+    if engine.observers.latency is not None or engine.observers.queue is not None:
+        return "latency or queue observers"
+    return None
+
+
+def attach(runner: QueryGroupRunner) -> NativeGroup | None:
+    """The core for ``runner``'s query group, if it is built and eligible."""
+    if _CORE is None or ineligible(runner) is not None:
+        return None
+    return NativeGroup(runner)
+
+
+class NativeGroupState(QueryGroupState):
+    """A query group's state whose partitions the core holds until someone reads them."""
+
+    __slots__ = ("native",)
+
+    def __init__(self) -> None:
+        self.native: NativeGroup | None = None
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def partitions(self) -> dict[Any, Partition]:
+        """The partitions as Python objects (taken from the core, which lets go of them)."""
+        native = self.native
+        if native is not None:
+            self.native = None
+            _SLOT.__set__(self, native.export())
+            # the Python sweep's heap and touched keys did not follow the core's steps
+            self.sweep_all = True
+        found: dict[Any, Partition] = _SLOT.__get__(self)
+        return found
+
+    @partitions.setter
+    def partitions(self, value: dict[Any, Partition]) -> None:
+        self.native = None
+        _SLOT.__set__(self, value)
+
+
+_SLOT: Any = QueryGroupState.__dict__["partitions"]
+_COUNTERS = ("evicted", "input_shed", "latest_time", "next_sweep", "processed", "skipped")
+
+
+class _Booked:
+    """What ``QueryGroupRunner._out`` reads of a walk."""
+
+    __slots__ = ("candidates", "domain_errors", "steps", "truncated")
+
+    def __init__(self, steps: int, candidates: int) -> None:
+        self.steps, self.candidates, self.truncated, self.domain_errors = steps, candidates, False, 0
+
+
+class _Start:
+    """A match's start, as the Python path's bottom node shows it (``pos``)."""
+
+    __slots__ = ("pos",)
+
+    def __init__(self, pos: int) -> None:
+        self.pos = pos
+
+
+class NativeGroup:
+    """The compiled core of one query group and its partition keys' slots."""
+
+    def __init__(self, runner: QueryGroupRunner) -> None:
+        self.runner = runner
+        compiled = runner.compiled
+        kind = compiled.group.window[0]
+        windows = [(compiled.windows[q.id].bound, compiled.windows[q.id].inclusive) for q in compiled.queries]
+        self.core = _CORE.Core(
+            compiled.det,
+            compiled.symbols.bits,
+            windows,
+            compiled.by_position,
+            float(compiled.reach),
+            float(compiled.largest),
+            compiled.largest != _INF and kind in ("events", "time"),
+            runner.engine.cut_after,
+            float(runner.engine.allowed_lateness),
+            {q.id: k for k, q in enumerate(compiled.queries)},
+        )
+        self.slots: dict[Any, int] = {}
+        self.free: list[int] = []
+
+    @property
+    def owns(self) -> bool:
+        """Whether the core holds the group's partitions now."""
+        state = self.runner.state
+        return isinstance(state, NativeGroupState) and state.native is self
+
+    def takes(self) -> bool:
+        """Whether the core runs the next batch (else the Python path does)."""
+        runner, engine = self.runner, self.runner.engine
+        return (
+            engine._quota is None
+            and not runner.compiled.floors
+            and not runner.dropped
+            and runner.shedder is None
+            and engine.observers.latency is None
+            and engine.observers.queue is None
+        )
+
+    # ------------------------------------------------------------ state
+    def _adopt(self) -> QueryGroupState:
+        """The runner's state, held by the core (loaded from Python's objects if it was not)."""
+        state = self.runner.state
+        if isinstance(state, NativeGroupState) and state.native is self:
+            return state
+        partitions = state.partitions
+        mine = NativeGroupState()
+        for name in _COUNTERS:
+            setattr(mine, name, getattr(state, name))
+        self.slots = {key: k for k, key in enumerate(partitions)}
+        self.free = []
+        self.core.load(
+            [
+                (
+                    k,
+                    float(p.running_max),
+                    p.local,
+                    p.created,
+                    p.reachable,
+                    list(p.active.items()),
+                    list(p.merged.items()),
+                )
+                for k, p in enumerate(partitions.values())
+            ]
+        )
+        mine.native = self
+        self.runner.state = mine
+        return mine
+
+    def export(self) -> dict[Any, Partition]:
+        """The core's partitions as Python objects."""
+        keys = {slot: key for key, slot in self.slots.items()}
+        found: dict[Any, Partition] = {}
+        for slot, running_max, local, created, reachable, active, merged in self.core.export(Node):
+            partition = Partition()
+            partition.running_max = running_max
+            partition.local = local
+            partition.created = created
+            partition.reachable = reachable
+            partition.active = dict(active)
+            partition.merged = dict(merged)
+            found[keys[slot]] = partition
+        return found
+
+    def live_nodes(self) -> int:
+        """``QueryGroupRunner.live_nodes`` on the core's arena."""
+        return int(self.core.reachable()[0])
+
+    def oldest_position(self) -> float:
+        """``QueryGroupRunner.oldest_position`` on the core's arena."""
+        low = float(self.core.reachable()[1])
+        return int(low) if low != _INF else low
+
+    def arena_size(self) -> int:
+        """Nodes in the core's arena (live and not compacted yet)."""
+        return int(self.core.arena_size())
+
+    # ------------------------------------------------------------ per batch
+    def steps(
+        self,
+        batch: EventBatch,
+        atoms: AtomColumns,
+        out: list[Any],
+        units: list[int],
+        floors: list[int],
+        lockstep: bool = False,
+        limits: tuple[int, int] = (1024, 10_000),
+    ) -> Generator[int, None, int]:
+        """``QueryGroupRunner.steps`` on the core: the whole batch at once,
+        then its matches in order (in ``lockstep``, stopping before each
+        event with matches); ``limits`` are runtime's FLUSH_AT and
+        EVENT_BLOCK."""
+        n = len(batch)
+        if n == 0:
+            return 0
+        runner, core = self.runner, self.core
+        engine, compiled, group = runner.engine, runner.compiled, runner.group
+        state = self._adopt()
+        symbols = runner.symbols.encode(atoms, visible(group, batch) & keyed(group, batch))
+        times = batch.times() if group.window[0] == "time" else None
+        measure = window_column(group, batch, times)
+        progress: np.ndarray | None = None
+        if times is not None:
+            seen = np.where(times.valid & (symbols >= 0), times.values.astype(np.float64), -_INF)
+            progress = np.maximum.accumulate(seen)
+        sees = int(np.count_nonzero(symbols >= 0))
+        relevant = False
+        if measure is not None and n >= density.SMALLEST_BATCH:
+            if compiled.density is not None:
+                runner._drop_far(batch, symbols, measure)
+            if compiled.relevance is not None:
+                relevant = runner._drop_idle(batch, symbols, measure)
+        live = (symbols >= 0).nonzero()[0]
+        keys = partition_keys(group, batch, live)
+        slots = _CORE.assign_slots(keys, self.slots, self.free)
+        values = np.asarray(window_values(measure, n, live), dtype=np.float64)
+        positions = batch.positions[live].astype(np.int64)
+        track = runner.index is not None and not relevant
+        runner.tracking = None
+        core.latest_time, core.next_sweep = float(state.latest_time), state.next_sweep
+        core.evicted = core.hits = core.late = core.transitions = core.created_total = 0
+        core.accepted_queries = set()
+        core.set_walks(
+            [
+                (
+                    compiled.walk_class[q.id],
+                    compiled.walk_peers[q.id],
+                    compiled.widest[q.id].bound,
+                    compiled.widest[q.id].inclusive,
+                )
+                for q in compiled.queries
+            ]
+        )
+        here = progress[live] if progress is not None else np.zeros(len(live))
+        done = core.run(
+            live.astype(np.int64),
+            symbols[live].astype(np.int32),
+            slots,
+            values,
+            positions,
+            np.ascontiguousarray(here, dtype=np.float64),
+            times is not None,
+            track,
+            engine.clock.events,
+        )
+        records, matches, marks_at, marks_label, spent = core.take()
+        # the batch's end (QueryGroupRunner._end_batch)
+        if progress is not None:
+            core.latest_time = max(core.latest_time, float(progress[-1]))
+        if engine.clock.events + n >= core.next_sweep:
+            core.sweep(int(batch.positions[-1]), track)
+            core.next_sweep = (engine.clock.events + n) // SWEEP_EVERY * SWEEP_EVERY + SWEEP_EVERY
+        latest = core.latest_time
+        state.latest_time = latest if latest != -_INF else state.latest_time
+        state.next_sweep = core.next_sweep
+        state.evicted += core.evicted
+        state.processed += done
+        state.skipped += sees - done
+        runner.det.hits += core.hits
+        engine.late_window_values += core.late
+        engine.clock.transitions += core.transitions
+        engine.clock.nodes_created += core.created_total
+        for q in sorted(core.accepted_queries):
+            name = compiled.queries[q].name
+            if name not in engine.clock.per_query:
+                engine.clock.per_query[name] = QueryCost()
+        self._forget_slots()
+        # each event's units: its update units, and its enumeration steps
+        update = int(spent[:, 1].sum()) if len(spent) else 0
+        if len(spent):
+            add = np.zeros(n, dtype=np.int64)
+            np.add.at(add, spent[:, 0], spent[:, 1])
+            floors[:] = (np.asarray(floors, dtype=np.int64) + add).tolist()
+            if len(records):
+                np.add.at(add, records[:, 1], records[:, 4])
+            units[:] = (np.asarray(units, dtype=np.int64) + add).tolist()
+        if len(records):
+            at, labels = marks_at.tolist(), marks_label.tolist()
+            yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
+        return update
+
+    def _put(
+        self,
+        batch: EventBatch,
+        records: np.ndarray,
+        matches: np.ndarray,
+        at: list[int],
+        labels: list[int],
+        out: list[Any],
+        lockstep: bool,
+        limits: tuple[int, int],
+    ) -> Generator[int, None, None]:
+        """The batch's matches, event by event, as the Python path puts them out (``_plain``, ``_out``)."""
+        runner = self.runner
+        engine, compiled = runner.engine, runner.compiled
+        queries, per_query = compiled.queries, engine.clock.per_query
+        rows = matches.tolist()
+        positions = batch.positions.tolist()
+        lines = engine._lines
+        flush_at, event_block = limits
+        last = -1
+        for q, row, first, count, steps, candidates in records.tolist():
+            if row != last:
+                if last >= 0 and len(out) >= flush_at and engine._emit is not None:
+                    engine.flush(out)
+                if lockstep:
+                    yield row
+                last = row
+            query = queries[q]
+            cost = per_query[query.name]
+            projection = compiled.projections[query.id]
+            if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
+                # lines without Match objects, as ``_block`` makes them, unless two matches share their events
+                found = _lines(
+                    lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
+                )
+                if found is not None:
+                    runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+                    continue
+            paths = (
+                (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
+                for start, k, m in rows[first : first + count]
+            )
+            found = runner._plain(query, projection, paths, positions[row], cost, out)
+            runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+        if len(out) >= flush_at and engine._emit is not None:
+            engine.flush(out)
+
+    def _forget_slots(self) -> None:
+        """Give back the slots of partitions gone, once they are many."""
+        alive = self.core.alive_slots()
+        if len(self.slots) <= 2 * len(alive) + 64:
+            return
+        keep = set(alive)
+        kept = [(key, slot) for key, slot in self.slots.items() if slot in keep]
+        self.core.remap_slots([(slot, k) for k, (_, slot) in enumerate(kept)])
+        self.slots = {key: k for k, (key, _) in enumerate(kept)}
+        self.free = []
+
+
+def _lines(
+    tenant: str | None, projection: Any, end: int, rows: list[list[int]], at: list[int], labels: list[int]
+) -> list[str] | None:
+    """The output lines of one query's matches ending at ``end`` (``rows``: start, first mark, marks), in
+    end order; None where two share their start and events (``_block`` then picks by variables)."""
+    found = [(start, at[k : k + m], tuple(labels[k : k + m])) for start, k, m in rows]
+    if len(found) > 1:
+        found.sort(key=_START_EVENTS)
+        keys = [(start, events) for start, events, _ in found]
+        if any(a == b for a, b in itertools.pairwise(keys)):
+            return None
+    line = projection.line
+    return [line(tenant, start, end, events, labelled) for start, events, labelled in found]
+
+
+def _START_EVENTS(row: tuple[int, list[int], tuple[int, ...]]) -> tuple[int, list[int]]:
+    return row[0], row[1]

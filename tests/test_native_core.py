@@ -1,0 +1,168 @@
+"""The compiled core (``engine.native``, ``engine._core``) against the
+reference evaluator and the pure-Python engine: random queries of every
+operator it takes (sequence, ``:``, OR, Kleene, NOT, unary conditions,
+projections, partitions, windows by events, time and attribute) over random
+streams, in one batch and in several (the state crossing batches), as
+matches and as output lines (``process_lines``), with a
+snapshot taken and restored in the middle (the state handed to Python's
+objects and back); exact equality with the reference, and identical output
+and figures with the pure engine. Query groups the core does not take
+(cross-event conditions, strategies, LIMIT, CONSUME BY, a shedder, debug)
+run on the Python path with the same matches. The arena's live nodes stay
+bounded as the stream grows (memory follows the window, not the stream).
+The engine line of ``sharp-cer --version`` says which engine runs; with
+``SHARP_CER_PURE=1`` it is the Python one."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sharp_cer.engine import Engine, native
+from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
+from sharp_cer.reference import evaluate
+from tests.engine_cases import SCHEMA, full_queries, queries, streams, to_batch
+
+compiled_only = pytest.mark.skipif(not native.available(), reason="the compiled core is not built (or SHARP_CER_PURE)")
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+#: the figures both engines must agree on
+FIGURES = (
+    "events",
+    "transitions",
+    "nodes_created",
+    "enumeration_steps",
+    "cache_hits",
+    "cache_misses",
+    "live_nodes",
+    "partitions",
+    "partitions_evicted",
+    "matches",
+    "events_processed",
+    "events_skipped",
+    "late_window_values",
+)
+
+
+def _pure(engine: Engine) -> Engine:
+    """The engine with every query group on the Python path (as SHARP_CER_PURE=1 makes it)."""
+    for runner in engine.runners:
+        runner.core = None
+    return engine
+
+
+def _run(engine: Engine, batch: Any, size: int | None, snapshot_at: int | None = None) -> list[Any]:
+    found: list[Any] = []
+    if not size or not len(batch):
+        return engine.process(batch)
+    for lo in range(0, len(batch), size):
+        found.extend(engine.process(batch.take(list(range(lo, min(lo + size, len(batch)))))))
+        if snapshot_at is not None and lo // size == snapshot_at:
+            engine.restore(pickle.loads(pickle.dumps(engine.snapshot())))
+    return found
+
+
+def _check(texts: list[str], rows: list[dict[str, Any]], size: int | None, snapshot_at: int | None = None) -> None:
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    batch = to_batch(rows)
+    plan = compile_plan(named)
+    fast = Engine(plan, allowed_lateness=4)
+    slow = _pure(Engine(plan, allowed_lateness=4))
+    got = _run(fast, batch, size, snapshot_at)
+    assert got == _run(slow, batch, size), "the compiled core and the Python engine differ"
+    fast_stats, slow_stats = fast.stats(), slow.stats()
+    assert {k: fast_stats[k] for k in FIGURES} == {k: slow_stats[k] for k in FIGURES}
+    if len(named) == 1 and not snapshot_at:  # lines without Match objects (Engine.process_lines)
+        tenants = {"q0": "acme"}
+        lines = Engine(plan, allowed_lateness=4).process_lines(batch, tenants)
+        assert lines == _pure(Engine(plan, allowed_lateness=4)).process_lines(batch, tenants)
+        assert lines == [m.to_json() for m in (dataclasses.replace(m, tenant="acme") for m in got)]
+    if len(plan.groups) > 1 and not snapshot_at:  # groups in lockstep: matches out as they come (emit)
+        emitted: list[Any] = []
+        reference: list[Any] = []
+        assert Engine(plan, allowed_lateness=4).process(batch, emit=emitted.extend) == []
+        _pure(Engine(plan, allowed_lateness=4)).process(batch, emit=reference.extend)
+        assert emitted == reference
+    expected = evaluate(named, batch)
+    for name, _ in named:
+        want = sorted(m.key() for m in expected.per_query[name])
+        assert sorted(m.key() for m in got if m.query == name) == want, f"{name}: {dict(named)[name].source.text}"
+
+
+@compiled_only
+@settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(negation=True), min_size=1, max_size=3), streams(), st.sampled_from([None, 1, 3]))
+def test_compiled_core_equals_reference_and_python(texts: list[str], rows: list[dict[str, Any]], size: Any) -> None:
+    _check(texts, rows, size)
+
+
+@compiled_only
+@settings(max_examples=40, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(negation=True), min_size=1, max_size=2), streams(max_size=12))
+def test_a_snapshot_hands_the_state_to_python_and_back(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    _check(texts, rows, 3, snapshot_at=1)
+
+
+@compiled_only
+@settings(max_examples=40, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(full_queries(), min_size=1, max_size=2), streams(max_size=8))
+def test_groups_the_core_does_not_take_run_on_python(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    _check(texts, rows, None)
+
+
+@compiled_only
+def test_eligibility_names_what_runs_where() -> None:
+    def runner(text: str, **options: Any) -> Any:
+        return Engine(compile_plan([("q", parse_and_check(text, SCHEMA))]), **options).runners[0]
+
+    plain = "SELECT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 5 EVENTS"
+    assert runner(plain).core is not None
+    assert native.ineligible(runner(plain)) is None
+    assert native.ineligible(runner(plain, debug=True)) == "debug, count_only or an enumeration order"
+    assert runner("SELECT MAX * WHERE A ; B WITHIN 5 EVENTS").core is None
+    assert runner("SELECT * WHERE A ; B WITHIN 5 EVENTS LIMIT 1").core is None
+    conditioned = "SELECT * WHERE (A AS a ; B AS b) FILTER a.x < b.x WITHIN 5 EVENTS"
+    assert native.ineligible(runner(conditioned)) == "cross-event conditions"
+
+
+@compiled_only
+def test_memory_follows_the_window_not_the_stream() -> None:
+    plan = compile_plan([("q", parse_and_check("SELECT * WHERE A ; B ; C PARTITION BY [k] WITHIN 20 EVENTS", SCHEMA))])
+    engine = Engine(plan)
+    rows = [{"type": "ABC"[i % 3], "x": i % 4, "k": i % 2, "t": i} for i in range(600)]
+    batch = to_batch(rows)
+    live, arena = [], []
+    for k in range(30):  # 18,000 events, positions going on
+        engine.process(dataclasses.replace(batch, positions=batch.positions + k * len(batch)))
+        core = engine.runners[0].core
+        assert core is not None and core.owns
+        live.append(engine.live_nodes())
+        arena.append(core.arena_size())
+    # live nodes grow until the next cut of out-of-window branches, then fall: a sawtooth whose top
+    # does not rise with the stream
+    assert max(live[15:]) <= max(live[:15]) < 1000
+    assert max(arena) <= 4 * max(live) + (1 << 16)  # garbage is compacted away
+
+
+def _engine_line(env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "sharp_cer.cli", "--version"], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout.splitlines()[1]
+
+
+def test_the_version_says_which_engine_runs() -> None:
+    env = {k: v for k, v in os.environ.items() if k != native.PURE}
+    pure = _engine_line({**env, native.PURE: "1"})
+    assert pure == "engine: pure Python (SHARP_CER_PURE=1)"
+    assert _engine_line(env) == native.engine_line()
+    if native.available():
+        assert native.engine_line().startswith("engine: compiled core (Cython C++)")
