@@ -166,3 +166,28 @@ def test_the_version_says_which_engine_runs() -> None:
     assert _engine_line(env) == native.engine_line()
     if native.available():
         assert native.engine_line().startswith("engine: compiled core (Cython C++)")
+
+
+@compiled_only
+def test_batches_switching_between_the_core_and_python_sweep_the_same_partitions() -> None:
+    # A batch with a quota runs on the Python path, the others in the core: the state crosses
+    # both ways, and the Python sweep (every 1,024 events) must still see the partitions the
+    # core made, as an engine on the Python path throughout does.
+    import random
+
+    rng = random.Random(3)
+    rows = [{"type": rng.choice("AB"), "x": 0, "k": rng.randrange(600), "j": 0, "t": i} for i in range(5_000)]
+    batch = to_batch(rows)
+    plan = compile_plan(
+        [("q", parse_and_check("SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 40 EVENTS", SCHEMA))]
+    )
+    engines = Engine(plan), _pure(Engine(plan))
+    found: list[list[Any]] = [[], []]
+    for k, lo in enumerate(range(0, len(batch), 700)):
+        part = batch.take(list(range(lo, min(lo + 700, len(batch)))))
+        for engine, out in zip(engines, found, strict=True):
+            out.extend(engine.process(part, quota=10**9) if k % 2 else engine.process(part))
+            assert engine.partitions() <= 600
+        fast, slow = (e.stats() for e in engines)
+        assert {f: fast[f] for f in FIGURES} == {f: slow[f] for f in FIGURES}, f"after batch {k}"
+    assert found[0] == found[1]
