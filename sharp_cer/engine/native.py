@@ -54,6 +54,8 @@ def _load() -> tuple[Any, str]:
         return None, f"{PURE}={os.environ[PURE]}"
     try:
         return importlib.import_module("sharp_cer.engine._core"), ""
+    except ModuleNotFoundError:
+        return None, "no compiled core: it was not built; reinstall with a C++ compiler (gcc) on the PATH"
     except ImportError as error:
         return None, f"no compiled core: {error}"
 
