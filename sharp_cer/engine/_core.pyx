@@ -95,6 +95,9 @@ cdef class Core:
     cdef public int64_t hits, evicted, late, transitions, created_total, next_sweep
     cdef public double latest_time
     cdef int64_t compact_at
+    # whether the determinizer may have forgotten a step (``Determinizer.memo`` emptied or its cache
+    # evicting): it cannot while fewer steps than its capacity were ever computed
+    cdef bint forgets
     # scratch
     cdef vector[int32_t] nstates
     cdef vector[vector[int32_t]] nlists
@@ -184,9 +187,18 @@ cdef class Core:
         if <int32_t>row.size() > sym:
             off = row[0][sym]
             if off >= 0:
-                self.hits += 1
+                if not self.forgets:
+                    self.hits += 1
+                elif (state, self.bits[sym]) in self.det.memo:
+                    self.hits += 1  # what the Python path finds in the memo
+                else:
+                    # the determinizer forgot this step (its memo was emptied, its cache full): the
+                    # Python path asks it again, a hit or a miss of its cache; so does the core, for
+                    # equal figures (only with a cache smaller than the steps in use)
+                    self.det.step(state, self.bits[sym])
                 return off
         marks, skip = self.det.step(state, self.bits[sym])
+        self.forgets = self.det.misses >= self.det.capacity
         row = &self.table[state]
         if <int32_t>row.size() <= sym:
             row.resize(sym + 1, -1)
@@ -383,6 +395,7 @@ cdef class Core:
         if <int32_t>self.parts.size() < nslots:
             self.parts.resize(nslots)
         self._know_state(self.initial)
+        self.forgets = self.det.misses >= self.det.capacity
         if track:
             self.reset_index()
         self.o_rec.clear()
