@@ -50,3 +50,22 @@ def test_a_small_determinization_cache_books_the_same_hits_and_misses(capacity: 
     text = "SELECT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 5 EVENTS"
     fast, slow = _both(text, _rows(3, 300, 3), 7, cache_capacity=capacity)
     assert fast == slow
+
+
+@compiled_only
+def test_stats_leave_the_state_in_the_core() -> None:
+    # Engine.partitions (and so Engine.stats, which the Spark worker's telemetry and the CLI call)
+    # read ``state.partitions``, which made the core hand its whole state to Python objects and
+    # load it back at the next batch: a round trip through Python of every live node per call.
+    # Found in review: after one batch and engine.stats(), the core no longer owned its state.
+    text = "SELECT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 9 EVENTS"
+    plan = compile_plan([("q", parse_and_check(text, SCHEMA))])
+    batch = to_batch(_rows(5, 400, 40))
+    engine, pure = Engine(plan), _pure(Engine(plan))
+    for lo in (0, 200):
+        part = batch.take(list(range(lo, lo + 200)))
+        assert engine.process(part) == pure.process(part)
+        stats = engine.stats()
+        core = engine.runners[0].core
+        assert core is not None and core.owns, "the stats took the state out of the core"
+        assert stats["partitions"] == pure.stats()["partitions"] == pure.partitions() > 0

@@ -250,6 +250,10 @@ class NativeGroup:
         low = float(self.core.reachable()[1])
         return int(low) if low != _INF else low
 
+    def partition_count(self) -> int:
+        """``QueryGroupRunner.partition_count`` on the core's partitions."""
+        return len(self.core.alive_slots())
+
     def arena_size(self) -> int:
         """Nodes in the core's arena (live and not compacted yet)."""
         return int(self.core.arena_size())
