@@ -4,6 +4,7 @@ their order and every figure of ``Engine.stats``)."""
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -69,3 +70,39 @@ def test_stats_leave_the_state_in_the_core() -> None:
         core = engine.runners[0].core
         assert core is not None and core.owns, "the stats took the state out of the core"
         assert stats["partitions"] == pure.stats()["partitions"] == pure.partitions() > 0
+
+
+@compiled_only
+def test_a_pickled_engine_leaves_the_choice_of_engine_to_the_process_that_loads_it(tmp_path: Any) -> None:
+    # A detector pickled mid-stream (to a Spark worker, to disk) carried the core itself (Cython's
+    # pickle of its arena): a process without the compiled core could not load it
+    # (ModuleNotFoundError), and one with SHARP_CER_PURE=1 ran the core anyway. Found in review.
+    import ast
+    import pickle
+    import subprocess
+    import sys
+
+    text = "SELECT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 9 EVENTS"
+    plan = compile_plan([("q", parse_and_check(text, SCHEMA))])
+    batch = to_batch(_rows(8, 400, 5))
+    first, rest = batch.take(list(range(200))), batch.take(list(range(200, 400)))
+    engine = Engine(plan)
+    engine.process(first)
+    saved = pickle.dumps((engine, rest))
+    assert b"sharp_cer.engine._core" not in saved
+    whole = _pure(Engine(plan))
+    whole.process(first)
+    expected = [(m.start, m.end) for m in whole.process(rest)]
+    assert [(m.start, m.end) for m in pickle.loads(saved)[0].process(rest)] == expected
+    path = tmp_path / "engine.pkl"
+    path.write_bytes(saved)
+    script = (
+        "import pickle, sys; engine, rest = pickle.loads(open(sys.argv[1], 'rb').read()); "
+        "found = [(m.start, m.end) for m in engine.process(rest)]; "
+        "print(repr((found, engine.runners[0].core.owns)))"
+    )
+    env = {**os.environ, native.PURE: "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env, check=True
+    )
+    assert ast.literal_eval(done.stdout) == (expected, False)  # the Python engine ran, with the same matches

@@ -132,6 +132,21 @@ class NativeGroupState(QueryGroupState):
         self.native = None
         _SLOT.__set__(self, value)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as a plain ``QueryGroupState`` with Python partitions: the receiving process
+        (a Spark worker, one with ``SHARP_CER_PURE=1`` or without the compiled core) decides its
+        own engine, and the core loads the partitions back at its next batch."""
+        values = {name: getattr(self, name) for name in QueryGroupState.__slots__ if hasattr(self, name)}
+        return (_plain_state, (values,))
+
+
+def _plain_state(values: dict[str, Any]) -> QueryGroupState:
+    """A ``QueryGroupState`` with these slots' values (an unpickled ``NativeGroupState``)."""
+    state = QueryGroupState.__new__(QueryGroupState)
+    for name, value in values.items():
+        setattr(state, name, value)
+    return state
+
 
 _SLOT: Any = QueryGroupState.__dict__["partitions"]
 _COUNTERS = ("evicted", "input_shed", "latest_time", "next_sweep", "processed", "skipped")
@@ -160,10 +175,25 @@ class NativeGroup:
 
     def __init__(self, runner: QueryGroupRunner) -> None:
         self.runner = runner
+        self.core: Any = self._make()
+        self.slots: dict[Any, int] = {}
+        self.free: list[int] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
+        # and the receiving process makes its own core if it has one and may use it (``takes``)
+        return {"runner": self.runner, "core": None, "slots": {}, "free": []}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _make(self) -> Any:
+        """A new core for the runner's query group."""
+        runner = self.runner
         compiled = runner.compiled
         kind = compiled.group.window[0]
         windows = [(compiled.windows[q.id].bound, compiled.windows[q.id].inclusive) for q in compiled.queries]
-        self.core = _CORE.Core(
+        return _CORE.Core(
             compiled.det,
             compiled.symbols.bits,
             windows,
@@ -175,8 +205,6 @@ class NativeGroup:
             float(runner.engine.allowed_lateness),
             {q.id: k for k, q in enumerate(compiled.queries)},
         )
-        self.slots: dict[Any, int] = {}
-        self.free: list[int] = []
 
     @property
     def owns(self) -> bool:
@@ -187,6 +215,10 @@ class NativeGroup:
     def takes(self) -> bool:
         """Whether the core runs the next batch (else the Python path does)."""
         runner, engine = self.runner, self.runner.engine
+        if self.core is None:  # unpickled: this process's own core, if it has one
+            if _CORE is None:
+                return False
+            self.core = self._make()
         return (
             engine._quota is None
             and not runner.compiled.floors
