@@ -149,6 +149,8 @@ def _plain_state(values: dict[str, Any]) -> QueryGroupState:
 
 
 _SLOT: Any = QueryGroupState.__dict__["partitions"]
+#: output buffer entries (int64) of one piece of a batch in the core: ~8 MB
+_BUDGET = 1 << 20
 _COUNTERS = ("evicted", "input_shed", "latest_time", "next_sweep", "processed", "skipped")
 
 
@@ -347,18 +349,23 @@ class NativeGroup:
             ]
         )
         here = progress[live] if progress is not None else np.zeros(len(live))
-        done = core.run(
-            live.astype(np.int64),
-            symbols[live].astype(np.int32),
-            slots,
-            values,
-            positions,
-            np.ascontiguousarray(here, dtype=np.float64),
-            times is not None,
-            track,
-            engine.clock.events,
-        )
-        records, matches, marks_at, marks_label, spent = core.take()
+        rows, syms = live.astype(np.int64), symbols[live].astype(np.int32)
+        here = np.ascontiguousarray(here, dtype=np.float64)
+        done = update = 0
+        at = 0
+        while True:
+            # the batch in pieces of bounded output: each piece's matches go out before the next runs
+            took, at = core.run(
+                rows, syms, slots, values, positions, here, times is not None, track, engine.clock.events, at, _BUDGET
+            )
+            done += took
+            for q in sorted(core.accepted_queries):
+                name = compiled.queries[q].name
+                if name not in engine.clock.per_query:
+                    engine.clock.per_query[name] = QueryCost()
+            update += yield from self._piece(batch, out, units, floors, lockstep, limits)
+            if at >= len(rows):
+                break
         # the batch's end (QueryGroupRunner._end_batch)
         if progress is not None:
             core.latest_time = max(core.latest_time, float(progress[-1]))
@@ -375,15 +382,24 @@ class NativeGroup:
         engine.late_window_values += core.late
         engine.clock.transitions += core.transitions
         engine.clock.nodes_created += core.created_total
-        for q in sorted(core.accepted_queries):
-            name = compiled.queries[q].name
-            if name not in engine.clock.per_query:
-                engine.clock.per_query[name] = QueryCost()
         self._forget_slots()
+        return update
+
+    def _piece(
+        self,
+        batch: EventBatch,
+        out: list[Any],
+        units: list[int],
+        floors: list[int],
+        lockstep: bool,
+        limits: tuple[int, int],
+    ) -> Generator[int, None, int]:
+        """The last ``run``'s units booked and matches put out; its update units."""
+        records, matches, marks_at, marks_label, spent = self.core.take()
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
         if len(spent):
-            add = np.zeros(n, dtype=np.int64)
+            add = np.zeros(len(batch), dtype=np.int64)
             np.add.at(add, spent[:, 0], spent[:, 1])
             floors[:] = (np.asarray(floors, dtype=np.int64) + add).tolist()
             if len(records):
