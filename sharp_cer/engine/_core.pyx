@@ -95,6 +95,9 @@ cdef class Core:
     cdef public int64_t hits, evicted, late, transitions, created_total, next_sweep
     cdef public double latest_time
     cdef int64_t compact_at
+    # whether the determinizer may have forgotten a step (``Determinizer.memo`` emptied or its cache
+    # evicting): it cannot while fewer steps than its capacity were ever computed
+    cdef bint forgets
     # scratch
     cdef vector[int32_t] nstates
     cdef vector[vector[int32_t]] nlists
@@ -184,9 +187,18 @@ cdef class Core:
         if <int32_t>row.size() > sym:
             off = row[0][sym]
             if off >= 0:
-                self.hits += 1
+                if not self.forgets:
+                    self.hits += 1
+                elif (state, self.bits[sym]) in self.det.memo:
+                    self.hits += 1  # what the Python path finds in the memo
+                else:
+                    # the determinizer forgot this step (its memo was emptied, its cache full): the
+                    # Python path asks it again, a hit or a miss of its cache; so does the core, for
+                    # equal figures (only with a cache smaller than the steps in use)
+                    self.det.step(state, self.bits[sym])
                 return off
         marks, skip = self.det.step(state, self.bits[sym])
+        self.forgets = self.det.misses >= self.det.capacity
         row = &self.table[state]
         if <int32_t>row.size() <= sym:
             row.resize(sym + 1, -1)
@@ -367,11 +379,16 @@ cdef class Core:
 
     # ------------------------------------------------------------ the batch
     def run(self, int64_t[::1] rows, int32_t[::1] syms, int32_t[::1] slots, double[::1] values,
-            int64_t[::1] positions, double[::1] progress, bint times, bint track, int64_t base_events):
+            int64_t[::1] positions, double[::1] progress, bint times, bint track, int64_t base_events,
+            int64_t first=0, int64_t budget=-1):
         """Process the events (``rows`` of the batch; their symbols,
         partition slots, window values, positions and the stream's
-        progress up to each); return the events processed. The matches and
-        per-event units are then read with ``take``."""
+        progress up to each) from index ``first``; return (the events
+        processed, the index to go on from: ``len(rows)`` when done). With a
+        ``budget`` (>= 0), it stops after the event at which the output
+        buffers pass that many entries, so a batch's matches go out in
+        pieces (``Engine.process``'s ``emit`` keeps memory bounded). The
+        matches and per-event units are then read with ``take``."""
         cdef int64_t n = rows.shape[0]
         cdef int64_t i, done = 0
         cdef int32_t sym, slot
@@ -383,6 +400,7 @@ cdef class Core:
         if <int32_t>self.parts.size() < nslots:
             self.parts.resize(nslots)
         self._know_state(self.initial)
+        self.forgets = self.det.misses >= self.det.capacity
         if track:
             self.reset_index()
         self.o_rec.clear()
@@ -390,7 +408,7 @@ cdef class Core:
         self.o_pos.clear()
         self.o_lab.clear()
         self.o_spent.clear()
-        for i in range(n):
+        for i in range(first, n):
             sym = syms[i]
             if track and self.busy[sym] <= 0:
                 continue  # idle for every live state: it changes nothing
@@ -403,7 +421,9 @@ cdef class Core:
                 self.next_sweep = (base_events + rows[i] + 1) // 1024 * 1024 + 1024
             if <int64_t>self.nodes.size() > self.compact_at:
                 self._compact()
-        return done
+            if budget >= 0 and <int64_t>(self.o_pos.size() + self.o_match.size()) > budget:
+                return done, i + 1
+        return done, n
 
     def sweep(self, int64_t position, bint track):
         """``QueryGroupRunner.sweep``: evict partitions whose every run is out of every window for good."""

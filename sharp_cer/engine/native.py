@@ -132,8 +132,25 @@ class NativeGroupState(QueryGroupState):
         self.native = None
         _SLOT.__set__(self, value)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as a plain ``QueryGroupState`` with Python partitions: the receiving process
+        (a Spark worker, one with ``SHARP_CER_PURE=1`` or without the compiled core) decides its
+        own engine, and the core loads the partitions back at its next batch."""
+        values = {name: getattr(self, name) for name in QueryGroupState.__slots__ if hasattr(self, name)}
+        return (_plain_state, (values,))
+
+
+def _plain_state(values: dict[str, Any]) -> QueryGroupState:
+    """A ``QueryGroupState`` with these slots' values (an unpickled ``NativeGroupState``)."""
+    state = QueryGroupState.__new__(QueryGroupState)
+    for name, value in values.items():
+        setattr(state, name, value)
+    return state
+
 
 _SLOT: Any = QueryGroupState.__dict__["partitions"]
+#: output buffer entries (int64) of one piece of a batch in the core: ~8 MB
+_BUDGET = 1 << 20
 _COUNTERS = ("evicted", "input_shed", "latest_time", "next_sweep", "processed", "skipped")
 
 
@@ -160,10 +177,25 @@ class NativeGroup:
 
     def __init__(self, runner: QueryGroupRunner) -> None:
         self.runner = runner
+        self.core: Any = self._make()
+        self.slots: dict[Any, int] = {}
+        self.free: list[int] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
+        # and the receiving process makes its own core if it has one and may use it (``takes``)
+        return {"runner": self.runner, "core": None, "slots": {}, "free": []}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _make(self) -> Any:
+        """A new core for the runner's query group."""
+        runner = self.runner
         compiled = runner.compiled
         kind = compiled.group.window[0]
         windows = [(compiled.windows[q.id].bound, compiled.windows[q.id].inclusive) for q in compiled.queries]
-        self.core = _CORE.Core(
+        return _CORE.Core(
             compiled.det,
             compiled.symbols.bits,
             windows,
@@ -175,8 +207,6 @@ class NativeGroup:
             float(runner.engine.allowed_lateness),
             {q.id: k for k, q in enumerate(compiled.queries)},
         )
-        self.slots: dict[Any, int] = {}
-        self.free: list[int] = []
 
     @property
     def owns(self) -> bool:
@@ -187,6 +217,10 @@ class NativeGroup:
     def takes(self) -> bool:
         """Whether the core runs the next batch (else the Python path does)."""
         runner, engine = self.runner, self.runner.engine
+        if self.core is None:  # unpickled: this process's own core, if it has one
+            if _CORE is None:
+                return False
+            self.core = self._make()
         return (
             engine._quota is None
             and not runner.compiled.floors
@@ -250,6 +284,10 @@ class NativeGroup:
         low = float(self.core.reachable()[1])
         return int(low) if low != _INF else low
 
+    def partition_count(self) -> int:
+        """``QueryGroupRunner.partition_count`` on the core's partitions."""
+        return len(self.core.alive_slots())
+
     def arena_size(self) -> int:
         """Nodes in the core's arena (live and not compacted yet)."""
         return int(self.core.arena_size())
@@ -311,18 +349,23 @@ class NativeGroup:
             ]
         )
         here = progress[live] if progress is not None else np.zeros(len(live))
-        done = core.run(
-            live.astype(np.int64),
-            symbols[live].astype(np.int32),
-            slots,
-            values,
-            positions,
-            np.ascontiguousarray(here, dtype=np.float64),
-            times is not None,
-            track,
-            engine.clock.events,
-        )
-        records, matches, marks_at, marks_label, spent = core.take()
+        rows, syms = live.astype(np.int64), symbols[live].astype(np.int32)
+        here = np.ascontiguousarray(here, dtype=np.float64)
+        done = update = 0
+        at = 0
+        while True:
+            # the batch in pieces of bounded output: each piece's matches go out before the next runs
+            took, at = core.run(
+                rows, syms, slots, values, positions, here, times is not None, track, engine.clock.events, at, _BUDGET
+            )
+            done += took
+            for q in sorted(core.accepted_queries):
+                name = compiled.queries[q].name
+                if name not in engine.clock.per_query:
+                    engine.clock.per_query[name] = QueryCost()
+            update += yield from self._piece(batch, out, units, floors, lockstep, limits)
+            if at >= len(rows):
+                break
         # the batch's end (QueryGroupRunner._end_batch)
         if progress is not None:
             core.latest_time = max(core.latest_time, float(progress[-1]))
@@ -339,15 +382,24 @@ class NativeGroup:
         engine.late_window_values += core.late
         engine.clock.transitions += core.transitions
         engine.clock.nodes_created += core.created_total
-        for q in sorted(core.accepted_queries):
-            name = compiled.queries[q].name
-            if name not in engine.clock.per_query:
-                engine.clock.per_query[name] = QueryCost()
         self._forget_slots()
+        return update
+
+    def _piece(
+        self,
+        batch: EventBatch,
+        out: list[Any],
+        units: list[int],
+        floors: list[int],
+        lockstep: bool,
+        limits: tuple[int, int],
+    ) -> Generator[int, None, int]:
+        """The last ``run``'s units booked and matches put out; its update units."""
+        records, matches, marks_at, marks_label, spent = self.core.take()
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
         if len(spent):
-            add = np.zeros(n, dtype=np.int64)
+            add = np.zeros(len(batch), dtype=np.int64)
             np.add.at(add, spent[:, 0], spent[:, 1])
             floors[:] = (np.asarray(floors, dtype=np.int64) + add).tolist()
             if len(records):

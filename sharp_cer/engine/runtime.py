@@ -1050,6 +1050,13 @@ class QueryGroupRunner:
             return self.core.live_nodes()
         return cut_old_branches(self._roots(), -_INF)  # a horizon below every key cuts nothing
 
+    def partition_count(self) -> int:
+        """Partition instances alive now (see ``Engine.partitions``); the core counts its own
+        without handing its state to Python objects."""
+        if self.core is not None and self.core.owns:
+            return self.core.partition_count()
+        return len(self.state.partitions)
+
     def oldest_position(self) -> float:
         """The oldest position a live run still holds (see ``Engine.oldest_position``)."""
         if self.core is not None and self.core.owns:
@@ -1715,7 +1722,7 @@ class Engine:
 
     def partitions(self) -> int:
         """Partition instances alive now, over all query groups (see ``sweep``)."""
-        return sum(len(r.state.partitions) for r in self.runners)
+        return sum(r.partition_count() for r in self.runners)
 
     def stats(self) -> dict[str, Any]:
         """The cost clock, the determinization caches and memory figures.
