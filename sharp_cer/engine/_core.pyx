@@ -786,11 +786,8 @@ cdef class Core:
         )
 
     # ------------------------------------------------------------ memory
-    cdef void _compact(self) except *:
-        """Keep only the nodes live lists and merged caches reach, renumbered in their order."""
-        cdef size_t n = self.nodes.size()
-        cdef vector[int32_t] remap
-        remap.assign(n, -1)
+    cdef void _push_roots(self):
+        """``pend_node`` := the nodes the live partitions' union-lists and merged caches hold."""
         cdef size_t i, j
         cdef int32_t x
         self.pend_node.clear()
@@ -802,6 +799,15 @@ cdef class Core:
                     self.pend_node.push_back(x)
             for x in self.parts[i].mnodes:
                 self.pend_node.push_back(x)
+
+    cdef void _compact(self) except *:
+        """Keep only the nodes live lists and merged caches reach, renumbered in their order."""
+        cdef size_t n = self.nodes.size()
+        cdef vector[int32_t] remap
+        remap.assign(n, -1)
+        cdef size_t i, j
+        cdef int32_t x
+        self._push_roots()
         while self.pend_node.size():
             x = self.pend_node.back()
             self.pend_node.pop_back()
@@ -901,17 +907,10 @@ cdef class Core:
         cdef Part* p
         # children are older than their parents: building in id order finds them made
         cdef vector[int32_t] order
-        self.pend_node.clear()
         self.markgen += 1
         if self.mark.size() < self.nodes.size():
             self.mark.resize(self.nodes.size(), 0)
-        for i in range(self.parts.size()):
-            if self.parts[i].alive:
-                for j in range(self.parts[i].lists.size()):
-                    for x in self.parts[i].lists[j]:
-                        self.pend_node.push_back(x)
-                for x in self.parts[i].mnodes:
-                    self.pend_node.push_back(x)
+        self._push_roots()
         while self.pend_node.size():
             x = self.pend_node.back()
             self.pend_node.pop_back()
