@@ -69,6 +69,15 @@ SECOND = INSIDE.replace(
 CHANGED = SECOND + '[[query]]\nname = "after_restart"\ntext = "SELECT * WHERE B ; A PARTITION BY [k] WITHIN 4 EVENTS"\n'
 
 
+def _replace(spec: Path, text: str) -> None:
+    """Change the watched workload file at once (written aside, then renamed over it), as a
+    deployment does: a file truncated and then written can be read empty in between, and the
+    watcher would rightly refuse that too."""
+    aside = spec.with_name(f".{spec.name}.new")
+    aside.write_text(text)
+    os.replace(aside, spec)
+
+
 def _rule(steps: list[tuple[Workload, int]], events: Any) -> Counter[tuple[Any, ...]]:
     """The matches of each workload over the events from its position
     (the first's: 0) to the next's, moved by ``Detector.update`` (tenants
@@ -163,11 +172,11 @@ def test_a_watched_workload_changed_while_the_stream_runs_then_a_kill_stays_exac
     inside, in_flight = [], None
     try:
         wait(lambda: batches(commits) or None)
-        spec.write_text(INSIDE)  # taken inside the running query
+        _replace(spec, INSIDE)  # taken inside the running query
         inside.append(wait(lambda: control_batch(1)))
-        spec.write_text(BAD)
+        _replace(spec, BAD)
         wait(lambda: workload_refusals(str(checkpoint)) or None)
-        spec.write_text(SECOND)
+        _replace(spec, SECOND)
         inside.append(wait(lambda: control_batch(2)))
         if inside[-1] is not None:
             in_flight = wait(
@@ -233,11 +242,11 @@ def test_detect_stream_takes_a_watched_change_inside_the_running_query_and_refus
     try:
         arrive(0)
         run()
-        spec.write_text(INSIDE)
+        _replace(spec, INSIDE)
         deadline = time.time() + 60
         while not list(control.glob("version-1-*")) and time.time() < deadline:
             time.sleep(0.05)
-        spec.write_text(BAD)
+        _replace(spec, BAD)
         while not workload_refusals(str(control / "_versions")) and time.time() < deadline:
             time.sleep(0.05)
     finally:
