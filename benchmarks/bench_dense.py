@@ -38,7 +38,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -191,27 +190,12 @@ def pycer(python: Path, query: Path, events: Path, work: Path, *, timeout: float
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The runs' median CPU and wall seconds, every run's CPU seconds, and
-    their match count (a list when runs disagree); or the first failure.
+    """``bench_vs_core.median_of`` on CPU seconds.
 
     >>> median_of([{"cpu_seconds": 3.0, "matches": 5}, {"cpu_seconds": 1.0, "matches": 5}])
     {'cpu_seconds': 2.0, 'matches': 5, 'runs': [3.0, 1.0]}
-    >>> median_of([{"cpu_seconds": 1.0, "matches": 5}, {"failed": "timeout after 9 s"}])
-    {'failed': 'timeout after 9 s'}
     """
-    failed = [r for r in runs if "failed" in r]
-    if failed:
-        return failed[0]
-    merged: dict[str, Any] = {}
-    for key, first in runs[0].items():
-        values = [r[key] for r in runs]
-        if isinstance(first, float):
-            merged[key] = statistics.median(values)
-        else:
-            distinct = sorted(set(map(json.dumps, values)))
-            merged[key] = json.loads(distinct[0]) if len(distinct) == 1 else [json.loads(v) for v in distinct]
-    merged["runs"] = [r["cpu_seconds"] for r in runs]
-    return merged
+    return bench_vs_core.median_of(runs, "cpu_seconds")
 
 
 # ---------------------------------------------------------------- tables and plot

@@ -310,12 +310,15 @@ def run_load(reader: str, events: Path, work: Path, *, timeout: float, max_rss_m
 # ---------------------------------------------------------------- medians and tables
 
 
-def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def median_of(runs: list[dict[str, Any]], timing: str = "seconds") -> dict[str, Any]:
     """The runs' medians of timings and memory, their counts (a list when
-    runs disagree), every run's seconds; or the first failure.
+    runs disagree; counts may be lists themselves), every run's ``timing``;
+    or the first failure.
 
     >>> median_of([{"seconds": 3.0, "matches": 5}, {"seconds": 1.0, "matches": 5}, {"seconds": 2.0, "matches": 5}])
     {'seconds': 2.0, 'matches': 5, 'runs': [3.0, 1.0, 2.0]}
+    >>> median_of([{"cpu_seconds": 3.0, "matches": 5}, {"cpu_seconds": 1.0, "matches": 6}], "cpu_seconds")
+    {'cpu_seconds': 2.0, 'matches': [5, 6], 'runs': [3.0, 1.0]}
     >>> median_of([{"seconds": 1.0, "matches": 5}, {"failed": "timeout after 9 s"}])
     {'failed': 'timeout after 9 s'}
     """
@@ -328,9 +331,9 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if isinstance(first, float):
             merged[key] = statistics.median(values)
         else:
-            distinct = sorted(set(values))
-            merged[key] = distinct[0] if len(distinct) == 1 else distinct
-    merged["runs"] = [r["seconds"] for r in runs]
+            distinct = sorted(set(map(json.dumps, values)))
+            merged[key] = json.loads(distinct[0]) if len(distinct) == 1 else [json.loads(v) for v in distinct]
+    merged["runs"] = [r[timing] for r in runs]
     return merged
 
 
