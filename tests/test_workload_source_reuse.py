@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sharp_cer.errors import LanguageError
 from sharp_cer.language import workload_source
 from sharp_cer.language.workload_source import WorkloadSource
 
@@ -68,3 +69,32 @@ def test_a_changed_query_file_or_schema_file_is_read_again(tmp_path: Path, reads
     assert "y" in source.load().schema.event("A").attributes
     source.load()  # nothing changed this time
     assert reads == ["acme.toml"] * 3
+
+
+def test_a_file_written_while_it_is_read_is_read_again_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor empties a file, then writes it: a poll in between reads the
+    empty file. The file changed while it was read, so that read is not
+    refused; the next poll takes the whole text. A bad file that stays as it
+    is is refused at once, and once."""
+    _tenant(tmp_path, "acme", "SELECT * WHERE A")
+    source = WorkloadSource(tmp_path / "acme.toml")
+    assert [q.name for q in source.poll().queries] == ["acme"]  # type: ignore[union-attr]
+    (tmp_path / "acme.toml").write_text("")  # the editor's first step
+    real = workload_source.load_workload
+
+    def finishing_the_write(path: str | Path) -> object:
+        try:
+            return real(path)  # the empty file: an error
+        finally:
+            _tenant(tmp_path, "acme", "SELECT * WHERE A ; B")  # the editor's second step, meanwhile
+
+    monkeypatch.setattr(workload_source, "load_workload", finishing_the_write)
+    assert source.poll() is None  # not refused
+    monkeypatch.setattr(workload_source, "load_workload", real)
+    assert [q.checked.source.text for q in source.poll().queries] == ["SELECT * WHERE A ; B"]  # type: ignore[union-attr]
+    (tmp_path / "acme.toml").write_text(HEAD + '[[query]]\nname = "acme"\ntext = "SELECT * WHERE"\n')
+    with pytest.raises(LanguageError, match="query ends too early"):
+        source.poll()
+    assert source.poll() is None

@@ -30,6 +30,8 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+from sharp_cer.errors import LanguageError
+
 from .diagnostics import WorkloadError
 from .source import Source, Span
 from .workload import Workload, load_workload
@@ -66,12 +68,21 @@ class WorkloadSource:
         """The workload, read again, when the contents changed since the
         last poll (the first poll always reads); None when they did not.
         Raises the located error of a bad file; that contents then count as
-        seen, so the error is raised once, and a fixed file is read."""
+        seen, so the error is raised once, and a fixed file is read. A file
+        that changed while it was read (an editor that empties it, then
+        writes it) is not refused: it is read again at the next poll."""
         digest = self.digest()
         if digest == self._seen:
             return None
+        try:
+            workload = self.load()
+        except LanguageError:
+            if self.digest() != digest:
+                return None
+            self._seen = digest
+            raise
         self._seen = digest
-        return self.load()
+        return workload
 
     def load(self) -> Workload:
         """The workload the file or folder holds now."""
