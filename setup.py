@@ -41,16 +41,20 @@ def _extensions() -> list[Extension]:
     except ImportError as error:
         _warn(error)
         return []
-    extension = Extension(
-        "sharp_cer.engine._core",
-        ["sharp_cer/engine/_core.pyx"],
-        language="c++",
-        include_dirs=[numpy.get_include()],
-        extra_compile_args=["-O2"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    )
+    extensions = [
+        Extension(
+            f"sharp_cer.engine.{name}",
+            [f"sharp_cer/engine/{name}.pyx"],
+            language="c++",
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2"],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        )
+        # the core, and the JSON lines of its matches (native.py runs without the second)
+        for name in ("_core", "_lines")
+    ]
     try:
-        return list(cythonize([extension], quiet=True))
+        return list(cythonize(extensions, quiet=True))
     except Exception as error:
         _warn(error)
         return []

@@ -67,3 +67,25 @@ def test_a_match_loads_no_heavy_module_it_does_not_need(tmp_path: Path, events: 
     found = [json.loads(line) for line in done.stdout.splitlines()]
     ends = sorted((m.end, m.start, list(m.events)) for m in expected)
     assert ends and [(m["end"], m["start"], m["events"]) for m in found] == ends
+
+
+def test_a_match_with_like_loads_neither_pandas_nor_pyarrow_compute(tmp_path: Path) -> None:
+    # LIKE is checked (RE2 must accept the pattern) and evaluated on Arrow
+    # strings: both used pa.array(list) (which imports pandas) and the second
+    # pyarrow.compute, 0.3-0.5 s of a small match
+    schema = "CREATE STREAM S { EVENT A { k:int, z:string }, EVENT B { k:int } }\n"
+    query = "SELECT * WHERE A ; B FILTER A[z LIKE '^HQ-'] PARTITION BY [k] WITHIN 4 EVENTS\n"
+    events = "A,1,HQ-1\nB,1\nA,2,LAB-2\nB,2\nA,2,HQ-3\nB,2\n"
+    (tmp_path / "s.ceql").write_text(schema)
+    (tmp_path / "q.ceql").write_text(query)
+    (tmp_path / "e.csv").write_text(events)
+    args = ["match", "--schema", "s.ceql", "--query", "q.ceql", "--events", "e.csv"]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stderr.splitlines()[-2:] == ["[] 0", "False"]
+    parsed = Schema.parse(schema)
+    expected = evaluate([("q", parse_and_check(query, parsed))], load_csv(events, parsed)[0]).matches
+    found = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(expected) == 2
+    assert sorted((m["end"], m["start"]) for m in found) == sorted((m.end, m.start) for m in expected)

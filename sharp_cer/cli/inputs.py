@@ -46,17 +46,26 @@ def event_chunks(events_file: str, schema: Schema, allowed_lateness: int = 0) ->
     """The batches and load reports of an events file, chunk by chunk."""
     from ..events.loaders import iter_csv, iter_jsonl, iter_parquet
 
+    kind = events_format(events_file)
+    if kind == "csv":
+        return iter_csv(events_file, schema, allowed_lateness=allowed_lateness)
+    if kind == "jsonl":
+        return iter_jsonl(events_file, schema, allowed_lateness=allowed_lateness)
+    return iter_parquet(events_file, schema, allowed_lateness=allowed_lateness)
+
+
+def events_format(events_file: str) -> str:
+    """The format of an events file (``csv``, ``jsonl`` or ``parquet``), or
+    a SurfaceError if the file is missing, a folder or of no known format:
+    a command asks before its workload is parsed, so a wrong path fails at
+    once rather than after the queries' checks."""
     problem = events_problem(events_file, folder=False)
     if problem is not None:
         raise SurfaceError(problem)
     kind = FORMATS.get(Path(events_file).suffix)
     if kind is None:
         raise SurfaceError(f"{events_file}: error: unknown events format\n  expected: .csv, .jsonl or .parquet")
-    if kind == "csv":
-        return iter_csv(events_file, schema, allowed_lateness=allowed_lateness)
-    if kind == "jsonl":
-        return iter_jsonl(events_file, schema, allowed_lateness=allowed_lateness)
-    return iter_parquet(events_file, schema, allowed_lateness=allowed_lateness)
+    return kind
 
 
 def load_events(events_file: str, schema: Schema) -> Any:

@@ -18,7 +18,7 @@ from ..events.match import Match
 from ..language import Schema, Workload, load_workload
 from .arguments import SHEDDER_NAMES, add_latency_arguments, at_least, bound_option
 from .exits import EXIT_INVALID, EXIT_OK
-from .inputs import event_chunks, schema_and_queries
+from .inputs import event_chunks, events_format, schema_and_queries
 from .letters import LetterTally, LetterWriter
 from .outputs import atomic_output, check_outputs, file_problem, write_atomic
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
@@ -256,6 +256,7 @@ def match(options: MatchOptions, out: TextIO, err: TextIO, shed: ShedOptions | N
         check_outputs(
             given, [("--out", options.out), ("--stats", shed.stats), ("--dead-letters", options.dead_letters)]
         )
+        events_format(options.events)  # a wrong --events path fails before the queries are parsed
         inputs = _inputs(options)
         sketch = shed.sketch_problem(inputs.schema)
         if sketch is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .compiled import CompiledQueryGroup
 from .cost import CostClock, QueryCost
 from .observers import Observers
-from .runtime import Engine, QueryGroupRunner, run
+from .runtime import Engine, MatchingMemoryError, QueryGroupRunner, run
 from .state import EngineSnapshot, QueryGroupState
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "CostClock",
     "Engine",
     "EngineSnapshot",
+    "MatchingMemoryError",
     "Observers",
     "QueryCost",
     "QueryGroupRunner",

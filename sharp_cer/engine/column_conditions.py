@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from sharp_cer.events import arrow_compute as compute
+from sharp_cer.events import arrow_numpy
 from sharp_cer.events.batch import Column
 from sharp_cer.language import ast
 
@@ -293,8 +293,9 @@ def _chain(low: VectorEvaluator, operand: VectorEvaluator, high: VectorEvaluator
 def _like(operand: VectorEvaluator, pattern: str) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
         values, errors, nulls = operand(rows)
-        strings = pa.array(np.broadcast_to(values, (rows.size,)).tolist(), type=pa.string())
-        found = compute.match_substring_regex(strings, pattern).to_numpy(zero_copy_only=False)
+        # through arrow_numpy, not pa.array/to_numpy: those import pandas
+        texts = arrow_numpy.strings(np.broadcast_to(values, (rows.size,)).tolist())
+        found = arrow_numpy.to_numpy(compute.match_substring_regex(texts, pattern), False)
         return found.astype(bool), errors, nulls
 
     return evaluate

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.match import line_head, line_key
 
 from . import density
 from .cost import QueryCost
@@ -61,6 +62,19 @@ def _load() -> tuple[Any, str]:
 
 
 _CORE, _WHY = _load()
+
+
+def _load_lines() -> Any:
+    """The compiled JSON lines of the core's matches (``_lines.pyx``), or None: the core runs without it."""
+    if _CORE is None:
+        return None
+    try:
+        return importlib.import_module("sharp_cer.engine._lines")
+    except ImportError:
+        return None
+
+
+_LINES = _load_lines()
 
 
 def available() -> bool:
@@ -180,11 +194,13 @@ class NativeGroup:
         self.core: Any = self._make()
         self.slots: dict[Any, int] = {}
         self.free: list[int] = []
+        #: the last ``_tables`` made, with what they were made for
+        self._lined_tables: tuple[Any, list[Any]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
         # and the receiving process makes its own core if it has one and may use it (``takes``)
-        return {"runner": self.runner, "core": None, "slots": {}, "free": []}
+        return {"runner": self.runner, "core": None, "slots": {}, "free": [], "_lined_tables": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -405,10 +421,87 @@ class NativeGroup:
             if len(records):
                 np.add.at(add, records[:, 1], records[:, 4])
             units[:] = (np.asarray(units, dtype=np.int64) + add).tolist()
-        if len(records):
+        if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
+
+    def _lined(
+        self,
+        batch: EventBatch,
+        records: np.ndarray,
+        matches: np.ndarray,
+        marks_at: np.ndarray,
+        marks_label: np.ndarray,
+        out: list[Any],
+        limits: tuple[int, int],
+    ) -> bool:
+        """A piece's matches put out as JSON lines made in C (``_lines.pyx``), costs booked per query, emit
+        flushed where ``_put`` would flush it; False (nothing done) where ``_put`` must run instead."""
+        engine = self.runner.engine
+        if _LINES is None or engine._lines is None or engine.count_only:
+            return False
+        flush_at, event_block = limits
+        emit = engine._emit is not None
+        tables = self._tables(engine._lines, tuple(np.unique(marks_label).tolist()))
+        positions = np.ascontiguousarray(batch.positions, dtype=np.int64)
+        done = _LINES.lines(
+            records, matches, marks_at, marks_label, positions, tables, event_block, len(out), flush_at, emit
+        )
+        if done is None:
+            return False
+        made, splits = done
+        # the bookings of ``QueryGroupRunner._out``/``_book``, summed per query
+        runner, compiled, per_query = self.runner, self.runner.compiled, engine.clock.per_query
+        n = len(compiled.queries)
+        q = records[:, 0]
+        steps = np.bincount(q, weights=records[:, 4], minlength=n).astype(np.int64).tolist()
+        candidates = np.bincount(q, weights=records[:, 5], minlength=n).astype(np.int64).tolist()
+        found = np.bincount(q, weights=records[:, 3], minlength=n).astype(np.int64).tolist()
+        for query in compiled.queries:
+            if steps[query.id] or candidates[query.id] or found[query.id]:
+                cost = per_query[query.name]
+                cost.enumeration_steps += steps[query.id]
+                cost.candidates += candidates[query.id]
+                cost.matches += found[query.id]
+        total = int(sum(steps))
+        engine.clock.enumeration_steps += total
+        runner.steps_here += total
+        begun = 0
+        for split in splits:
+            out.extend(made[begun:split])
+            engine.flush(out)
+            begun = split
+        out.extend(made[begun:] if begun else made)
+        if len(out) >= flush_at and emit:
+            engine.flush(out)
+        return True
+
+    def _tables(self, tenants: Any, labels: tuple[int, ...]) -> list[Any]:
+        """Per query (by id) what ``_lines.lines`` needs to write its lines (None: not lined): the head
+        up to the start, the quoted keys of its variables in name order and per mark label (of
+        ``labels``, those the piece's marks carry) the bit mask of the keys it holds, as
+        ``Projection.line``'s template has them."""
+        compiled = self.runner.compiled
+        key = (tuple(tenants.get(q.name) for q in compiled.queries), labels)
+        if self._lined_tables is not None and self._lined_tables[0] == key:
+            return self._lined_tables[1]  # type: ignore[no-any-return]
+        size = labels[-1] + 1 if labels else 0
+        tables: list[Any] = []
+        for query in compiled.queries:
+            projection = compiled.projections[query.id]
+            names = sorted({v for label in labels for v in projection.variables[label]})
+            if not projection.every_event or len(names) > 64:
+                tables.append(None)
+                continue
+            bit = {name: 1 << k for k, name in enumerate(names)}
+            masks = [0] * size
+            for label in labels:
+                masks[label] = sum(bit[v] for v in set(projection.variables[label]))
+            head = line_head(query.name, tenants.get(query.name)).encode("ascii")
+            tables.append((head, [line_key(name).encode("ascii") for name in names], masks))
+        self._lined_tables = (key, tables)
+        return tables
 
     def _put(
         self,

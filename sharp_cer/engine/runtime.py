@@ -1133,6 +1133,30 @@ def _newest(instance: Partition) -> float:
     return max([ulist[0].maxkey for ulist in instance.active.values()], default=-_INF)
 
 
+class MatchingMemoryError(EngineError, MemoryError):
+    """Matching a batch ran out of memory (a ``MemoryError``, and the engine
+    layer's ``SharpCerError``): the engine's state is not to be used after.
+
+    >>> print(MatchingMemoryError(9000))
+    error: out of memory while matching a batch of 9000 events
+      why: the queries' partial or complete matches outgrew memory: a window that holds many events, with Kleene
+        (+) or OR and few conditions, can complete millions of matches at one event
+      hint: narrow the WITHIN window or add conditions; or count the matches (sharp-cer match --count, Detector
+        count_only) instead of writing them; or feed smaller batches with emit; then start a new engine
+    """
+
+    def __init__(self, events: int) -> None:
+        super().__init__(
+            f"error: out of memory while matching a batch of {events} events\n"
+            "  why: the queries' partial or complete matches outgrew memory: a window that holds many events, "
+            "with Kleene\n    (+) or OR and few conditions, can complete millions of matches at one event\n"
+            "  hint: narrow the WITHIN window or add conditions; or count the matches (sharp-cer match --count, "
+            "Detector\n    count_only) instead of writing them; or feed smaller batches with emit; "
+            "then start a new engine"
+        )
+        self.events = events
+
+
 class Engine:
     """Runs a plan over batches of events; ``process`` returns the matches
     each batch completes, in order of their end position.
@@ -1361,6 +1385,11 @@ class Engine:
             out = self._process(batch, arrivals)
             self.flush(out)
             return out
+        except MemoryError as exc:
+            if isinstance(exc, MatchingMemoryError):
+                raise
+            # the compiled core's std::bad_alloc arrives as a bare MemoryError, the Python engine's too
+            raise MatchingMemoryError(len(batch)) from exc
         finally:
             self._quota = self._lines = self._emit = None
             if collecting:

@@ -85,6 +85,25 @@ def line_template(query: str, tenant: str | None, events: int, held: Mapping[str
     return head + '{0}, "end": {1}, "events": ' + fields(range(events)) + ', "vars": {{' + pairs + "}}}}"
 
 
+def line_head(query: str, tenant: str | None) -> str:
+    """A match's output line up to its start (the same for every match of a
+    query), as ``to_json`` writes it; JSON's escapes keep it ASCII.
+
+    >>> line_head("q", None) + "1" == Match("q", 1, 2, (2,), {}).to_json()[: len(line_head("q", None)) + 1]
+    True
+    """
+    return _head(query, tenant)
+
+
+def line_key(name: str) -> str:
+    """A variable's key in the ``vars`` of an output line, with its colon.
+
+    >>> line_key("x")
+    '"x": '
+    """
+    return f"{_quoted(name)}: "
+
+
 #: names (queries, tenants, variables) recur in every line: quoted once each
 _quoted = lru_cache(maxsize=4096)(json.dumps)
 

@@ -1,0 +1,192 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# distutils: language = c++
+"""JSON lines of the compiled core's matches, made in C from its flat buffers.
+
+``Projection.line`` (``line_template`` + ``str.format``) makes one line per
+match in Python: on dense queries without conditions that was the largest
+part of a run once the core enumerated. Here a whole piece of the core's
+output (records, matches, marks: see ``Core.take``) becomes its lines in one
+call, byte for byte those ``Projection.line`` makes (a test compares them):
+``{"query": Q, "tenant": T, "start": S, "end": E, "events": [P, ...],
+"vars": {"V": [P, ...], ...}}``, the variables a match holds in the order of
+their names, each with its positions in mark order. The head (query and
+tenant) and each variable's quoted key come from Python (``json.dumps``, so
+ASCII): only integers are written here.
+
+A record's matches are put in (start, events) order, as ``native._lines``
+orders them; a record whose query is not lined, with more matches than the
+event block, or with two matches of equal start and events (the Python path
+then picks one by its variables) makes the whole piece go the Python way.
+"""
+
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdio cimport snprintf
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+from cpython.unicode cimport PyUnicode_DecodeASCII
+
+
+cdef const int64_t *g_match
+cdef const int64_t *g_at
+
+
+cdef inline int _cmp(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Python's order of (start, [positions]) of matches a and b."""
+    cdef int64_t sa = g_match[3 * a], sb = g_match[3 * b]
+    if sa != sb:
+        return -1 if sa < sb else 1
+    cdef int64_t fa = g_match[3 * a + 1], na = g_match[3 * a + 2]
+    cdef int64_t fb = g_match[3 * b + 1], nb = g_match[3 * b + 2]
+    cdef int64_t i, x, y, m = na if na < nb else nb
+    for i in range(m):
+        x = g_at[fa + i]
+        y = g_at[fb + i]
+        if x != y:
+            return -1 if x < y else 1
+    if na != nb:
+        return -1 if na < nb else 1
+    return 0
+
+
+cdef void _sort(vector[Py_ssize_t] &idx, vector[Py_ssize_t] &tmp) noexcept nogil:
+    """A stable bottom-up merge sort of ``idx`` by ``_cmp``."""
+    cdef Py_ssize_t n = idx.size(), width = 1, lo, mid, hi, i, j, k
+    if n < 2:
+        return
+    tmp.resize(n)
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = lo + width if lo + width < n else n
+            hi = lo + 2 * width if lo + 2 * width < n else n
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _cmp(idx[j], idx[i]) < 0:
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx.swap(tmp)
+        width *= 2
+
+
+cdef inline void _int(string &s, int64_t v) noexcept nogil:
+    cdef char buf[24]
+    cdef int n = snprintf(buf, 24, "%lld", <long long>v)
+    s.append(buf, n)
+
+
+def lines(
+    const int64_t[:, ::1] records,
+    const int64_t[:, ::1] matches,
+    const int64_t[::1] at,
+    const int64_t[::1] labels,
+    const int64_t[::1] positions,
+    list tables,
+    int64_t event_block,
+    Py_ssize_t already,
+    Py_ssize_t flush_at,
+    bint emit,
+):
+    """The lines of a piece's ``records`` (query, row, first match, matches,
+    steps, candidates), in record order, and where the Python path would
+    flush ``emit`` between them: ``(lines, splits)``, a flush before
+    ``lines[s]`` for each ``s`` of ``splits`` (``already`` lines waiting,
+    a flush once ``flush_at`` wait when an event's records begin). None if
+    the piece must go the Python way (see the module). ``tables[q]``: None
+    (query ``q`` is not lined) or (head bytes, quoted keys in name order,
+    per mark label a bit mask of the keys it holds)."""
+    cdef Py_ssize_t n_rec = records.shape[0], r, k, i, j, first, count, f, nm
+    cdef int64_t q, row, last = -1, lab, end
+    cdef Py_ssize_t waiting = already, made = 0
+    cdef vector[Py_ssize_t] idx, tmp
+    cdef string line
+    # the tables in C++ once per call: a piece has many records, a group few queries
+    cdef vector[bint] lined
+    cdef vector[string] heads
+    cdef vector[vector[string]] keys_of
+    cdef vector[vector[uint64_t]] masks_of
+    cdef Py_ssize_t n_keys, v, n_labels
+    cdef bint any_held, opened
+    cdef list out = [], splits = []
+    global g_match, g_at
+    for table in tables:
+        lined.push_back(table is not None)
+        heads.push_back(table[0] if table is not None else b"")
+        keys_of.push_back(table[1] if table is not None else [])
+        masks_of.push_back(table[2] if table is not None else [])
+    if matches.shape[0]:
+        g_match = &matches[0, 0]
+    if at.shape[0]:
+        g_at = &at[0]
+    for r in range(n_rec):
+        q, row, first, count = records[r, 0], records[r, 1], records[r, 2], records[r, 3]
+        if q < 0 or q >= <int64_t>lined.size() or not lined[q] or count > event_block:
+            return None
+        if row != last:
+            if last >= 0 and emit and waiting >= flush_at:
+                splits.append(made)
+                waiting = 0
+            last = row
+        if count == 0:
+            continue
+        n_keys = keys_of[q].size()
+        n_labels = masks_of[q].size()
+        idx.clear()
+        for i in range(first, first + count):
+            idx.push_back(i)
+        _sort(idx, tmp)
+        for i in range(1, count):
+            if _cmp(idx[i - 1], idx[i]) == 0:
+                return None
+        end = positions[row]
+        for i in range(count):
+            k = idx[i]
+            f, nm = matches[k, 1], matches[k, 2]
+            line.clear()
+            line.append(heads[q])
+            _int(line, matches[k, 0])
+            line.append(b', "end": ')
+            _int(line, end)
+            line.append(b', "events": [')
+            for j in range(nm):
+                if j:
+                    line.append(b", ")
+                _int(line, at[f + j])
+            line.append(b'], "vars": {')
+            any_held = False
+            for v in range(n_keys):
+                opened = False
+                for j in range(nm):
+                    lab = labels[f + j]
+                    if lab < 0 or lab >= n_labels:
+                        return None
+                    if masks_of[q][lab] >> v & 1:
+                        if not opened:
+                            if any_held:
+                                line.append(b", ")
+                            line.append(keys_of[q][v])
+                            line.append(b"[")
+                            opened = True
+                            any_held = True
+                        else:
+                            line.append(b", ")
+                        _int(line, at[f + j])
+                if opened:
+                    line.append(b"]")
+            line.append(b"}}")
+            out.append(PyUnicode_DecodeASCII(line.c_str(), line.size(), NULL))
+        made += count
+        waiting += count
+    return out, splits
