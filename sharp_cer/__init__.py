@@ -13,12 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import _codecache
 from .errors import SharpCerError
-
-# before any of the package's classes is made: dataclasses' generated methods
-# come compiled from the user's cache (see _codecache)
-_codecache.install()
 
 #: the release; pyproject.toml's version and the installed metadata's agree (tests/test_packaging.py)
 __version__ = "0.2.0"

@@ -29,8 +29,6 @@ import dataclasses
 import inspect
 from typing import Any, TypeVar
 
-from sharp_cer._codecache import compiled
-
 _T = TypeVar("_T", bound=type)
 
 
@@ -62,8 +60,7 @@ def quick_init(cls: _T) -> _T:
             declared.append("*")
         declared.append(text)
     body = "".join(f"\n    _set_{f.name}(self, {f.name})" for f in fields) or "\n    pass"
-    # the text is made of field names only; compiled once and kept (_codecache)
-    exec(compiled(f"def __init__({', '.join(declared)}):{body}"), namespace)
+    exec(f"def __init__({', '.join(declared)}):{body}", namespace)  # the text is made of field names only
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = generated.__doc__
