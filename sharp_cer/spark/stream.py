@@ -106,7 +106,7 @@ from .stream_input import (
 )
 from .stream_versions import ANNOUNCE, STAGE_ONE
 from .summary import Summary
-from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, watch
+from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, committed_line, watch
 from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
@@ -752,6 +752,7 @@ def run_stream(
     workload_source: str | Path | None = None,
     warn: Callable[[str], None] | None = None,
     note: Callable[[str], None] | None = None,
+    began: float | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
@@ -777,15 +778,46 @@ def run_stream(
     ``RuntimeWarning``) and in the summary's ``floor_warnings``. If the
     folder holds no event yet, ``note`` (default: logger ``sharp_cer``)
     says so once, and the floor is judged at the first micro-batch with
-    events."""
+    events.
+
+    The lines on ``progress``: once the query runs, one saying so; one
+    when its first micro-batch with data starts; then one per micro-batch,
+    counting what it committed (``stream_output.CommittedCounts``), so
+    that they add up to the summary (after a line for what earlier runs
+    committed, on a restart). ``began`` (``time.monotonic()`` at the
+    command's launch) times them."""
+    from .stream_output import CommittedCounts
+
+    launched = time.monotonic() if began is None else began
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
+    counts = CommittedCounts(out)
+    if counts.before.rows or counts.before.matches:
+        before = counts.before
+        print(
+            f"resuming from {checkpoint}: earlier runs committed {before.rows:,} rows read "
+            f"({before.dead_letters:,} dead-lettered) and {before.matches:,} matches",
+            file=lines,
+            flush=True,
+        )
+
+    def line(progress: Any) -> str:
+        found = counts.of(int(progress["batchId"]))
+        return committed_line(progress, found.rows, found.dead_letters, found.matches)
+
+    def first() -> str:
+        return f"first micro-batch started, {time.monotonic() - launched:.1f} s after the start"
 
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
     floor = _live_floor(workload, source, settings, warn, note)
     query = start_stream(workload, source, checkpoint, out, settings, spark)
+    print(
+        f"stream running {time.monotonic() - launched:.1f} s after the start: reading {source}, a line per micro-batch",
+        file=lines,
+        flush=True,
+    )
     watcher = None
     if workload_source is not None:
         key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
@@ -793,7 +825,7 @@ def run_stream(
         watcher = _Watcher(workload, workload_source, checkpoint, control, settings, key_groups, lines=lines)
     changed = _judging(floor, checkpoint, watcher.changed if watcher is not None else None)
     poll = 0.5
-    why = watch(query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=changed)
+    why = watch(query, lines, left(), poll=poll, asked=stop, changed=changed, line=line, first=first)
     _raise_failure(query)
     floor.poll(checkpoint, now=True)  # a run over before a poll saw its first micro-batch
     while why == "workload" and watcher is not None:
@@ -814,8 +846,8 @@ def run_stream(
             left(),
             poll=poll,
             asked=stop,
-            quiet=settings.trigger is None,
             changed=_judging(floor, checkpoint, watcher.changed),
+            line=line,
         )
         _raise_failure(query)
     if watcher is not None:
@@ -823,7 +855,7 @@ def run_stream(
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
         query = start_stream(workload, source, checkpoint, out, settings, spark)
-        why = watch(query, lines, left(), asked=stop, quiet=True)
+        why = watch(query, lines, left(), asked=stop, line=line)
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
     skipped = tuple(skipped_files(source, checkpoint, (out,)))
