@@ -332,7 +332,9 @@ def start_stream(
         return raw.select(
             TEXT_VALUE,
             F.col("_metadata.file_path").alias(FILE),
-            F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+            # arrival: when the micro-batch read the file (a streaming query's current_timestamp is its
+            # micro-batch's), not the file's modification time (a copied or moved file keeps an old one)
+            F.unix_millis(F.current_timestamp()).alias(ARRIVED),
             F.lit(control).alias(CONTROL),
         )
 
@@ -464,7 +466,7 @@ def detect_stream(
             .select(
                 F.when(version, F.lit(VERSION)).otherwise(F.lit(FLUSH)).alias(ROW_KIND),
                 F.col("_metadata.file_path").alias(FILE),
-                F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+                F.unix_millis(F.current_timestamp()).alias(ARRIVED),
                 F.when(version, F.split(asked, " ").getItem(1)).alias(TEXT),
             )
         )
@@ -639,9 +641,11 @@ class StreamSummary:
     summary's (cuts by lever; engine latency in cost units per event and,
     engine-side, in ms from an event's release to its key group's engine to
     its matches, against the bounds) and, per query, the end-to-end latency
-    of its matches in ms (from the arrival of the file holding a match's
-    last event to the match's emission), beside what the settings allow
-    for: the trigger interval plus the watermark delay."""
+    of its matches in ms (from the arrival of a match's last event in the
+    stream to the match's emission: when the micro-batch that read its file
+    started, or ``detect_stream``'s ``arrived`` column; never a file's
+    modification time), beside what the settings allow for: the trigger
+    interval plus the watermark delay."""
 
     summary: Summary
     end_to_end: dict[str, dict[str, float]]
@@ -666,7 +670,7 @@ class StreamSummary:
         waits = f"trigger {self.trigger_ms} ms + " if self.trigger_ms is not None else ""
         lines = [
             self.summary.render(),
-            f"  end-to-end latency, ms (file arrival to match emission; settings: {waits}"
+            f"  end-to-end latency, ms (arrival in the stream to match emission; settings: {waits}"
             f"watermark {self.watermark_ms} ms of event time):",
         ]
         wide = max([22, *map(len, self.end_to_end)])
