@@ -106,7 +106,7 @@ from .stream_input import (
 )
 from .stream_versions import ANNOUNCE, STAGE_ONE
 from .summary import Summary
-from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, committed_line, watch
+from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, batch_line, committed_line, watch
 from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
@@ -806,6 +806,8 @@ def run_stream(
         )
 
     def line(progress: Any) -> str:
+        if "://" in out:  # a cluster's file system: its sink's log is not read here (the observed counts)
+            return batch_line(progress)
         found = counts.of(int(progress["batchId"]))
         return committed_line(progress, found.rows, found.dead_letters, found.matches)
 
