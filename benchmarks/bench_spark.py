@@ -18,12 +18,27 @@ in-process time.
     cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_spark.py [--quick] [--events N]
 
 Prints the table; writes ``results/spark.json`` and ``results/spark.png``.
+
+``--whole-job`` (issue 38.7) measures instead what a user pays: the CPU of
+every process of ``sharp-cer run WORKLOAD --events FILE --master M``
+(driver, JVM, Python daemon and workers, from ``/proc``: ``spark_cpu``),
+Spark's start included, against ``sharp-cer match WORKLOAD --events FILE
+--count`` (one process, the same events), per event; and the wall time of
+each, for ``local[1]`` and ``local[2]``. The events are the workload's
+generator's (``--workload``, default configs/stock_trading.toml) as CSV.
+Writes ``results/spark_whole_job.json`` with the load average before and
+after (the machine may be shared).
+
+    cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_spark.py --whole-job --events 200000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +52,7 @@ from sharp_cer.api import Detector
 from sharp_cer.events.loaders import load_parquet
 from sharp_cer.language import Workload, parse_workload
 
+ROOT = Path(__file__).resolve().parent
 KEYS = (1, 4, 16, 64)
 MASTERS = ("local[1]", "local[2]")
 WORKLOAD = r'''
@@ -114,11 +130,65 @@ def on_spark(spark: Any, workload: Workload, path: str) -> tuple[float, int]:
     return seconds, found
 
 
+def timed_command(argv: list[str], cwd: Path) -> dict[str, float]:
+    """``sharp-cer ARGV`` in its own process: wall seconds and the CPU seconds of its whole process tree."""
+    from spark_cpu import ProcessTree
+
+    code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
+    began = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    with ProcessTree(child.pid) as tree:
+        _, err = child.communicate()
+        tree.sample()
+    wall = time.perf_counter() - began
+    time.sleep(1.0)  # the JVM outlives the driver by a moment: its last CPU
+    tree.sample()
+    if child.returncode != 0:
+        raise SystemExit(f"sharp-cer {' '.join(argv)} failed ({child.returncode}):\n{err.decode()[-2000:]}")
+    return {"wall_s": round(wall, 2), "cpu_s": round(tree.cpu_s, 2), "processes": len(tree.seen)}
+
+
+def whole_job(events: int, workload_path: str) -> None:
+    """The ``--whole-job`` experiment (see the module docstring)."""
+    from sharp_cer.events.generators import generate, write_core_csv
+    from sharp_cer.language import load_workload
+
+    workload = load_workload(workload_path)
+    assert workload.generator, f"{workload_path} names no generator"
+    result: dict[str, Any] = {"workload": workload_path, "events": events, "load_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.csv"
+        frame = generate(workload.generator, events, seed=0)
+        write_core_csv(frame, {e.name: list(e.attributes) for e in workload.schema.event_types()}, path)
+        found = timed_command(["match", workload_path, "--events", str(path), "--count"], Path.cwd())
+        found["cpu_us_per_event"] = round(1e6 * found["cpu_s"] / events, 2)
+        result["in_process"] = found
+        print(f"in-process (match --count): {found}", flush=True)
+        for master in MASTERS:
+            argv = ["run", workload_path, "--events", str(path), "--out", str(Path(tmp) / master), "--master", master]
+            figures = timed_command(argv, Path.cwd())
+            figures["cpu_us_per_event"] = round(1e6 * figures["cpu_s"] / events, 2)
+            figures["cpu_vs_in_process"] = round(figures["cpu_s"] / found["cpu_s"], 2)
+            result[master] = figures
+            print(f"{master}: {figures}", flush=True)
+    result["wall_local2_over_local1"] = round(result["local[2]"]["wall_s"] / result["local[1]"]["wall_s"], 2)
+    result["load_after"] = os.getloadavg()
+    (RESULTS / "spark_whole_job.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30,000 events")
     parser.add_argument("--events", type=int, help="events per stream (default 150,000)")
+    parser.add_argument("--whole-job", action="store_true", help="CPU of every process of `run` against `match`")
+    parser.add_argument("--workload", default=str(ROOT.parent / "configs" / "stock_trading.toml"))
     args = parser.parse_args()
+    if args.whole_job:
+        whole_job(args.events or 200_000, args.workload)
+        return
     n = args.events or (30_000 if args.quick else 150_000)
     workload = parse_workload(WORKLOAD)
     rows: list[dict[str, Any]] = []

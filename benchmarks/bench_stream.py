@@ -17,8 +17,10 @@ Two experiments:
   ``--seconds`` seconds measured. Per rate, for the measured window (the
   micro-batches after the warm-up's): the input rate against the processed
   rate, micro-batch durations p50/p99, arrival-to-match latency p50/p99
-  (from each file's modification time, stamped when the feeder writes it,
-  to the match's emission on a worker); the same for the whole run
+  (from each event's arrival in the stream: the start of the micro-batch
+  that reads its file, to the match's emission on a worker; before issue
+  38 it was the file's modification time, which also counted the file's
+  wait for the next trigger, up to one interval); the same for the whole run
   (``whole_run_*``: the warm-up and the stream's start counted); whether
   the matches are exactly the in-process detector's over the same events;
   whether the rate is held (processed >= 95% of input and measured p99 <=

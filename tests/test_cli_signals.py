@@ -11,12 +11,13 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sharp_cer.cli import main
-from sharp_cer.cli.signals import EXIT_TERMINATED, SignalGuard, Stopped, guarded
+from sharp_cer.cli.signals import CANCEL_EVERY, EXIT_TERMINATED, SignalGuard, Stopped, guarded
 
 
 def _handlers() -> tuple[object, object]:
@@ -47,10 +48,47 @@ def test_inside_spark_calls_a_signal_cancels_the_jobs_from_another_thread_and_st
         job_failed.set()
 
     with SignalGuard() as guard, pytest.raises(Stopped) as stop, guard.spark_calls(cancel=cancel):
-        os.kill(os.getpid(), signal.SIGINT)  # no exception here: the call into the JVM goes on
+        in_jvm_call(lambda: os.kill(os.getpid(), signal.SIGINT))  # no exception there: the JVM's reply comes
         assert job_failed.wait(10)
         raise RuntimeError("Py4JJavaError: the job was cancelled")  # what the cancelled job raises
-    assert stop.value.signal == "SIGINT" and cancelled == [False]
+    assert stop.value.signal == "SIGINT" and cancelled[0] is False
+
+
+def in_jvm_call(call: Callable[[], object]) -> object:
+    """``call()`` from a frame of a py4j module, as a call into the JVM is
+    (what the guard looks for on the interrupted stack)."""
+    scope: dict[str, object] = {"__name__": "py4j.clientserver", "call": call}
+    exec("def send_command():\n    return call()\n", scope)
+    return scope["send_command"]()  # type: ignore[operator]
+
+
+def test_jobs_started_after_a_stop_are_cancelled_too_until_the_calls_end() -> None:
+    """A command runs several jobs in a row: one starting after the first
+    cancel (its caller had not seen the failure yet) is cancelled too."""
+    calls: list[float] = []
+
+    with SignalGuard() as guard, pytest.raises(Stopped), guard.spark_calls(cancel=lambda: calls.append(0.0)):
+        in_jvm_call(lambda: os.kill(os.getpid(), signal.SIGINT))
+        for _ in range(200):  # 10 s at most
+            if len(calls) >= 3:
+                break
+            threading.Event().wait(0.05)
+        seen = len(calls)  # (an assertion in here would be turned into the stop, as a job's error is)
+        raise RuntimeError("Py4JJavaError: the job was cancelled")
+    assert seen >= 3
+    after = len(calls)
+    threading.Event().wait(3 * CANCEL_EVERY)
+    assert len(calls) == after  # the cancels end with the calls
+
+
+def test_a_signal_during_python_work_inside_spark_calls_stops_at_once() -> None:
+    """Between Spark's jobs the driver runs Python (generating events,
+    converting them to Arrow): no job to cancel would end it."""
+    went_on: list[bool] = []
+    with SignalGuard() as guard, pytest.raises(Stopped), guard.spark_calls(cancel=lambda: None):
+        os.kill(os.getpid(), signal.SIGINT)
+        went_on.append(True)  # pragma: no cover
+    assert went_on == []
 
 
 def test_a_job_that_ends_before_its_cancel_still_stops_after_the_calls() -> None:
@@ -69,18 +107,24 @@ def test_without_cancel_the_caller_gets_the_request_and_stops_at_its_boundary() 
         assert guard.asked.signal == "SIGTERM"  # nothing raised: the stream summarizes what it committed
 
 
-def test_the_session_starts_off_the_main_thread_and_a_signal_meanwhile_stops_after_it() -> None:
+def test_the_session_starts_off_the_main_thread_and_a_signal_meanwhile_stops_at_once() -> None:
     started_on: list[bool] = []
+    release, started_done = threading.Event(), threading.Event()
 
     def start() -> str:
         started_on.append(threading.current_thread() is threading.main_thread())
-        os.kill(os.getpid(), signal.SIGINT)  # while the JVM starts
+        os.kill(os.getpid(), signal.SIGINT)  # while the JVM starts (a loaded machine: tens of seconds)
+        release.wait(10)
+        started_done.set()
         return "session"
 
     with SignalGuard() as guard:
         with pytest.raises(Stopped):
             guard.start(start)
+        # stopped without waiting for the start: it is left to its daemon thread
+        assert not started_done.is_set()
         assert started_on == [False]  # so PySpark installs no SIGINT handler of its own
+    release.set()
     with SignalGuard() as guard:
         assert guard.start(lambda: "session") == "session"
 
@@ -132,8 +176,10 @@ def test_a_command_stopped_while_its_session_starts_prints_one_line(
     assert main(argv) == code
     out, err = capsys.readouterr()
     assert out == ""
+    log = Path("o", "spark.log")
     assert err.splitlines() == [
-        f"sharp-cer: stopped by SIGTERM before the {command} {'started' if command == 'stream' else 'finished'}"
+        f"sharp-cer {command}: starting Spark on local[*] (its log: {log}); Ctrl-C stops",
+        f"sharp-cer: stopped by SIGTERM before the {command} {'started' if command == 'stream' else 'finished'}",
     ]
 
 

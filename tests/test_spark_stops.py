@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import parse_workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+CONFIGS = Path(__file__).parent.parent / "configs"
 
 WORKLOAD = """
 [workload]
@@ -199,20 +202,25 @@ def _moment(name: str, root: Path, command: Command) -> Any:
             started = {p.name for p in offsets.glob("[0-9]*")} if offsets.is_dir() else set()
             done = {p.name for p in commits.glob("[0-9]*")} if commits.is_dir() else set()
             return bool(started - done)
-        assert name == "writing"  # run: the job writing the matches runs
-        return (out / "matches").exists()
+        if name == "up":  # run: Spark is up, the driver prepares the events (Python work between jobs)
+            return any(line.startswith("Spark up in") for line in command.err)
+        assert name == "writing"  # run, demo: a job writing matches runs
+        return (out / "matches").exists() or any(out.glob("*_matches"))
 
     return ready
 
 
-# (command, signal, to the group?, moment, exit code, the line that ends stderr's account of the stop); four JVMs,
-# so four cases: `run` starts its session through the same guard as `stream` (tests/test_cli_signals.py has both
-# commands stopped while their session starts, without Spark)
+# (command, signal, to the group?, moment, exit code, the line that ends stderr's account of the stop); a JVM
+# each: `run` starts its session through the same guard as `stream` (tests/test_cli_signals.py has both commands
+# stopped while their session starts, without Spark). Ctrl-C in a terminal signals the whole process group.
+RUN_STOP = "sharp-cer: stopped by Ctrl-C (SIGINT) before the run finished"
 CASES = [
     ("stream", signal.SIGTERM, True, "between", 0, "stopped (SIGTERM) after micro-batch"),
     ("stream", signal.SIGINT, True, "in-batch", 130, "stopped (SIGINT) after micro-batch"),
     ("stream", signal.SIGTERM, True, "starting", 0, "sharp-cer: stopped by SIGTERM before the stream started"),
-    ("run", signal.SIGINT, False, "writing", 130, "sharp-cer: stopped by Ctrl-C (SIGINT) before the run finished"),
+    ("run", signal.SIGINT, False, "writing", 130, RUN_STOP),
+    ("run", signal.SIGINT, True, "up", 130, RUN_STOP),
+    ("demo", signal.SIGINT, True, "writing", 130, "sharp-cer: stopped by Ctrl-C (SIGINT) before the demo finished"),
 ]
 
 
@@ -232,6 +240,11 @@ def test_a_signal_at_any_moment_ends_a_spark_command_with_one_line_and_its_code(
     if command == "stream":
         argv = ["stream", "w.toml", "--source", "source", "--checkpoint", "ck", "--out", "out"]
         argv += ["--trigger", "0.2", "--max-files", "1", "--master", "local[2]"]
+    elif command == "demo":  # the repository's workloads (their generators), a few events each
+        argv = ["demo", "--configs", str(CONFIGS), "--out", "out", "--events", "300", "--master", "local[2]"]
+    elif moment == "up":  # events generated on the driver once Spark is up: Python work, then jobs
+        argv = ["run", str(CONFIGS / "stock_trading.toml"), "--generate", "200000", "--out", "out"]
+        argv += ["--master", "local[2]"]
     else:
         argv = ["run", "w.toml", "--events", "source", "--out", "out", "--master", "local[2]"]
     running = Command(argv, tmp_path)
@@ -242,8 +255,67 @@ def test_a_signal_at_any_moment_ends_a_spark_command_with_one_line_and_its_code(
     assert "Traceback" not in err and "Exception" not in err, err
     stops = [x for x in running.err if "stopped" in x]
     assert len(stops) == 1 and stops[0].startswith(line), err
+    assert running.err[0].startswith(f"sharp-cer {command}: starting Spark on local[2]") or command == "demo"
     if command == "stream" and moment != "starting":  # stopped at a boundary: the summary of what was committed
         assert "end-to-end latency" in running.out
         assert json.loads((tmp_path / "out" / "summary.json").read_text())["stopped"] == sent.name
     else:
         assert running.out.strip() == "" or "end-to-end" not in running.out
+
+
+BATCH_LINE = re.compile(r"micro-batch (\d+): ([\d,]+) rows read \(([\d,]+) dead-lettered\), ([\d,]+) matches committed")
+
+
+def test_ctrl_c_on_a_stream_with_a_file_added_while_it_runs_its_lines_adding_up_to_its_summary(tmp_path: Path) -> None:
+    """What a user watching ``stream`` sees (issue 38.5): a line as it
+    starts Spark, one once the query runs and one as its first micro-batch
+    starts; a line per micro-batch counting what it read and committed, a
+    file added while it runs counted in its own; Ctrl-C (SIGINT to the
+    process group, as a terminal sends it) then stops it at a boundary
+    with one line, and the lines add up to the summary of what was
+    committed."""
+    (tmp_path / "w.toml").write_text(WORKLOAD)
+    source = tmp_path / "source"
+    source.mkdir()
+    ms = 1_000_000  # 10 ms between events: the watermark (2 ms behind the latest) releases all but the last
+
+    def timed(first: int, n: int) -> list[str]:
+        return [f"{'AB'[k % 2]},{k},{(first + k) * 10 * ms}" for k in range(n)]
+
+    for k in range(2):
+        _write(source / f"part-{k}.csv", timed(100 * k, 40), 1_700_000_000 + k)
+    argv = ["stream", "w.toml", "--source", "source", "--checkpoint", "ck", "--out", "out"]
+    running = Command([*argv, "--trigger", "0.3", "--master", "local[2]"], tmp_path)
+
+    def lines() -> list[tuple[int, int, int, int]]:
+        found = [BATCH_LINE.match(line) for line in running.err]
+        return [tuple(int(g.replace(",", "")) for g in m.groups()) for m in found if m]  # type: ignore[misc]
+
+    running.wait_for(lambda: sum(r for _, r, _, _ in lines()) == 80)
+    added = [*timed(1000, 20), f"A,9x,{1020 * 10 * ms}", *timed(1021, 9)]  # 30 rows, one of them a dead letter
+    _write(source / "part-9.csv", added)
+    running.wait_for(lambda: sum(r for _, r, _, _ in lines()) == 110)
+    running.send(signal.SIGINT, group=True)
+    assert running.finish() == 130, "".join(running.err)
+    err = "".join(running.err)
+    assert "Traceback" not in err and "Exception" not in err, err
+    # the start: Spark starting, the query running, its first micro-batch, then the micro-batches' lines
+    said = [line.split(":")[0] for line in running.err]
+    assert said[0] == "sharp-cer stream"
+    assert running.err[0].startswith("sharp-cer stream: starting Spark on local[2]")
+    running_at = next(i for i, line in enumerate(running.err) if line.startswith("stream running"))
+    first_at = next(i for i, line in enumerate(running.err) if line.startswith("first micro-batch started"))
+    batch_at = next(i for i, line in enumerate(running.err) if BATCH_LINE.match(line))
+    assert running_at < first_at < batch_at
+    counted = lines()
+    assert (30, 1) in {(r, d) for _, r, d, _ in counted}  # the added file, read by a micro-batch of its own
+    assert [b for b, *_ in counted] == sorted({b for b, *_ in counted})  # one line per micro-batch
+    stops = [line for line in running.err if "stopped" in line]
+    assert len(stops) == 1 and stops[0].startswith("stopped (SIGINT) after micro-batch"), err
+    # the lines add up to the summary of what was committed (printed, and summary.json)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["stopped"] == "SIGINT"
+    assert sum(r for _, r, _, _ in counted) == summary["rows"] == 110
+    assert sum(d for _, _, d, _ in counted) == sum(summary["dead_letters"].values()) == 1
+    assert sum(m for *_, m in counted) == sum(q["matches"] for q in summary["queries"].values())
+    assert sum(m for *_, m in counted) > 0

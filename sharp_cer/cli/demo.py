@@ -19,7 +19,7 @@ from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .outputs import folder_problem, make_folder, overlap_problem
 from .run import complete
-from .signals import SignalGuard, guarded
+from .signals import SignalGuard, guarded, starting
 
 #: a generated workload: its file, the workload, its events file, the
 #: in-process engine's matches per query and its events per second
@@ -109,7 +109,7 @@ def _demo(
             generated.append(_generate(path, workload, out_dir, events, out))
     if generated:
         try:
-            _demo_on_spark(generated, out_dir, master, out, guard)
+            _demo_on_spark(generated, out_dir, master, (out, err), guard)
         except (BrokenPipeError, ConnectionResetError) as exc:
             return lost_worker(exc, out_dir / "spark.log", err)
     print(
@@ -220,13 +220,15 @@ def _detect(workload: Workload, frame: Any) -> tuple[dict[str, int], float]:
 
 
 def _demo_on_spark(
-    generated: list[Generated], out_dir: Path, master: str | None, out: TextIO, guard: SignalGuard
+    generated: list[Generated], out_dir: Path, master: str | None, to: tuple[TextIO, TextIO], guard: SignalGuard
 ) -> None:
     """The demo's Spark part: each generated file through ``run_detection``."""
+    out, err = to
     from ..spark.pipeline import run_detection
     from ..spark.session import spark_session
 
     began = time.perf_counter()
+    starting("demo", master, str(out_dir / "spark.log"), err)
     spark = guard.start(lambda: spark_session(master, log=str(out_dir / "spark.log")))
     with guard.spark_calls(cancel=lambda: spark.sparkContext.cancelAllJobs()):
         version, where = spark.version, spark.sparkContext.master

@@ -29,7 +29,7 @@ from .outputs import (
     same_path,
     write_atomic,
 )
-from .signals import SignalGuard, guarded
+from .signals import SignalGuard, guarded, starting
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,11 @@ def _run(options: RunOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> i
         print(exc, file=err)
         return EXIT_INVALID
     began = time.perf_counter()
+    starting("run", options.master, str(target / "spark.log"), err)
     spark = guard.start(lambda: spark_session(options.master, log=str(target / "spark.log"), **settings))
     started = time.perf_counter()
+    source = options.events if options.events is not None else f"{options.generate:,} generated events"
+    print(f"Spark up in {started - began:.1f} s; running {workload.name} over {source}", file=err, flush=True)
     try:
         with guard.spark_calls(cancel=lambda: spark.sparkContext.cancelAllJobs()):
             summary = _detect(options, workload, spark, target, err)

@@ -30,13 +30,14 @@ SIGTERM 143
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from .exits import EXIT_INTERRUPTED
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
 #: the exit code of a command stopped by SIGTERM: 128 + SIGTERM, as a Unix tool's
 EXIT_TERMINATED = 143
+#: how often the jobs are cancelled again after a stop, until the command's Spark calls end (seconds)
+CANCEL_EVERY = 0.25
 _T = TypeVar("_T")
 
 
@@ -77,6 +80,9 @@ class SignalGuard:
         self.asked: StopRequest = StopRequest()
         self._mode = "raise"
         self._cancel: Callable[[], Any] | None = None
+        #: set when the ``spark_calls`` block whose jobs are being cancelled ends
+        self._left: threading.Event | None = None
+        self._cancelling = False
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> SignalGuard:
@@ -97,16 +103,17 @@ class SignalGuard:
             _quiet_py4j()
         if self._mode == "raise":
             raise Stopped(self.asked.signal or name)
-        if self._mode == "cancel" and self._cancel is not None:
+        if self._mode != "cancel" or self._cancel is None or self._left is None:
+            return
+        if not self._cancelling:
             # from another thread: this one may be inside a call into the JVM on its own connection
-            threading.Thread(target=self._cancel_quietly, daemon=True).start()
-
-    def _cancel_quietly(self) -> None:
-        try:
-            assert self._cancel is not None
-            self._cancel()
-        except Exception:
-            pass
+            self._cancelling = True
+            worker = threading.Thread(target=_cancel_until, args=(self._cancel, self._left), daemon=True)
+            worker.start()
+        if not _in_jvm_call(frame):
+            # Python work between Spark's jobs (generating events, converting them): no job to cancel
+            # ends it, and no call into the JVM is cut by stopping now
+            raise Stopped(self.asked.signal or name)
 
     def check(self) -> None:
         """Raise ``Stopped`` if a signal came."""
@@ -120,8 +127,10 @@ class SignalGuard:
         Without ``cancel`` the caller stops at its next boundary (it gets
         the request) and nothing is raised after."""
         self.check()
-        before = self._mode, self._cancel
-        self._mode, self._cancel = ("cancel" if cancel is not None else "wait"), cancel
+        before = self._mode, self._cancel, self._left, self._cancelling
+        left = threading.Event()
+        self._mode, self._cancel, self._left = ("cancel" if cancel is not None else "wait"), cancel, left
+        self._cancelling = False
         try:
             yield self.asked
         except Exception:
@@ -129,13 +138,16 @@ class SignalGuard:
                 raise Stopped(self.asked.signal or "SIGINT") from None
             raise
         finally:
-            self._mode, self._cancel = before
+            left.set()
+            self._mode, self._cancel, self._left, self._cancelling = before
         if cancel is not None:
             self.check()
 
     def start(self, starter: Callable[[], _T]) -> _T:
         """``starter()`` (the Spark session's start) in a helper thread, this
-        one waiting; ``Stopped`` after it if a signal came meanwhile."""
+        one waiting; ``Stopped`` as soon as a signal comes meanwhile: the
+        start is left to the helper, a daemon thread (a JVM it launched ends
+        with this process, whose end closes its stdin)."""
         self.check()
         result: list[_T] = []
         failure: list[BaseException] = []
@@ -153,6 +165,7 @@ class SignalGuard:
             helper.start()
             while helper.is_alive():
                 helper.join(0.05)
+                self.check()
         finally:
             self._mode = before
         self.check()
@@ -172,6 +185,41 @@ def guarded(command: Callable[[SignalGuard], int], err: Any, where: str, *, sigt
             if stop.signal == "SIGTERM" and sigterm_code is not None:
                 return sigterm_code
             return stop.exit_code
+
+
+def starting(command: str, master: str | None, log: str, err: TextIO) -> None:
+    """The line a Spark command says as it starts Spark (a JVM's start takes
+    seconds, tens on a loaded machine): what starts, where its log goes and
+    how to stop it."""
+    from ..spark.session import DEFAULT_MASTER
+
+    print(
+        f"sharp-cer {command}: starting Spark on {master or DEFAULT_MASTER} (its log: {log}); Ctrl-C stops",
+        file=err,
+        flush=True,
+    )
+
+
+def _cancel_until(cancel: Callable[[], Any], left: threading.Event, every: float = CANCEL_EVERY) -> None:
+    """``cancel()`` now and every ``every`` seconds until ``left`` is set: the
+    calls go on until the block sees its job fail, and a job they start
+    meanwhile (a command runs several in a row) is cancelled too."""
+    while True:
+        with contextlib.suppress(Exception):  # a session going down: the block ends anyway
+            cancel()
+        if left.wait(every):
+            return
+
+
+def _in_jvm_call(frame: Any) -> bool:
+    """Whether the interrupted Python ``frame`` is inside a call into the JVM
+    (py4j's), where raising would break the connection mid-reply (py4j then
+    logs its network errors with their stacks)."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _quiet_py4j() -> None:

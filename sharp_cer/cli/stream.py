@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,7 +16,7 @@ from ..language.workload_source import WorkloadSource
 from .arguments import SHEDDER_NAMES, at_least, seconds_problem
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
 from .outputs import file_problem, folder_problem, make_folder, overlap_problem, same_path, write_atomic
-from .signals import SignalGuard, guarded
+from .signals import SignalGuard, guarded, starting
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ def write_letters(spark: Any, out: str, path: str) -> int:
 
 
 def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard) -> int:
+    began = time.monotonic()
     from ..spark.session import spark_session
     from ..spark.stream import StreamSettings, run_stream, stream_conf
     from ..spark.stream_key_group import check_live_bounds
@@ -195,6 +197,7 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
         make_folder(options.out, "--out")
         make_folder(options.checkpoint, "--checkpoint")
         log = str(Path(options.out, "spark.log"))
+        starting("stream", options.master, log, err)
         spark = guard.start(lambda: spark_session(options.master, log=log, **stream_conf()))
         with guard.spark_calls() as asked:
             summary = run_stream(
@@ -211,6 +214,7 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
                 # the floor's, said before the stream starts (or at its first micro-batch), as `run` says them
                 warn=lambda line: print(f"warning: {line}", file=err, flush=True),
                 note=lambda line: print(f"note: {line}", file=err, flush=True),
+                began=began,
             )
             if options.dead_letters is not None:
                 write_letters(spark, options.out, options.dead_letters)

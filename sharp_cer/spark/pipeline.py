@@ -96,7 +96,10 @@ class Detection:
         letters per kind."""
         dead = {r["kind"]: r["count"] for r in self.dead_letters.groupBy("kind").count().collect()}
         job = self.job
-        return summarize_rows(self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead)
+        # a batch's events arrive all at once: their waits say nothing of a bound in ms (``MS_NOT_JUDGED``)
+        return summarize_rows(
+            self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead, ms_judged=False
+        )
 
     def close(self) -> None:
         """Release what this job persisted."""

@@ -48,7 +48,7 @@ def spark_session(
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _output_to(log), _jvm_ignores_signals():
+    with _jvm_ignores_signals(log):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if "spark.sql.shuffle.partitions" not in conf:
@@ -58,7 +58,7 @@ def spark_session(
 
 
 @contextmanager
-def _jvm_ignores_signals() -> Iterator[None]:
+def _jvm_ignores_signals(log: str | None = None) -> Iterator[None]:
     """A JVM launched meanwhile starts with SIGINT and SIGTERM ignored (as
     PySpark already does for SIGINT), so a signal to the whole process
     group (Ctrl-C, ``timeout``, systemd, a container stop) leaves Spark
@@ -66,7 +66,10 @@ def _jvm_ignores_signals() -> Iterator[None]:
     the context under the driver's feet. The JVM installs no handler for a
     signal ignored when it starts; it still ends when the driver does (its
     stdin closes) and on SIGKILL. Spark's Python workers put themselves in a
-    process group of their own."""
+    process group of their own. With ``log``, the JVM's stdout and stderr
+    (and so its Python workers') go to that file: this process's own stay
+    the terminal's throughout, so a line printed while the JVM starts (a
+    stop) reaches the user."""
     from pyspark import java_gateway
 
     module: Any = java_gateway  # its Popen, imported from subprocess, is what launch_gateway calls
@@ -82,34 +85,15 @@ def _jvm_ignores_signals() -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
         kwargs["preexec_fn"] = preexec
-        return launch(*args, **kwargs)
+        if log is None:
+            return launch(*args, **kwargs)
+        with open(log, "ab") as target:  # the child has its own descriptors once started
+            kwargs.setdefault("stdout", target)
+            kwargs.setdefault("stderr", target)
+            return launch(*args, **kwargs)
 
     module.Popen = popen
     try:
         yield
     finally:
         module.Popen = launch
-
-
-@contextmanager
-def _output_to(log: str | None) -> Iterator[None]:
-    """Point this process's stdout and stderr (the file descriptors, which a
-    JVM launched meanwhile inherits) at ``log``, then back."""
-    if log is None:
-        yield
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    saved = os.dup(1), os.dup(2)
-    try:
-        os.dup2(target, 1)
-        os.dup2(target, 2)
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (target, *saved):
-            os.close(fd)

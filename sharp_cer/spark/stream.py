@@ -106,7 +106,7 @@ from .stream_input import (
 )
 from .stream_versions import ANNOUNCE, STAGE_ONE
 from .summary import Summary
-from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, watch
+from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, batch_line, committed_line, watch
 from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
@@ -332,7 +332,9 @@ def start_stream(
         return raw.select(
             TEXT_VALUE,
             F.col("_metadata.file_path").alias(FILE),
-            F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+            # arrival: when the micro-batch read the file (a streaming query's current_timestamp is its
+            # micro-batch's), not the file's modification time (a copied or moved file keeps an old one)
+            F.unix_millis(F.current_timestamp()).alias(ARRIVED),
             F.lit(control).alias(CONTROL),
         )
 
@@ -464,7 +466,7 @@ def detect_stream(
             .select(
                 F.when(version, F.lit(VERSION)).otherwise(F.lit(FLUSH)).alias(ROW_KIND),
                 F.col("_metadata.file_path").alias(FILE),
-                F.unix_millis(F.col("_metadata.file_modification_time")).alias(ARRIVED),
+                F.unix_millis(F.current_timestamp()).alias(ARRIVED),
                 F.when(version, F.split(asked, " ").getItem(1)).alias(TEXT),
             )
         )
@@ -639,9 +641,11 @@ class StreamSummary:
     summary's (cuts by lever; engine latency in cost units per event and,
     engine-side, in ms from an event's release to its key group's engine to
     its matches, against the bounds) and, per query, the end-to-end latency
-    of its matches in ms (from the arrival of the file holding a match's
-    last event to the match's emission), beside what the settings allow
-    for: the trigger interval plus the watermark delay."""
+    of its matches in ms (from the arrival of a match's last event in the
+    stream to the match's emission: when the micro-batch that read its file
+    started, or ``detect_stream``'s ``arrived`` column; never a file's
+    modification time), beside what the settings allow for: the trigger
+    interval plus the watermark delay."""
 
     summary: Summary
     end_to_end: dict[str, dict[str, float]]
@@ -666,7 +670,7 @@ class StreamSummary:
         waits = f"trigger {self.trigger_ms} ms + " if self.trigger_ms is not None else ""
         lines = [
             self.summary.render(),
-            f"  end-to-end latency, ms (file arrival to match emission; settings: {waits}"
+            f"  end-to-end latency, ms (arrival in the stream to match emission; settings: {waits}"
             f"watermark {self.watermark_ms} ms of event time):",
         ]
         wide = max([22, *map(len, self.end_to_end)])
@@ -752,6 +756,7 @@ def run_stream(
     workload_source: str | Path | None = None,
     warn: Callable[[str], None] | None = None,
     note: Callable[[str], None] | None = None,
+    began: float | None = None,
 ) -> StreamSummary:
     """Run the stream and summarize its output. Without a trigger: every
     file there now, then a flush (the end of the input). With one: micro-
@@ -777,15 +782,48 @@ def run_stream(
     ``RuntimeWarning``) and in the summary's ``floor_warnings``. If the
     folder holds no event yet, ``note`` (default: logger ``sharp_cer``)
     says so once, and the floor is judged at the first micro-batch with
-    events."""
+    events.
+
+    The lines on ``progress``: once the query runs, one saying so; one
+    when its first micro-batch with data starts; then one per micro-batch,
+    counting what it committed (``stream_output.CommittedCounts``), so
+    that they add up to the summary (after a line for what earlier runs
+    committed, on a restart). ``began`` (``time.monotonic()`` at the
+    command's launch) times them."""
+    from .stream_output import CommittedCounts
+
+    launched = time.monotonic() if began is None else began
     deadline = None if timeout is None else time.monotonic() + timeout
     lines = progress or io.StringIO()
+    counts = CommittedCounts(out)
+    if counts.before.rows or counts.before.matches:
+        before = counts.before
+        print(
+            f"resuming from {checkpoint}: earlier runs committed {before.rows:,} rows read "
+            f"({before.dead_letters:,} dead-lettered) and {before.matches:,} matches",
+            file=lines,
+            flush=True,
+        )
+
+    def line(progress: Any) -> str:
+        if "://" in out:  # a cluster's file system: its sink's log is not read here (the observed counts)
+            return batch_line(progress)
+        found = counts.of(int(progress["batchId"]))
+        return committed_line(progress, found.rows, found.dead_letters, found.matches)
+
+    def first() -> str:
+        return f"first micro-batch started, {time.monotonic() - launched:.1f} s after the start"
 
     def left() -> float | None:
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
     floor = _live_floor(workload, source, settings, warn, note)
     query = start_stream(workload, source, checkpoint, out, settings, spark)
+    print(
+        f"stream running {time.monotonic() - launched:.1f} s after the start: reading {source}, a line per micro-batch",
+        file=lines,
+        flush=True,
+    )
     watcher = None
     if workload_source is not None:
         key_groups = check_checkpoint(checkpoint, workload, settings.key_groups, settings.key_groups_for(spark))
@@ -793,7 +831,7 @@ def run_stream(
         watcher = _Watcher(workload, workload_source, checkpoint, control, settings, key_groups, lines=lines)
     changed = _judging(floor, checkpoint, watcher.changed if watcher is not None else None)
     poll = 0.5
-    why = watch(query, lines, left(), poll=poll, asked=stop, quiet=settings.trigger is None, changed=changed)
+    why = watch(query, lines, left(), poll=poll, asked=stop, changed=changed, line=line, first=first)
     _raise_failure(query)
     floor.poll(checkpoint, now=True)  # a run over before a poll saw its first micro-batch
     while why == "workload" and watcher is not None:
@@ -814,8 +852,8 @@ def run_stream(
             left(),
             poll=poll,
             asked=stop,
-            quiet=settings.trigger is None,
             changed=_judging(floor, checkpoint, watcher.changed),
+            line=line,
         )
         _raise_failure(query)
     if watcher is not None:
@@ -823,7 +861,7 @@ def run_stream(
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
         query = start_stream(workload, source, checkpoint, out, settings, spark)
-        why = watch(query, lines, left(), asked=stop, quiet=True)
+        why = watch(query, lines, left(), asked=stop, line=line)
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
     skipped = tuple(skipped_files(source, checkpoint, (out,)))

@@ -51,7 +51,7 @@ from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, te
 from .worker import _NO_LATENESS, Job, KeyGroupRun
 
 #: ``E2E`` rows of a match's end-to-end latency: bin = milliseconds from the
-#: arrival of its last event's file to its emission (rounded down to E2E_MS)
+#: arrival of its last event in the stream to its emission (rounded down to E2E_MS)
 E2E_MS = 10
 #: the format of a stream's state and of its checkpoint's workload file.
 #: 1: sharp-cer 0.1.0 as first released (no format recorded; the engine

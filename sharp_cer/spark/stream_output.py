@@ -14,6 +14,7 @@ reader does. Nothing here imports PySpark.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -21,6 +22,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from sharp_cer.errors import SurfaceError
+
+from .columns import COUNTER, DEAD_LETTER, MATCH, OUTPUT_KIND
+from .telemetry import ENGINE
 
 LOG = "_spark_metadata"
 
@@ -75,3 +79,69 @@ def read_committed(out: str | Path, through: int | None = None) -> pd.DataFrame:
     if not files:
         return pd.DataFrame()
     return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What committed micro-batches hold: the rows they read (events and
+    dead letters: stage 1's ``rows`` counter, as the summary counts them),
+    the dead letters among them and the matches they wrote."""
+
+    rows: int = 0
+    dead_letters: int = 0
+    matches: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.rows + other.rows, self.dead_letters + other.dead_letters, self.matches + other.matches)
+
+
+class CommittedCounts:
+    """The counts of a stream's output, micro-batch by micro-batch, as it
+    commits them (``of``): each committed file is counted once, in the
+    first micro-batch asked about that lists it, so the counts add up to
+    the whole output's, which the summary reads. Files committed before
+    this object was made are ``before``'s.
+
+    >>> import tempfile, pyarrow as pa
+    >>> out = Path(tempfile.mkdtemp())
+    >>> def commit(batch, kinds, names, values):
+    ...     part = out / f"part-{batch}.parquet"
+    ...     pq.write_table(pa.table({"kind": kinds, "name": names, "query": [""] * len(kinds),
+    ...                              "value": values}), part)
+    ...     (out / LOG).mkdir(exist_ok=True)
+    ...     _ = (out / LOG / str(batch)).write_text('v1\\n{"path":"file://' + str(part) + '","action":"add"}\\n')
+    >>> commit(0, ["counter", "match"], ["rows", "q"], [3.0, None])
+    >>> counts = CommittedCounts(out)
+    >>> commit(1, ["counter", "dead_letter", "match", "match"], ["rows", "late", "q", "q"], [5.0, None, None, None])
+    >>> counts.before
+    Counts(rows=3, dead_letters=0, matches=1)
+    >>> counts.of(1), counts.of(1)  # each file counted once
+    (Counts(rows=5, dead_letters=1, matches=2), Counts(rows=0, dead_letters=0, matches=0))
+    """
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self._counted: set[Path] = set()
+        self.before = self._count(None)
+
+    def of(self, batch: int) -> Counts:
+        """What micro-batch ``batch`` committed (and any earlier one not yet counted)."""
+        return self._count(batch)
+
+    def _count(self, through: int | None) -> Counts:
+        if not (self.out / LOG).is_dir():
+            return Counts()
+        total = Counts()
+        for path in committed_files(self.out, through):
+            if path not in self._counted:
+                self._counted.add(path)
+                total = total + _file_counts(path)
+        return total
+
+
+def _file_counts(path: Path) -> Counts:
+    """One committed file's counts (only the columns they need are read)."""
+    table = pq.read_table(path, columns=[OUTPUT_KIND, "name", "query", "value"]).to_pandas()
+    kind = table[OUTPUT_KIND]
+    read = table[(kind == COUNTER) & (table["name"] == "rows") & (table["query"] == ENGINE)]["value"]
+    return Counts(int(read.sum()), int((kind == DEAD_LETTER).sum()), int((kind == MATCH).sum()))

@@ -80,6 +80,9 @@ class Summary:
     queries: tuple[QuerySummary, ...]
     bin_width: int
     bins: dict[str, dict[str, list[float]]]
+    #: whether bounds in ms are judged: not on a batch run, whose events all arrive at once, each waiting
+    #: behind its whole key group (``MS_NOT_JUDGED``)
+    ms_bounds_judged: bool = True
 
     @property
     def tenants(self) -> dict[str, int]:
@@ -100,6 +103,7 @@ class Summary:
             "shedder": self.shedder,
             "tenants": self.tenants,
             "queries": {q.name: {k: v for k, v in q.__dict__.items() if k != "name"} for q in self.queries},
+            "ms_bounds_judged": self.ms_bounds_judged,
         }
 
     def render(self) -> str:
@@ -127,6 +131,8 @@ class Summary:
                 f"{ms:<30} {q.bound:>18} {over:>7} {cuts}"
             )
         lines += self._shedding_lines()
+        if not self.ms_bounds_judged and any(q.bound.endswith("ms") for q in self.queries):
+            lines.append(f"  {MS_NOT_JUDGED}")
         lines.append(
             "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
             " at its key group's engine to its matches; over: events over the bound"
@@ -210,11 +216,27 @@ class Summary:
         plt.close(fig)
 
 
+#: what a batch run's summary says of bounds in ms (the "over" column is empty for them)
+MS_NOT_JUDGED = (
+    "bounds in ms are not judged on a batch run: its events arrive all at once, each waiting behind its whole "
+    "key group; `sharp-cer match WORKLOAD --events FILE --rate N` (or --replay-speed) judges them at an arrival "
+    "rate, and `sharp-cer stream` as events arrive"
+)
+
+
 def summarize_rows(
-    output: DataFrame, workload: Workload, shedder: str | None, bin_width: int, rows_read: int, dead: dict[str, int]
+    output: DataFrame,
+    workload: Workload,
+    shedder: str | None,
+    bin_width: int,
+    rows_read: int,
+    dead: dict[str, int],
+    *,
+    ms_judged: bool = True,
 ) -> Summary:
     """The summary of the workers' telemetry rows (``telemetry.aggregate``;
-    counters summed, or maxed and minned as ``Aggregated.combined`` says)."""
+    counters summed, or maxed and minned as ``Aggregated.combined`` says);
+    ``ms_judged`` False: bounds in ms are not judged (a batch run)."""
     rows = aggregate(output, (LATENCY, LATENCY_MS, BIN, COUNTER))
     counters: dict[str, dict[str, float]] = {}
     histograms: dict[str, dict[int, float]] = {}
@@ -243,6 +265,8 @@ def summarize_rows(
         largest = float(values[-1]) if values else 0.0
         ms = _milliseconds(in_ms.get(q.name, {}), mine)
         bound, units, over = _bound(q, shedder is not None, ms.get("mean", 0.0), mine)
+        if not ms_judged and bound.endswith("ms"):
+            over = None
         judged = ms.get("events", 0)  # the key groups judged every event that reached them
         queries.append(
             QuerySummary(
@@ -286,6 +310,7 @@ def summarize_rows(
         tuple(queries),
         bin_width,
         per_bin,
+        ms_judged,
     )
 
 

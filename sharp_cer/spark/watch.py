@@ -42,6 +42,21 @@ def batch_line(progress: Any) -> str:
     )
 
 
+def committed_line(progress: Any, rows: int, dead_letters: int, matches: int) -> str:
+    """One line for a micro-batch: its duration from its progress report,
+    and what it committed (``stream_output.CommittedCounts``): the lines of
+    a run add up to its summary.
+
+    >>> committed_line({"batchId": 3, "durationMs": {"triggerExecution": 812}}, 1000, 2, 4)
+    'micro-batch 3: 1,000 rows read (2 dead-lettered), 4 matches committed, 812 ms'
+    """
+    duration = (progress["durationMs"] or {}).get("triggerExecution", 0)
+    return (
+        f"micro-batch {progress['batchId']}: {rows:,} rows read ({dead_letters:,} dead-lettered), "
+        f"{matches:,} matches committed, {duration:,} ms"
+    )
+
+
 class StopRequest(threading.Event):
     """Set when the user asks the stream to stop; ``signal`` names how."""
 
@@ -88,6 +103,8 @@ def watch(
     asked: StopRequest | None = None,
     quiet: bool = False,
     changed: Callable[[], bool] | None = None,
+    line: Callable[[Any], str] = lambda progress: batch_line(progress),
+    first: Callable[[], str] | None = None,
 ) -> str:
     """Wait for ``query``: print a line per finished micro-batch on ``out``
     (``quiet``: none); on a stop request (or after ``timeout`` seconds) let
@@ -98,16 +115,26 @@ def watch(
     (the query stopped by itself; its error, if any, is the caller's), or
     ``"workload"`` when ``changed`` (asked after each poll) says the
     workload changed: the query then stops at a micro-batch boundary too,
-    for the caller to start it again with the new one."""
+    for the caller to start it again with the new one. ``line`` makes a
+    micro-batch's line from its progress report (default ``batch_line``);
+    ``first``, if given, makes the line said once, when the first
+    micro-batch with data starts."""
     shown = -1
+    begun = first is None
 
     def report() -> None:
-        nonlocal shown
+        nonlocal shown, begun
+        if not begun and not quiet:
+            status = query.status
+            if query.recentProgress or (status.get("isTriggerActive") and status.get("isDataAvailable")):
+                assert first is not None
+                print(first(), file=out, flush=True)
+                begun = True
         for progress in query.recentProgress:
             if progress["batchId"] > shown:
                 shown = progress["batchId"]
                 if not quiet:
-                    print(batch_line(progress), file=out, flush=True)
+                    print(line(progress), file=out, flush=True)
 
     deadline = None if timeout is None else time.monotonic() + timeout
     # ``changed`` is asked more often than the progress is read: a change seen just before a
