@@ -307,8 +307,8 @@ def _call(operand: VectorEvaluator, function: str) -> VectorEvaluator:
 
     def evaluate(rows: Rows) -> Vector:
         values, errors, nulls = operand(rows)
-        if function == "abs":
-            return np.abs(values), errors, nulls
+        if function == "abs":  # abs of the smallest int64 leaves int64, as negation does
+            return np.abs(_exact(values, values, "-")), errors, nulls
         x = np.asarray(values, dtype=float)
         outside = _DOMAIN[function](x)
         with np.errstate(all="ignore"):
