@@ -191,3 +191,32 @@ def test_batches_switching_between_the_core_and_python_sweep_the_same_partitions
         fast, slow = (e.stats() for e in engines)
         assert {f: fast[f] for f in FIGURES} == {f: slow[f] for f in FIGURES}, f"after batch {k}"
     assert found[0] == found[1]
+
+
+# ---------------------------------------------------------------- cross-event conditions in the core
+# (condcore) random cross-event FILTERs (tests.engine_cases: comparisons of single-event variables,
+# every aggregate, count, last - first spans, AND/OR/NOT, on the whole pattern and on sub-patterns,
+# Kleene bodies and OR branches), streams with nulls: the core runs them (asserted) with exact equality
+# against the reference, and identical output, order and figures against the Python engine.
+
+
+def _reasons(texts: list[str]) -> list[str | None]:
+    """Why the core does not take each query group of ``texts`` (None: it does)."""
+    plan = compile_plan([(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)])
+    return [native.ineligible(runner) for runner in Engine(plan, allowed_lateness=4).runners]
+
+
+@compiled_only
+@settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
+@given(
+    st.lists(queries(cross=True, negation=True), min_size=1, max_size=2),
+    streams(max_size=12, nulls=True),
+    st.sampled_from([None, 1, 4]),
+)
+def test_cross_event_conditions_run_in_the_core_exactly(
+    texts: list[str], rows: list[dict[str, Any]], size: Any
+) -> None:
+    reasons = _reasons(texts)
+    # only a window the core lacks (WITHIN none) keeps a group out, never its conditions
+    assert all(reason is None or reason == "a window by none" for reason in reasons), reasons
+    _check(texts, rows, size)

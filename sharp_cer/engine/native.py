@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import os
@@ -33,7 +34,7 @@ import numpy as np
 
 from sharp_cer.events.batch import EventBatch
 
-from . import density
+from . import condition_code, density
 from .cost import QueryCost
 from .feed import keyed, partition_keys, visible, window_column, window_values
 from .state import SWEEP_EVERY, Partition, QueryGroupState
@@ -79,7 +80,9 @@ def ineligible(runner: QueryGroupRunner) -> str | None:
     """Why the core cannot run ``runner``'s query group in this engine (None: it can)."""
     compiled, engine = runner.compiled, runner.engine
     if compiled.summaries is not None or any(compiled.checks.values()):
-        return "cross-event conditions"
+        reason = condition_code.why_not(runner)
+        if reason is not None:
+            return reason
     if compiled.consumes:
         return "CONSUME BY"
     if compiled.every_event:
@@ -177,6 +180,7 @@ class NativeGroup:
 
     def __init__(self, runner: QueryGroupRunner) -> None:
         self.runner = runner
+        self.strings = condition_code.StringTable()  # the codes of the strings conditions compare
         self.core: Any = self._make()
         self.slots: dict[Any, int] = {}
         self.free: list[int] = []
@@ -184,7 +188,7 @@ class NativeGroup:
     def __getstate__(self) -> dict[str, Any]:
         # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
         # and the receiving process makes its own core if it has one and may use it (``takes``)
-        return {"runner": self.runner, "core": None, "slots": {}, "free": []}
+        return {"runner": self.runner, "core": None, "slots": {}, "free": [], "strings": condition_code.StringTable()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -195,7 +199,7 @@ class NativeGroup:
         compiled = runner.compiled
         kind = compiled.group.window[0]
         windows = [(compiled.windows[q.id].bound, compiled.windows[q.id].inclusive) for q in compiled.queries]
-        return _CORE.Core(
+        core = _CORE.Core(
             compiled.det,
             compiled.symbols.bits,
             windows,
@@ -207,6 +211,10 @@ class NativeGroup:
             float(runner.engine.allowed_lateness),
             {q.id: k for k, q in enumerate(compiled.queries)},
         )
+        if compiled.summaries is not None:
+            tables = condition_code.compile_group(runner, self.strings)
+            core.set_conditions(tables, functools.partial(condition_code.holds, runner), self.strings)
+        return core
 
     @property
     def owns(self) -> bool:
@@ -351,6 +359,8 @@ class NativeGroup:
         here = progress[live] if progress is not None else np.zeros(len(live))
         rows, syms = live.astype(np.int64), symbols[live].astype(np.int32)
         here = np.ascontiguousarray(here, dtype=np.float64)
+        if compiled.summaries is not None:
+            core.set_values(*condition_code.columns(runner, batch, live, self.strings))
         done = update = 0
         at = 0
         while True:
@@ -359,6 +369,8 @@ class NativeGroup:
                 rows, syms, slots, values, positions, here, times is not None, track, engine.clock.events, at, _BUDGET
             )
             done += took
+            engine.domain_errors += core.domain_errors  # booked per walk on the Python path: same total
+            core.domain_errors = 0
             for q in sorted(core.accepted_queries):
                 name = compiled.queries[q].name
                 if name not in engine.clock.per_query:
