@@ -1794,6 +1794,7 @@ cdef class Core:
         cdef size_t e
         cdef int64_t count
         cdef int32_t node
+        cdef int64_t base = pc
         self.xstack.clear()
         while True:
             op = <int32_t>self.xcode[pc]
@@ -1874,13 +1875,13 @@ cdef class Core:
             elif op == 10:  # JFALSE
                 a = self.xstack.back()
                 if a.kind == K_BOOL and a.i == 0:
-                    pc = self.xcode[pc + 1]
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
                 else:
                     pc += 2
             elif op == 11:  # JTRUE
                 a = self.xstack.back()
                 if a.kind == K_BOOL and a.i == 1:
-                    pc = self.xcode[pc + 1]
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
                 else:
                     pc += 2
             elif op == 12 or op == 13:  # AND3, OR3
@@ -1905,7 +1906,7 @@ cdef class Core:
                 if a.kind == K_BOOL and a.i == 0:
                     self.xstack.pop_back()
                     self.xstack[self.xstack.size() - 1] = a
-                    pc = self.xcode[pc + 1]
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
                 else:
                     pc += 2
             elif op == 16:  # CHAIN2: x, above, high -> and3(above, x <= high)
