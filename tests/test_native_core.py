@@ -211,7 +211,7 @@ def _reasons(texts: list[str]) -> list[str | None]:
 
 
 @compiled_only
-@settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=100, **SETTINGS)  # type: ignore[arg-type]
 @given(
     st.lists(queries(cross=True, negation=True), min_size=1, max_size=2),
     streams(max_size=12, nulls=True),
@@ -378,3 +378,11 @@ def test_a_nan_in_a_summary_prunes_no_match(condition: str, pure: bool) -> None:
     got = sorted(m.key() for m in engine.process(_nan_batch()))
     assert got == sorted(m.key() for m in evaluate(named, _nan_batch()).per_query["q"])
     assert got  # the reference finds the match
+
+
+@compiled_only
+@settings(max_examples=15, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(queries(cross=True), min_size=1, max_size=2), streams(max_size=12, nulls=True))
+def test_a_snapshot_hands_summaries_and_values_to_python_and_back(texts: list[str], rows: list[dict[str, Any]]) -> None:
+    # the nodes' summaries and stored values go to tecs.Node objects (export) and back (load) mid-stream
+    _check(texts, rows, 3, snapshot_at=1)
