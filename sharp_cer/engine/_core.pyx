@@ -1,8 +1,9 @@
 # distutils: language = c++
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: Algorithm 1 of CORE over a whole batch, for the query
-groups ``engine.native`` finds it exact for (no cross-event condition,
-strategy ALL, no shedder or observer; see ``native.eligible``).
+groups ``engine.native`` finds it exact for (strategy ALL, no shedder or
+observer; cross-event conditions compiled by ``engine.condition_code``, see
+the section "cross-event conditions"; ``native.ineligible``).
 
 It mirrors ``runtime.QueryGroupRunner.step`` and ``Walk.run`` (depth-first)
 decision for decision, on integers: deterministic states are the
@@ -24,6 +25,407 @@ from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
 
 import numpy as np
+
+
+# ------------------------------------------------------------ cross-event conditions: value types
+# (condcore) A value as the Python path holds it: null, an int (exact, int64), a double, a string
+# (its code in the group's table; code 0 is the empty string) or a truth value (i: 0 or 1).
+from libc.math cimport fmod, fabs, sqrt, sin, cos, asin, acos, isnan, isinf, isfinite
+
+cdef enum:
+    K_NUL = 0
+    K_INT = 1
+    K_FLT = 2
+    K_STR = 3
+    K_BOOL = 4
+
+ctypedef struct Num:
+    int32_t kind
+    int64_t i
+    double f
+
+# an interval value of a bound program: unknown (0), an interval (1), a truth value (2, lo.i)
+ctypedef struct Ival:
+    int32_t kind
+    Num lo
+    Num hi
+
+cdef extern from *:
+    """
+    static inline int cc_add_ovf(long long a, long long b, long long* r) { return __builtin_add_overflow(a, b, r); }
+    static inline int cc_sub_ovf(long long a, long long b, long long* r) { return __builtin_sub_overflow(a, b, r); }
+    static inline int cc_mul_ovf(long long a, long long b, long long* r) { return __builtin_mul_overflow(a, b, r); }
+    """
+    bint cc_add_ovf(long long a, long long b, long long* r)
+    bint cc_sub_ovf(long long a, long long b, long long* r)
+    bint cc_mul_ovf(long long a, long long b, long long* r)
+
+cdef int64_t INT64_MIN_ = -9223372036854775807 - 1
+cdef int64_t INT64_MAX_ = 9223372036854775807
+cdef int64_t TWO53 = 9007199254740992
+cdef double NAN_ = float("nan")
+
+
+cdef inline Num _int(int64_t v):
+    cdef Num r
+    r.kind = K_INT
+    r.i = v
+    r.f = 0.0
+    return r
+
+
+cdef inline Num _flt(double v):
+    cdef Num r
+    r.kind = K_FLT
+    r.i = 0
+    r.f = v
+    return r
+
+
+cdef Num _num(int kind, object value) except *:
+    """A constant or identity from ``condition_code`` (kind, Python value)."""
+    cdef Num r
+    if kind == K_INT:
+        r = _int(value)
+    elif kind == K_FLT:
+        r = _flt(value)
+    else:
+        r.kind = kind
+        r.i = value if kind == K_STR else 0
+        r.f = 0.0
+    return r
+
+
+cdef inline char _flag(object value):
+    if value:
+        return 1
+    return 0
+
+
+cdef inline bint _nan(Num a):
+    return a.kind == K_FLT and a.f != a.f
+
+
+cdef inline double _dbl(Num a):
+    return a.f if a.kind == K_FLT else <double>a.i
+
+
+cdef inline int _icmpf(int64_t i, double f):
+    """The sign of i - f, exact as Python compares an int with a float (2: f is NaN)."""
+    if f != f:
+        return 2
+    if f >= 9223372036854775808.0:
+        return -1
+    if f < -9223372036854775808.0:
+        return 1
+    cdef int64_t t = <int64_t>f
+    if i != t:
+        return 1 if i > t else -1
+    cdef double frac = f - <double>t
+    if frac > 0:
+        return -1
+    if frac < 0:
+        return 1
+    return 0
+
+
+cdef inline int _cmp(Num a, Num b):
+    """Python's order of two numbers: -1, 0, 1, or 2 where a NaN makes them unordered; strings
+    (codes) only equal (0) or not (1)."""
+    if a.kind == K_STR or b.kind == K_STR:
+        return 0 if a.kind == b.kind and a.i == b.i else 1
+    if a.kind != K_FLT and b.kind != K_FLT:
+        return (a.i > b.i) - (a.i < b.i)
+    if a.kind == K_FLT and b.kind == K_FLT:
+        if a.f != a.f or b.f != b.f:
+            return 2
+        return (a.f > b.f) - (a.f < b.f)
+    cdef int c
+    if a.kind == K_FLT:
+        c = _icmpf(b.i, a.f)
+        return 2 if c == 2 else -c
+    return _icmpf(a.i, b.f)
+
+
+cdef inline Num _lower(Num a, Num b):
+    """``b if b < a or b != b else a`` (conditions._join: min, a NaN on either side stays)."""
+    if _cmp(b, a) == -1 or _nan(b):
+        return b
+    return a
+
+
+cdef inline Num _higher(Num a, Num b):
+    """``b if b > a or b != b else a``."""
+    if _cmp(b, a) == 1 or _nan(b):
+        return b
+    return a
+
+
+cdef inline bint _compare(int op, Num a, Num b):
+    """Python's ``== != < <= > >=`` (op 0..5) on two numbers or two strings."""
+    cdef int c = _cmp(a, b)
+    if op == 0:
+        return c == 0
+    if op == 1:
+        return c != 0
+    if op == 2:
+        return c == -1
+    if op == 3:
+        return c == -1 or c == 0
+    if op == 4:
+        return c == 1
+    return c == 1 or c == 0
+
+
+cdef inline Num _truth(bint b):
+    cdef Num r
+    r.kind = K_BOOL
+    r.i = 1 if b else 0
+    r.f = 0.0
+    return r
+
+
+cdef inline Num _truthof(Num a):
+    """``truth``: null stays unknown, else Python's bool (NaN is true; code 0 is the empty string)."""
+    if a.kind == K_NUL or a.kind == K_BOOL:
+        return a
+    if a.kind == K_FLT:
+        return _truth(a.f != 0.0)
+    return _truth(a.i != 0)
+
+
+cdef inline Num _xand(Num a, Num b):
+    """``and3`` on truth values (K_NUL: unknown)."""
+    if (a.kind == K_BOOL and a.i == 0) or (b.kind == K_BOOL and b.i == 0):
+        return _truth(False)
+    if a.kind == K_NUL or b.kind == K_NUL:
+        return a if a.kind == K_NUL else b
+    return _truth(True)
+
+
+cdef inline Num _xor(Num a, Num b):
+    """``or3`` on truth values."""
+    if (a.kind == K_BOOL and a.i == 1) or (b.kind == K_BOOL and b.i == 1):
+        return _truth(True)
+    if a.kind == K_NUL or b.kind == K_NUL:
+        return a if a.kind == K_NUL else b
+    return _truth(False)
+
+
+cdef inline Num _add(Num a, Num b):
+    """``a + b`` as Python adds ints and floats; NaN where int64 would overflow."""
+    cdef long long s
+    if a.kind != K_FLT and b.kind != K_FLT:
+        if cc_add_ovf(a.i, b.i, &s):
+            return _flt(NAN_)
+        return _int(s)
+    return _flt(_dbl(a) + _dbl(b))
+
+
+cdef inline Num _neg(Num a):
+    if a.kind == K_FLT:
+        return _flt(-a.f)
+    if a.i == INT64_MIN_:
+        return _flt(NAN_)
+    return _int(-a.i)
+
+
+cdef Num _arith(int op, Num a, Num b, int* st):
+    """``predicate_bits._ARITHMETIC`` on two non-null numbers; ``st`` 2: out of its domain,
+    3: not exact in int64."""
+    cdef long long r
+    cdef bint bad
+    cdef bint ints = a.kind != K_FLT and b.kind != K_FLT
+    cdef double x, y, m
+    if op <= 2:
+        if ints:
+            if op == 0:
+                bad = cc_add_ovf(a.i, b.i, &r)
+            elif op == 1:
+                bad = cc_sub_ovf(a.i, b.i, &r)
+            else:
+                bad = cc_mul_ovf(a.i, b.i, &r)
+            if bad:
+                st[0] = 3
+            return _int(r)
+        x, y = _dbl(a), _dbl(b)
+        if op == 0:
+            return _flt(x + y)
+        if op == 1:
+            return _flt(x - y)
+        return _flt(x * y)
+    if (b.kind == K_FLT and b.f == 0.0) or (b.kind != K_FLT and b.i == 0):
+        st[0] = 2
+        return _int(0)
+    if op == 3:
+        if ints and (a.i > TWO53 or a.i < -TWO53 or b.i > TWO53 or b.i < -TWO53):
+            st[0] = 3
+        return _flt(_dbl(a) / _dbl(b))
+    # % is math.fmod (truncating), an int if both are ints
+    x, y = _dbl(a), _dbl(b)
+    if isinf(y) and isfinite(x):
+        m = x
+    else:
+        m = fmod(x, y)
+        if m != m and x == x and y == y:
+            st[0] = 2
+            return _int(0)
+    if ints:
+        return _int(<int64_t>m)
+    return _flt(m)
+
+
+cdef Num _function(int fn, Num a, int* st):
+    """``predicate_bits._MATH`` on a non-null number (math's domain errors: ``st`` 2)."""
+    cdef double x, r
+    if fn == 0:
+        if a.kind == K_FLT:
+            return _flt(fabs(a.f))
+        if a.i == INT64_MIN_:
+            st[0] = 3
+            return a
+        return _int(-a.i if a.i < 0 else a.i)
+    x = _dbl(a)
+    if fn == 1:
+        r = sqrt(x)
+    elif fn == 2:
+        r = sin(x)
+    elif fn == 3:
+        r = cos(x)
+    elif fn == 4:
+        r = asin(x)
+    else:
+        r = acos(x)
+    if (r != r and x == x) or (isinf(r) and isfinite(x)):
+        st[0] = 2
+    return _flt(r)
+
+
+cdef inline Ival _unknown():
+    cdef Ival r
+    r.kind = 0
+    return r
+
+
+cdef inline Ival _tv(bint b):
+    cdef Ival r
+    r.kind = 2
+    r.lo = _truth(b)
+    return r
+
+
+cdef Ival _and3(Ival a, Ival b):
+    if (a.kind == 2 and a.lo.i == 0) or (b.kind == 2 and b.lo.i == 0):
+        return _tv(False)
+    if a.kind != 2 or b.kind != 2:
+        return _unknown()
+    return _tv(True)
+
+
+cdef Ival _or3(Ival a, Ival b):
+    if (a.kind == 2 and a.lo.i == 1) or (b.kind == 2 and b.lo.i == 1):
+        return _tv(True)
+    if a.kind != 2 or b.kind != 2:
+        return _unknown()
+    return _tv(False)
+
+
+cdef inline Ival _iv(Num lo, Num hi):
+    cdef Ival r
+    r.lo = lo
+    r.hi = hi
+    r.kind = 0 if _nan(lo) or _nan(hi) else 1
+    return r
+
+
+cdef Ival _iabs(Ival a):
+    """``conditions._abs``."""
+    if a.kind != 1:
+        return _unknown()
+    cdef int c = _cmp(a.lo, _int(0))
+    if c == 0 or c == 1:
+        return a
+    c = _cmp(a.hi, _int(0))
+    if c == 0 or c == -1:
+        return _iv(_neg(a.hi), _neg(a.lo))
+    cdef Num x = _neg(a.lo)
+    return _iv(_int(0), a.hi if _cmp(a.hi, x) == 1 else x)
+
+
+cdef inline Num _mul(Num a, Num b):
+    cdef long long r
+    if a.kind != K_FLT and b.kind != K_FLT:
+        if cc_mul_ovf(a.i, b.i, &r):
+            return _flt(NAN_)
+        return _int(r)
+    return _flt(_dbl(a) * _dbl(b))
+
+
+cdef inline Num _sub(Num a, Num b):
+    cdef long long r
+    if a.kind != K_FLT and b.kind != K_FLT:
+        if cc_sub_ovf(a.i, b.i, &r):
+            return _flt(NAN_)
+        return _int(r)
+    return _flt(_dbl(a) - _dbl(b))
+
+
+cdef Ival _iarith(int op, Ival a, Ival b):
+    """``conditions._arith`` (+ - *)."""
+    if a.kind != 1 or b.kind != 1:
+        return _unknown()
+    if op == 0:
+        return _iv(_add(a.lo, b.lo), _add(a.hi, b.hi))
+    if op == 1:
+        return _iv(_sub(a.lo, b.hi), _sub(a.hi, b.lo))
+    cdef Num p[4]
+    p[0] = _mul(a.lo, b.lo)
+    p[1] = _mul(a.lo, b.hi)
+    p[2] = _mul(a.hi, b.lo)
+    p[3] = _mul(a.hi, b.hi)
+    cdef Num lo = p[0], hi = p[0]
+    cdef int k
+    for k in range(1, 4):
+        if _cmp(p[k], lo) == -1:
+            lo = p[k]
+        if _cmp(p[k], hi) == 1:
+            hi = p[k]
+    return _iv(lo, hi)
+
+
+cdef Ival _icmp(int op, Ival a, Ival b):
+    """``conditions._compare``."""
+    cdef Ival t
+    cdef int c
+    if a.kind != 1 or b.kind != 1:
+        return _unknown()
+    if op == 4 or op == 5:
+        t = a
+        a = b
+        b = t
+        op = 2 if op == 4 else 3
+    if op == 2:
+        if _cmp(a.hi, b.lo) == -1:
+            return _tv(True)
+        c = _cmp(a.lo, b.hi)
+        if c == 1 or c == 0:
+            return _tv(False)
+        return _unknown()
+    if op == 3:
+        c = _cmp(a.hi, b.lo)
+        if c == -1 or c == 0:
+            return _tv(True)
+        if _cmp(a.lo, b.hi) == 1:
+            return _tv(False)
+        return _unknown()
+    cdef bint disjoint = _cmp(a.hi, b.lo) == -1 or _cmp(b.hi, a.lo) == -1
+    cdef bint same = _cmp(a.lo, a.hi) == 0 and _cmp(a.hi, b.lo) == 0 and _cmp(b.lo, b.hi) == 0
+    if disjoint:
+        return _tv(op != 0)
+    if same:
+        return _tv(op == 0)
+    return _unknown()
+
 
 cdef enum:
     BOTTOM = 0
@@ -132,6 +534,52 @@ cdef class Core:
     cdef vector[int64_t] cls_count
     cdef vector[int64_t] c_path
     cdef vector[double] c_value
+
+    # ---- cross-event conditions (condcore; the section "cross-event conditions" below)
+    cdef bint conds
+    cdef bint cprune
+    cdef int32_t nterms, nattrs, nvars, nlabels
+    cdef vector[Num] sumv  # per node: its terms' lows, then their highs (Summaries)
+    cdef vector[Num] valv  # per node: the stored attributes of the event it marks (output nodes)
+    cdef vector[Num] ident
+    cdef vector[int32_t] tkind
+    cdef vector[char] labvar
+    cdef vector[int32_t] plan_off
+    cdef vector[int32_t] plan_data
+    cdef vector[char] ck_whole
+    cdef vector[char] ck_tag
+    cdef vector[char] ck_first
+    cdef vector[int32_t] ck_toff
+    cdef vector[int32_t] ck_terms
+    cdef vector[int32_t] ck_codes
+    cdef vector[int32_t] ck_kinds
+    cdef vector[int32_t] ck_coff
+    cdef vector[int64_t] cj_exact
+    cdef vector[int64_t] cj_bound
+    cdef vector[int32_t] cj_roff
+    cdef vector[int32_t] cj_read
+    cdef vector[int64_t] xcode
+    cdef vector[int64_t] bcode
+    cdef vector[Num] consts
+    cdef vector[int32_t] q_off
+    cdef vector[int32_t] q_checks
+    cdef vector[Num] cur_seen
+    cdef vector[int32_t] cur_inst
+    cdef vector[Num] pend_seen
+    cdef vector[int32_t] pend_inst
+    cdef vector[int32_t] path_node
+    cdef vector[int32_t] inst_nodes
+    cdef vector[Num] xstack
+    cdef vector[Ival] bstack
+    cdef vector[Num] ivl
+    cdef vector[Num] tmp_sum
+    cdef public object py_holds  # (check, [(label, values)]) -> 1, 0 or 2 where the core is not exact
+    cdef public object strings  # condition_code.StringTable
+    cdef public int64_t domain_errors
+    cdef int64_t cur_at  # the event in process's index in the run's rows
+    cdef signed char[:, ::1] v_kind
+    cdef int64_t[:, ::1] v_int
+    cdef double[:, ::1] v_flt
 
     def __init__(self, det, bits, list windows, bint by_position, double reach, double largest, bint sweeps,
                  int64_t cut_after, double allowed_lateness, dict query_index):
@@ -290,12 +738,17 @@ cdef class Core:
         n.maxkey = maxkey
         n.value = value
         self.nodes.push_back(n)
+        if self.conds:
+            self._cond_fit()
         return <int32_t>self.nodes.size() - 1
 
     cdef inline int32_t _union_node(self, int32_t left, int32_t right):
         cdef int64_t ms = self.nodes[left].maxstart
         cdef double mk = self.nodes[left].maxkey
-        return self._new(UNION, -1, -1, left, right, ms, mk, 0.0)
+        cdef int32_t u = self._new(UNION, -1, -1, left, right, ms, mk, 0.0)
+        if self.conds and self.nterms:
+            self._sum_union(u, left, right)
+        return u
 
     cdef int32_t _union(self, int32_t n1, int32_t n2):
         """tecs.union: CORE Figure 5 a-d."""
@@ -412,6 +865,7 @@ cdef class Core:
             sym = syms[i]
             if track and self.busy[sym] <= 0:
                 continue  # idle for every live state: it changes nothing
+            self.cur_at = i
             self._event(rows[i], positions[i], sym, values[i], slots[i], track)
             done += 1
             if base_events + rows[i] + 1 >= self.next_sweep:
@@ -502,6 +956,8 @@ cdef class Core:
         first = -1
         if not dead:
             first = self._new(BOTTOM, position, part.local, -1, -1, position, part.running_max, value)
+            if self.conds and self.nterms:
+                self._sum_ident(first)
             created += 1
         for e in range(nold + (0 if dead else 1)):
             isfirst = not dead and e == 0
@@ -535,6 +991,8 @@ cdef class Core:
                     target = self.stepdata[off + 2 + 2 * k]
                     out = self._new(OUTPUT, position, label, node, -1, self.nodes[node].maxstart,
                                     self.nodes[node].maxkey, 0.0)
+                    if self.conds:
+                        self._cond_output(out, node, label)
                     created += 1
                     idx = self._index_of(target)
                     if idx < 0:
@@ -675,13 +1133,13 @@ cdef class Core:
         else:
             first = <int64_t>self.c_value.size()
             if self.wpeer[q]:
-                steps = self._walk(roots, end, self.wbound[c], self.wincl[c], &candidates)
+                steps = self._walk_any(q, roots, end, self.wbound[c], self.wincl[c], &candidates)
                 self.cls_stamp[c] = self.clock
                 self.cls_roots[c] = roots[0]
                 self.cls_first[c] = first
                 self.cls_count[c] = <int64_t>self.c_value.size() - first
             else:
-                steps = self._walk(roots, end, bound, incl, &candidates)
+                steps = self._walk_any(q, roots, end, bound, incl, &candidates)
             count = <int64_t>self.c_value.size() - first
         cdef int64_t first_match = <int64_t>self.o_match.size() // 3
         for j in range(first, first + count):
@@ -823,6 +1281,8 @@ cdef class Core:
             if remap[i] >= 0:
                 remap[i] = k
                 self.nodes[k] = self.nodes[i]
+                if self.conds:
+                    self._cond_move(k, i)
                 if self.nodes[k].left >= 0:
                     self.nodes[k].left = remap[self.nodes[k].left]
                 if self.nodes[k].right >= 0:
@@ -830,6 +1290,8 @@ cdef class Core:
                 k += 1
         self.nodes.resize(k)
         self.nodes.shrink_to_fit()
+        if self.conds:
+            self._cond_fit()
         for i in range(self.parts.size()):
             if not self.parts[i].alive:
                 continue
@@ -927,6 +1389,8 @@ cdef class Core:
             c = self.nodes[x]
             made[x] = node_class(c.kind, c.pos, c.label, made.get(c.left), made.get(c.right), c.maxstart,
                                  c.maxkey, c.value)
+            if self.conds:
+                self._cond_export(made[x], x)
         found = []
         for i in range(self.parts.size()):
             if not self.parts[i].alive:
@@ -981,6 +1445,8 @@ cdef class Core:
             value = node.value if node.kind == BOTTOM else 0.0
             ids[id(node)] = self._new(node.kind, node.pos, node.label, left, right, node.maxstart, node.maxkey,
                                       value)
+            if self.conds:
+                self._cond_load(ids[id(node)], node)
         return ids[id(root)]
 
     def remap_slots(self, list mapping):
@@ -994,6 +1460,725 @@ cdef class Core:
         for old, new in mapping:
             moved[new] = self.parts[old]
         self.parts.swap(moved)
+
+    # ------------------------------------------------------------ cross-event conditions (condcore)
+    # ``conditions.Summaries`` (per-node term intervals), ``FilterCheck.possible`` (the bound test that
+    # prunes branches) and ``ExactCondition`` (the check of a complete instance) on the programs of
+    # ``engine.condition_code``. Every rule below mirrors the Python one it names; where int arithmetic
+    # would leave int64 (Python's ints do not overflow), an exact check asks ``py_holds`` and a bound
+    # or summary goes unknown (NaN), which only keeps a branch the Python path might prune.
+    def set_conditions(self, dict t, py_holds, strings):
+        """Load the tables of ``condition_code.compile_group``."""
+        cdef Num x
+        self.conds = True
+        self.py_holds = py_holds
+        self.strings = strings
+        self.domain_errors = 0
+        self.cprune = t["prune"]
+        self.nterms = t["terms"]
+        self.nattrs = t["attributes"]
+        self.nvars = t["variables"]
+        self.nlabels = len(t["plans"])
+        for kind, value in t["identity"]:
+            self.ident.push_back(_num(kind, value))
+        for kind in t["kinds"]:
+            self.tkind.push_back(kind)
+        for row in t["labvar"]:
+            for flag in row:
+                self.labvar.push_back(_flag(flag))
+        for plan in t["plans"]:
+            self.plan_off.push_back(self.plan_data.size())
+            for entry in plan:
+                for v in entry:
+                    self.plan_data.push_back(v)
+        self.plan_off.push_back(self.plan_data.size())
+        for kind, value in t["consts"]:
+            self.consts.push_back(_num(kind, value))
+        self.ck_coff.push_back(0)
+        self.ck_toff.push_back(0)
+        self.cj_roff.push_back(0)
+        for c in t["checks"]:
+            self.ck_whole.push_back(_flag(c["whole"]))
+            for flag in c["tag"]:
+                self.ck_tag.push_back(_flag(flag))
+            for flag in c["first"]:
+                self.ck_first.push_back(_flag(flag))
+            for k in range(len(c["terms"])):
+                self.ck_terms.push_back(c["terms"][k])
+                self.ck_codes.push_back(c["codes"][k])
+                self.ck_kinds.push_back(c["kinds"][k])
+            self.ck_toff.push_back(self.ck_terms.size())
+            for code in c["exact"]:
+                self.cj_exact.push_back(self.xcode.size())
+                for op in code:
+                    self.xcode.push_back(op)
+            for code, read in c["bounds"]:
+                self.cj_bound.push_back(self.bcode.size())
+                for op in code:
+                    self.bcode.push_back(op)
+                for j in read:
+                    self.cj_read.push_back(j)
+                self.cj_roff.push_back(self.cj_read.size())
+            self.ck_coff.push_back(self.cj_exact.size())
+        self.q_off.push_back(0)
+        for checks in t["queries"]:
+            for k in checks:
+                self.q_checks.push_back(k)
+            self.q_off.push_back(self.q_checks.size())
+        self.cur_seen.resize(2 * self.nterms)
+        self.ivl.resize(2 * self.nterms)
+        self.tmp_sum.resize(2 * self.nterms)
+        self.cur_inst.resize(max(<size_t>1, self.ck_whole.size()))
+        self._cond_fit()
+
+    def set_values(self, signed char[:, ::1] kinds, int64_t[:, ::1] ints, double[:, ::1] floats):
+        """The stored attributes of the next ``run``'s events (rows x attributes)."""
+        self.v_kind = kinds
+        self.v_int = ints
+        self.v_flt = floats
+
+    cdef void _cond_fit(self) except *:
+        """The per-node arrays as long as the arena."""
+        self.sumv.resize(self.nodes.size() * 2 * self.nterms)
+        self.valv.resize(self.nodes.size() * self.nattrs)
+
+    cdef void _cond_move(self, size_t to, size_t frm) except *:
+        cdef int32_t k
+        for k in range(2 * self.nterms):
+            self.sumv[to * 2 * self.nterms + k] = self.sumv[frm * 2 * self.nterms + k]
+        for k in range(self.nattrs):
+            self.valv[to * self.nattrs + k] = self.valv[frm * self.nattrs + k]
+
+    cdef void _sum_ident(self, int32_t node) except *:
+        cdef int32_t k
+        for k in range(2 * self.nterms):
+            self.sumv[<size_t>node * 2 * self.nterms + k] = self.ident[k]
+
+    cdef void _sum_union(self, int32_t node, int32_t left, int32_t right) except *:
+        """``tecs._union_node``: each low the lower, each high the higher (as min and max pick)."""
+        cdef int32_t T = self.nterms, k
+        cdef Num* d = &self.sumv[<size_t>node * 2 * T]
+        cdef Num* a = &self.sumv[<size_t>left * 2 * T]
+        cdef Num* b = &self.sumv[<size_t>right * 2 * T]
+        for k in range(T):
+            d[k] = _lower(a[k], b[k])
+            d[T + k] = _higher(a[T + k], b[T + k])
+
+    cdef void _sum_output(self, Num* dst, Num* src, int64_t label, Num* vals, bint reset) except *:
+        """``Summaries.output`` (dst may be src)."""
+        cdef int32_t T = self.nterms, e, i, own, column, code
+        cdef Num a0, a1, b0, b1, lo, hi
+        if dst != src:
+            for i in range(2 * T):
+                dst[i] = src[i]
+        if label < 0 or label >= self.nlabels:
+            return
+        for e in range(self.plan_off[label], self.plan_off[label + 1], 5):
+            i = self.plan_data[e]
+            own = self.plan_data[e + 1]
+            column = self.plan_data[e + 2]
+            code = self.plan_data[e + 4]
+            if self.plan_data[e + 3] and reset:
+                b0, b1 = self.ident[i], self.ident[T + i]
+            else:
+                b0, b1 = src[i], src[T + i]
+            if own == 0:
+                dst[i], dst[T + i] = b0, b1
+                continue
+            if own == 1:
+                a0 = _int(1)
+                a1 = a0
+            elif own == 2 and vals[column].kind != K_NUL:
+                a0 = vals[column]
+                a1 = a0
+            elif own == 2 and code != 3:
+                a0, a1 = self.ident[i], self.ident[T + i]
+            else:
+                a0, a1 = _flt(-INF), _flt(INF)
+            if code == 0:
+                dst[i], dst[T + i] = _add(a0, b0), _add(a1, b1)
+            elif code == 1:
+                lo = _lower(a0, b0)
+                hi = _lower(a1, b1)
+                dst[i], dst[T + i] = lo, hi
+            elif code == 2:
+                lo = _higher(a0, b0)
+                hi = _higher(a1, b1)
+                dst[i], dst[T + i] = lo, hi
+            else:
+                lo = _lower(a0, b0)
+                hi = _higher(a1, b1)
+                dst[i], dst[T + i] = lo, hi
+
+    cdef void _cond_output(self, int32_t out, int32_t below, int64_t label) except *:
+        """An output node's stored values (the event in process's) and summary."""
+        cdef int32_t A = self.nattrs, k, T = self.nterms
+        cdef int64_t at = self.cur_at
+        cdef Num* vals = &self.valv[<size_t>out * A] if A else NULL
+        for k in range(A):
+            vals[k].kind = self.v_kind[at, k]
+            vals[k].i = self.v_int[at, k]
+            vals[k].f = self.v_flt[at, k]
+        if T:
+            self._sum_output(&self.sumv[<size_t>out * 2 * T], &self.sumv[<size_t>below * 2 * T], label, vals, True)
+
+    # ---------------- the walk with checks (``Walk.run`` with checks, summaries, depth first)
+    cdef int64_t _walk_any(self, int32_t q, vector[int32_t]* roots, double end, double bound, bint incl,
+                           int64_t* candidates) except -1:
+        if not self.conds or self.q_off[q] == self.q_off[q + 1]:
+            return self._walk(roots, end, bound, incl, candidates)
+        return self._walk_checked(q, roots, end, bound, incl, candidates)
+
+    cdef bint _possible(self, int32_t q, int32_t node) except -1:
+        """``Walk._possible``: every open instance's check may still hold below ``node``."""
+        cdef int32_t e, k
+        for e in range(self.q_off[q], self.q_off[q + 1]):
+            if self.cur_inst[e - self.q_off[q]] != -2:
+                k = self.q_checks[e]
+                if not self._check_possible(k, &self.cur_seen[0], &self.sumv[<size_t>node * 2 * self.nterms]):
+                    return False
+        return True
+
+    cdef bint _check_possible(self, int32_t k, Num* seen, Num* below) except -1:
+        """``FilterCheck.possible``."""
+        cdef int32_t T = self.nterms, j, t, code, n = self.ck_toff[k + 1] - self.ck_toff[k]
+        cdef Num a0, a1, c0, c1
+        cdef Num* iv = &self.ivl[0]
+        for j in range(n):
+            t = self.ck_terms[self.ck_toff[k] + j]
+            code = self.ck_codes[self.ck_toff[k] + j]
+            a0, a1, c0, c1 = seen[t], seen[T + t], below[t], below[T + t]
+            if code == 0:
+                iv[2 * j], iv[2 * j + 1] = _add(a0, c0), _add(a1, c1)
+            elif code == 1:
+                iv[2 * j] = _lower(a0, c0)
+                iv[2 * j + 1] = _lower(a1, c1)
+            elif code == 2:
+                iv[2 * j] = _higher(a0, c0)
+                iv[2 * j + 1] = _higher(a1, c1)
+            else:
+                iv[2 * j] = _lower(a0, c0)
+                iv[2 * j + 1] = _higher(a1, c1)
+        cdef int32_t c
+        for c in range(self.ck_coff[k], self.ck_coff[k + 1]):
+            if self._bound(k, c) == 0:
+                return False
+        return True
+
+    cdef int _bound(self, int32_t k, int32_t c) except -2:
+        """``compile_bounds``' test of conjunct ``c`` on ``ivl``: 1 true, 0 false, -1 unknown."""
+        cdef int32_t j, kind, op
+        cdef Num lo, hi
+        cdef Num* iv = &self.ivl[0]
+        # a term over no events (not NaN) makes the conjunct false, wherever it is read
+        for j in range(self.cj_roff[c], self.cj_roff[c + 1]):
+            lo, hi = iv[2 * self.cj_read[j]], iv[2 * self.cj_read[j] + 1]
+            if _nan(lo) or _nan(hi):
+                continue
+            kind = self.ck_kinds[self.ck_toff[k] + self.cj_read[j]]
+            if kind == 4 and _cmp(lo, hi) == 1:
+                return 0
+            if kind == 2 and lo.kind == K_FLT and lo.f == INF:
+                return 0
+            if kind == 3 and hi.kind == K_FLT and hi.f == -INF:
+                return 0
+        cdef int64_t pc = self.cj_bound[c]
+        cdef Ival a, b, x, r
+        self.bstack.clear()
+        while True:
+            op = <int32_t>self.bcode[pc]
+            if op == 0:  # END
+                break
+            if op == 19:  # TERM
+                j = <int32_t>self.bcode[pc + 1]
+                pc += 2
+                r.lo, r.hi = iv[2 * j], iv[2 * j + 1]
+                r.kind = 0 if _nan(r.lo) or _nan(r.hi) else 1
+                self.bstack.push_back(r)
+            elif op == 1:  # CONST
+                r.kind = 1
+                r.lo = self.consts[self.bcode[pc + 1]]
+                r.hi = r.lo
+                pc += 2
+                self.bstack.push_back(r)
+            elif op == 4:  # NEG
+                pc += 1
+                a = self.bstack.back()
+                if a.kind == 1:
+                    r.lo, r.hi = _neg(a.hi), _neg(a.lo)
+                    r.kind = 0 if _nan(r.lo) or _nan(r.hi) else 1
+                else:
+                    r.kind = 0
+                self.bstack[self.bstack.size() - 1] = r
+            elif op == 20:  # ABS
+                pc += 1
+                a = self.bstack.back()
+                self.bstack[self.bstack.size() - 1] = _iabs(a)
+            elif op == 5:  # ARITH
+                b = self.bstack.back()
+                self.bstack.pop_back()
+                a = self.bstack.back()
+                self.bstack[self.bstack.size() - 1] = _iarith(<int32_t>self.bcode[pc + 1], a, b)
+                pc += 2
+            elif op == 6:  # CMP
+                b = self.bstack.back()
+                self.bstack.pop_back()
+                a = self.bstack.back()
+                self.bstack[self.bstack.size() - 1] = _icmp(<int32_t>self.bcode[pc + 1], a, b)
+                pc += 2
+            elif op == 17:  # BETWEEN: operand, low, high
+                b = self.bstack.back()
+                self.bstack.pop_back()
+                a = self.bstack.back()
+                self.bstack.pop_back()
+                x = self.bstack.back()
+                self.bstack[self.bstack.size() - 1] = _and3(_icmp(3, a, x), _icmp(3, x, b))
+                pc += 1
+            elif op == 12 or op == 13:  # AND3, OR3
+                b = self.bstack.back()
+                self.bstack.pop_back()
+                a = self.bstack.back()
+                self.bstack[self.bstack.size() - 1] = _and3(a, b) if op == 12 else _or3(a, b)
+                pc += 1
+            elif op == 9:  # NOT
+                a = self.bstack.back()
+                if a.kind == 2:
+                    a.lo.i = 1 - a.lo.i
+                else:
+                    a.kind = 0
+                self.bstack[self.bstack.size() - 1] = a
+                pc += 1
+            elif op == 18:  # UNKNOWN n
+                for j in range(<int32_t>self.bcode[pc + 1]):
+                    self.bstack.pop_back()
+                r.kind = 0
+                self.bstack.push_back(r)
+                pc += 2
+            else:
+                raise RuntimeError(f"bound program: opcode {op}")
+        r = self.bstack.back()
+        if r.kind == 2:
+            return <int>r.lo.i
+        return -1
+
+    cdef int _exact(self, int32_t k, int32_t deepest, int32_t latest) except -1:
+        """``Walk._holds``: check ``k`` on the path's events from depth ``deepest`` (the instance's
+        first event) up to ``latest`` (its last); 1 holds, 0 not, 2 out of its math domain."""
+        cdef int32_t d, node, label
+        cdef bint whole = self.ck_whole[k]
+        cdef int result
+        self.inst_nodes.clear()
+        for d in range(deepest, latest - 1, -1):
+            node = self.path_node[d]
+            label = <int32_t>self.nodes[node].label
+            if whole or self.ck_tag[<size_t>k * self.nlabels + label]:
+                self.inst_nodes.push_back(node)
+        cdef int32_t c
+        for c in range(self.ck_coff[k], self.ck_coff[k + 1]):
+            result = self._run_exact(self.cj_exact[c])
+            if result == 3:
+                return self._exact_python(k)
+            if result != 1:
+                return result
+        return 1
+
+    cdef int _exact_python(self, int32_t k) except -1:
+        """The Python check on the instance in ``inst_nodes`` (exact where int64 is not)."""
+        events = []
+        cdef int32_t node, a
+        for node in self.inst_nodes:
+            values = tuple([self._py(self.valv[<size_t>node * self.nattrs + a]) for a in range(self.nattrs)])
+            events.append((self.nodes[node].label, values))
+        return int(self.py_holds(k, events))
+
+    cdef object _py(self, Num v):
+        if v.kind == K_INT:
+            return v.i
+        if v.kind == K_FLT:
+            return v.f
+        if v.kind == K_STR:
+            return self.strings.names[v.i]
+        return None
+
+    cdef int _run_exact(self, int64_t pc) except -1:
+        """One conjunct's exact program on ``inst_nodes``: 1 true, 0 false or unknown, 2 out of its
+        domain, 3 not exact in int64 (the Python check decides)."""
+        cdef int32_t op, var, col, fn, A = self.nattrs, V = self.nvars
+        cdef int st = 0
+        cdef Num a, b, x, r
+        cdef size_t e
+        cdef int64_t count
+        cdef int32_t node
+        cdef int64_t base = pc
+        self.xstack.clear()
+        while True:
+            op = <int32_t>self.xcode[pc]
+            if op == 0:
+                break
+            if op == 1:  # CONST
+                self.xstack.push_back(self.consts[self.xcode[pc + 1]])
+                pc += 2
+            elif op == 2:  # REF var col: the variable's one event
+                var = <int32_t>self.xcode[pc + 1]
+                col = <int32_t>self.xcode[pc + 2]
+                pc += 3
+                count = 0
+                for e in range(self.inst_nodes.size()):
+                    node = self.inst_nodes[e]
+                    if var >= 0 and self.labvar[<size_t>self.nodes[node].label * V + var]:
+                        count += 1
+                        r = self.valv[<size_t>node * A + col]
+                if count != 1:
+                    return 2
+                self.xstack.push_back(r)
+            elif op == 3:  # AGG fn var col
+                fn = <int32_t>self.xcode[pc + 1]
+                var = <int32_t>self.xcode[pc + 2]
+                col = <int32_t>self.xcode[pc + 3]
+                pc += 4
+                st = self._aggregate(fn, var, col, &r)
+                if st:
+                    return st
+                self.xstack.push_back(r)
+            elif op == 4:  # NEG
+                a = self.xstack.back()
+                pc += 1
+                if a.kind == K_NUL:
+                    continue
+                if a.kind == K_FLT:
+                    a.f = -a.f
+                else:
+                    if a.i == INT64_MIN_:
+                        return 3
+                    a.i = -a.i
+                    a.kind = K_INT
+                self.xstack[self.xstack.size() - 1] = a
+            elif op == 5 or op == 6:  # ARITH, CMP: both sides read, then null if one is
+                b = self.xstack.back()
+                self.xstack.pop_back()
+                a = self.xstack.back()
+                fn = <int32_t>self.xcode[pc + 1]
+                pc += 2
+                if a.kind == K_NUL or b.kind == K_NUL:
+                    r.kind = K_NUL
+                elif op == 5:
+                    r = _arith(fn, a, b, &st)
+                    if st:
+                        return st
+                else:
+                    r = _truth(_compare(fn, a, b))
+                self.xstack[self.xstack.size() - 1] = r
+            elif op == 7:  # FUNC
+                fn = <int32_t>self.xcode[pc + 1]
+                pc += 2
+                a = self.xstack.back()
+                if a.kind == K_NUL:
+                    continue
+                r = _function(fn, a, &st)
+                if st:
+                    return st
+                self.xstack[self.xstack.size() - 1] = r
+            elif op == 8:  # TRUTH
+                self.xstack[self.xstack.size() - 1] = _truthof(self.xstack.back())
+                pc += 1
+            elif op == 9:  # NOT
+                a = self.xstack.back()
+                if a.kind == K_BOOL:
+                    a.i = 1 - a.i
+                self.xstack[self.xstack.size() - 1] = a
+                pc += 1
+            elif op == 10:  # JFALSE
+                a = self.xstack.back()
+                if a.kind == K_BOOL and a.i == 0:
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
+                else:
+                    pc += 2
+            elif op == 11:  # JTRUE
+                a = self.xstack.back()
+                if a.kind == K_BOOL and a.i == 1:
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
+                else:
+                    pc += 2
+            elif op == 12 or op == 13:  # AND3, OR3
+                b = self.xstack.back()
+                self.xstack.pop_back()
+                a = self.xstack.back()
+                self.xstack[self.xstack.size() - 1] = _xand(a, b) if op == 12 else _xor(a, b)
+                pc += 1
+            elif op == 14:  # CHAIN1: low, x -> x, low <= x
+                x = self.xstack.back()
+                self.xstack.pop_back()
+                a = self.xstack.back()
+                if a.kind == K_NUL or x.kind == K_NUL:
+                    r.kind = K_NUL
+                else:
+                    r = _truth(_compare(3, a, x))
+                self.xstack[self.xstack.size() - 1] = x
+                self.xstack.push_back(r)
+                pc += 1
+            elif op == 15:  # JCHAIN
+                a = self.xstack.back()
+                if a.kind == K_BOOL and a.i == 0:
+                    self.xstack.pop_back()
+                    self.xstack[self.xstack.size() - 1] = a
+                    pc = base + self.xcode[pc + 1]  # jumps are within the conjunct's program
+                else:
+                    pc += 2
+            elif op == 16:  # CHAIN2: x, above, high -> and3(above, x <= high)
+                b = self.xstack.back()
+                self.xstack.pop_back()
+                a = self.xstack.back()
+                self.xstack.pop_back()
+                x = self.xstack.back()
+                if x.kind == K_NUL or b.kind == K_NUL:
+                    r.kind = K_NUL
+                else:
+                    r = _truth(_compare(3, x, b))
+                self.xstack[self.xstack.size() - 1] = _xand(a, r)
+                pc += 1
+            else:
+                raise RuntimeError(f"exact program: opcode {op}")
+        a = _truthof(self.xstack.back())
+        return 1 if a.kind == K_BOOL and a.i == 1 else 0
+
+    cdef int _aggregate(self, int32_t fn, int32_t var, int32_t col, Num* out) except -1:
+        """``ExactCondition._aggregate`` over ``var``'s events in ``inst_nodes`` (0, or 2/3 as
+        ``_run_exact``)."""
+        cdef size_t e
+        cdef int32_t node, A = self.nattrs, V = self.nvars
+        cdef int64_t n = 0, present = 0
+        cdef Num v, acc, m
+        cdef long long s
+        cdef bint found = False
+        acc = _int(0)
+        m.kind = K_NUL
+        for e in range(self.inst_nodes.size()):
+            node = self.inst_nodes[e]
+            if var < 0 or not self.labvar[<size_t>self.nodes[node].label * V + var]:
+                continue
+            n += 1
+            if fn == 0:
+                continue
+            v = self.valv[<size_t>node * A + col]
+            if fn == 5:  # first
+                if n == 1:
+                    m = v
+                continue
+            if fn == 6:  # last
+                m = v
+                continue
+            if v.kind == K_NUL:
+                continue  # aggregates skip nulls, as in SQL
+            present += 1
+            if fn == 1 or fn == 2:  # sum (Python 3.11's sum(): ints exactly, then doubles in order)
+                if acc.kind == K_INT and v.kind != K_FLT:
+                    if cc_add_ovf(acc.i, v.i, &s):
+                        return 3
+                    acc.i = s
+                elif acc.kind == K_INT:
+                    acc = _flt(<double>acc.i + v.f)
+                else:
+                    acc.f = acc.f + (v.f if v.kind == K_FLT else <double>v.i)
+            elif not found:
+                m = v
+                found = True
+            elif fn == 3 and _cmp(v, m) == -1:
+                m = v
+            elif fn == 4 and _cmp(v, m) == 1:
+                m = v
+        if fn == 0:
+            out[0] = _int(n)
+            return 0
+        if fn == 5 or fn == 6:
+            if n == 0:
+                return 2
+            out[0] = m
+            return 0
+        if fn == 1:
+            out[0] = acc
+            return 0
+        if present == 0:
+            return 2
+        if fn == 2:
+            if acc.kind == K_INT:
+                if acc.i > TWO53 or acc.i < -TWO53:
+                    return 3
+                out[0] = _flt(<double>acc.i / <double>present)
+            else:
+                out[0] = _flt(acc.f / <double>present)
+            return 0
+        out[0] = m
+        return 0
+
+    cdef int64_t _walk_checked(self, int32_t q, vector[int32_t]* roots, double end, double bound, bint incl,
+                               int64_t* candidates) except -1:
+        """``_walk`` with the query's cross-event checks: ``Walk.run`` with ``_advance``, ``_possible``
+        and ``_whole_holds``, depth first. Pending branches carry the seen summary and the open
+        instances (per check: -2 none, -1 the whole match, else the depth of its last event)."""
+        cdef bint always = bound == INF
+        cdef bint prune = self.cprune
+        cdef int64_t visited = 0
+        cdef int32_t n, right, depth, e, k, kk, nq = self.q_off[q + 1] - self.q_off[q], T = self.nterms
+        cdef int32_t label, latest, t
+        cdef int64_t i, root
+        cdef int result
+        cdef bint failed
+        cdef size_t at
+        if self.cur_inst.size() < <size_t>max(nq, 1):
+            self.cur_inst.resize(nq)
+        self.pend_node.clear()
+        self.pend_depth.clear()
+        self.pend_seen.clear()
+        self.pend_inst.clear()
+        for root in range(<int64_t>roots.size() - 1, -1, -1):
+            n = roots[0][root]
+            for k in range(2 * T):
+                self.cur_seen[k] = self.ident[k]
+            for e in range(nq):
+                if self.ck_whole[self.q_checks[self.q_off[q] + e]]:
+                    self.cur_inst[e] = -1
+                else:
+                    self.cur_inst[e] = -2
+            if (always or _within(end - self.nodes[n].maxkey, bound, incl)) and (
+                    not prune or self._possible(q, n)):
+                self._push(n, 0, nq)
+        while self.pend_node.size():
+            n = self.pend_node.back()
+            depth = self.pend_depth.back()
+            self.pend_node.pop_back()
+            self.pend_depth.pop_back()
+            at = self.pend_node.size()
+            for k in range(2 * T):
+                self.cur_seen[k] = self.pend_seen[at * 2 * T + k]
+            for e in range(nq):
+                self.cur_inst[e] = self.pend_inst[at * nq + e]
+            self.pend_seen.resize(at * 2 * T)
+            self.pend_inst.resize(at * nq)
+            while True:
+                visited += 1
+                if self.nodes[n].kind == OUTPUT:
+                    if <int32_t>self.path_pos.size() <= depth:
+                        self.path_pos.resize(depth + 1)
+                        self.path_lab.resize(depth + 1)
+                    if <int32_t>self.path_node.size() <= depth:
+                        self.path_node.resize(depth + 1)
+                    label = <int32_t>self.nodes[n].label
+                    self.path_pos[depth] = self.nodes[n].pos
+                    self.path_lab[depth] = label
+                    self.path_node[depth] = n
+                    if prune:
+                        self._sum_output(&self.cur_seen[0], &self.cur_seen[0], label,
+                                         &self.valv[<size_t>n * self.nattrs] if self.nattrs else NULL, False)
+                    failed = False
+                    for e in range(nq):
+                        k = self.q_checks[self.q_off[q] + e]
+                        if self.ck_whole[k] or not self.ck_tag[<size_t>k * self.nlabels + label]:
+                            continue
+                        if self.ck_first[<size_t>k * self.nlabels + label]:
+                            latest = depth
+                            if self.cur_inst[e] >= 0:
+                                latest = self.cur_inst[e]
+                            result = self._exact(k, depth, latest)
+                            if result != 1:
+                                if result == 2:
+                                    self.domain_errors += 1
+                                candidates[0] += 1  # a candidate built, then rejected
+                                failed = True
+                                break
+                            self.cur_inst[e] = -2
+                            if prune:  # Summaries.cleared
+                                for kk in range(self.ck_toff[k], self.ck_toff[k + 1]):
+                                    t = self.ck_terms[kk]
+                                    self.cur_seen[t] = self.ident[t]
+                                    self.cur_seen[T + t] = self.ident[T + t]
+                        elif self.cur_inst[e] == -2:
+                            self.cur_inst[e] = depth
+                    if failed:
+                        break
+                    depth += 1
+                    n = self.nodes[n].left
+                elif self.nodes[n].kind == UNION:
+                    right = self.nodes[n].right
+                    if right >= 0 and (always or _within(end - self.nodes[right].maxkey, bound, incl)) and (
+                            not prune or self._possible(q, right)):
+                        self._push(right, depth, nq)
+                    n = self.nodes[n].left
+                    if prune and not self._possible(q, n):
+                        break
+                else:
+                    if always or _within(end - self.nodes[n].value, bound, incl):
+                        candidates[0] += 1
+                        failed = False
+                        for e in range(nq):
+                            k = self.q_checks[self.q_off[q] + e]
+                            if self.ck_whole[k]:
+                                result = self._exact(k, depth - 1, 0)
+                                if result != 1:
+                                    if result == 2:
+                                        self.domain_errors += 1
+                                    failed = True
+                                    break
+                        if failed:
+                            break
+                        self.c_path.push_back(self.nodes[n].pos)
+                        self.c_path.push_back(<int64_t>self.o_pos.size())
+                        self.c_path.push_back(depth)
+                        self.c_value.push_back(self.nodes[n].value)
+                        for i in range(depth - 1, -1, -1):
+                            self.o_pos.push_back(self.path_pos[i])
+                            self.o_lab.push_back(self.path_lab[i])
+                    break
+        return visited
+
+    cdef void _push(self, int32_t n, int32_t depth, int32_t nq) except *:
+        cdef int32_t k
+        self.pend_node.push_back(n)
+        self.pend_depth.push_back(depth)
+        for k in range(2 * self.nterms):
+            self.pend_seen.push_back(self.cur_seen[k])
+        for k in range(nq):
+            self.pend_inst.push_back(self.cur_inst[k])
+
+    # ---------------- to and from Python's nodes
+    cdef void _cond_export(self, object made, int32_t x) except *:
+        cdef int32_t T = self.nterms, k
+        if T:
+            made.summary = (
+                tuple([self._py(self.sumv[<size_t>x * 2 * T + k]) for k in range(T)]),
+                tuple([self._py(self.sumv[<size_t>x * 2 * T + T + k]) for k in range(T)]),
+            )
+        if self.nodes[x].kind == OUTPUT:
+            made.value = tuple([self._py(self.valv[<size_t>x * self.nattrs + k]) for k in range(self.nattrs)])
+
+    cdef void _cond_load(self, int32_t x, object node) except *:
+        cdef int32_t T = self.nterms, k
+        summary = node.summary
+        if T:
+            if summary is None:
+                self._sum_ident(x)
+            else:
+                for k in range(T):
+                    self.sumv[<size_t>x * 2 * T + k] = self._num_of(summary[0][k])
+                    self.sumv[<size_t>x * 2 * T + T + k] = self._num_of(summary[1][k])
+        if node.kind == OUTPUT and isinstance(node.value, tuple):
+            for k in range(self.nattrs):
+                self.valv[<size_t>x * self.nattrs + k] = self._num_of(node.value[k])
+
+    cdef Num _num_of(self, object v) except *:
+        cdef Num r
+        if v is None or isinstance(v, bool):
+            r.kind = K_NUL
+        elif isinstance(v, int):
+            if -INT64_MAX_ <= v <= INT64_MAX_:
+                r = _int(v)
+            else:
+                r = _flt(NAN_)  # beyond int64: unknown to the core
+        elif isinstance(v, float):
+            r = _flt(v)
+        else:
+            r.kind = K_STR
+            r.i = self.strings.code(v)
+        return r
 
 
 cdef object _array(vector[int64_t]& v):

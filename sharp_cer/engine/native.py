@@ -3,8 +3,9 @@ Cython in C++ mode) where it is exact, the Python ``QueryGroupRunner`` path
 everywhere else.
 
 The core runs CORE's Algorithm 1 over a whole batch (steps, union-lists,
-depth-first enumeration with each query's window) for a query group with no
-cross-event condition, no CONSUME BY, STRICT or trailing ABSENT, whose
+depth-first enumeration with each query's window, cross-event conditions
+compiled by ``condition_code``) for a query group whose conditions that
+covers, with no CONSUME BY, STRICT or trailing ABSENT, whose
 queries all take every match (strategy ALL, no LIMIT), in an engine without
 shedder, latency or queue observers, debug checks, counting or a custom
 enumeration order; per batch also without a quota, a query that joined
@@ -23,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import os
@@ -34,7 +36,7 @@ import numpy as np
 from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.match import line_head, line_key
 
-from . import density
+from . import condition_code, density
 from .cost import QueryCost
 from .feed import keyed, partition_keys, visible, window_column, window_values
 from .state import SWEEP_EVERY, Partition, QueryGroupState
@@ -93,7 +95,9 @@ def ineligible(runner: QueryGroupRunner) -> str | None:
     """Why the core cannot run ``runner``'s query group in this engine (None: it can)."""
     compiled, engine = runner.compiled, runner.engine
     if compiled.summaries is not None or any(compiled.checks.values()):
-        return "cross-event conditions"
+        reason = condition_code.why_not(runner)
+        if reason is not None:
+            return reason
     if compiled.consumes:
         return "CONSUME BY"
     if compiled.every_event:
@@ -191,6 +195,7 @@ class NativeGroup:
 
     def __init__(self, runner: QueryGroupRunner) -> None:
         self.runner = runner
+        self.strings = condition_code.StringTable()  # the codes of the strings conditions compare
         self.core: Any = self._make()
         self.slots: dict[Any, int] = {}
         self.free: list[int] = []
@@ -200,7 +205,14 @@ class NativeGroup:
     def __getstate__(self) -> dict[str, Any]:
         # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
         # and the receiving process makes its own core if it has one and may use it (``takes``)
-        return {"runner": self.runner, "core": None, "slots": {}, "free": [], "_lined_tables": None}
+        return {
+            "runner": self.runner,
+            "core": None,
+            "slots": {},
+            "free": [],
+            "_lined_tables": None,
+            "strings": condition_code.StringTable(),
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -211,7 +223,7 @@ class NativeGroup:
         compiled = runner.compiled
         kind = compiled.group.window[0]
         windows = [(compiled.windows[q.id].bound, compiled.windows[q.id].inclusive) for q in compiled.queries]
-        return _CORE.Core(
+        core = _CORE.Core(
             compiled.det,
             compiled.symbols.bits,
             windows,
@@ -223,6 +235,10 @@ class NativeGroup:
             float(runner.engine.allowed_lateness),
             {q.id: k for k, q in enumerate(compiled.queries)},
         )
+        if compiled.summaries is not None:
+            tables = condition_code.compile_group(runner, self.strings)
+            core.set_conditions(tables, functools.partial(condition_code.holds, runner), self.strings)
+        return core
 
     @property
     def owns(self) -> bool:
@@ -367,6 +383,8 @@ class NativeGroup:
         here = progress[live] if progress is not None else np.zeros(len(live))
         rows, syms = live.astype(np.int64), symbols[live].astype(np.int32)
         here = np.ascontiguousarray(here, dtype=np.float64)
+        if compiled.summaries is not None:
+            core.set_values(*condition_code.columns(runner, batch, live, self.strings))
         done = update = 0
         at = 0
         while True:
@@ -375,6 +393,8 @@ class NativeGroup:
                 rows, syms, slots, values, positions, here, times is not None, track, engine.clock.events, at, _BUDGET
             )
             done += took
+            engine.domain_errors += core.domain_errors  # booked per walk on the Python path: same total
+            core.domain_errors = 0
             for q in sorted(core.accepted_queries):
                 name = compiled.queries[q].name
                 if name not in engine.clock.per_query:
