@@ -1,0 +1,78 @@
+"""Review of the compiled core's cross-event conditions (branch condcore): cases where the core
+and the Python engine (and the reference evaluator) disagree. Each case is hand-made; the
+expectation is the reference evaluator's matches and the Python engine's output and figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sharp_cer.engine import Engine, native
+from sharp_cer.events.batch import Column, EventBatch
+from sharp_cer.language import parse_and_check
+from sharp_cer.planner import compile_plan
+from sharp_cer.reference import evaluate
+from tests.test_native_core import RICH, _pure
+
+compiled_only = pytest.mark.skipif(not native.available(), reason="the compiled core is not built (or SHARP_CER_PURE)")
+
+
+def _batch(types: str, xs: list[int]) -> EventBatch:
+    n = len(types)
+    ones = np.ones(n, dtype=bool)
+    columns = {
+        "x": Column("int", np.asarray(xs, dtype=np.int64), ones),
+        "y": Column("double", np.zeros(n), ones),
+        "s": Column("string", np.asarray(["p"] * n, dtype=object), ones),
+        "t": Column("primary_time", np.arange(n, dtype=np.int64), ones),
+    }
+    events = tuple(RICH.event(name) for name in ("A", "B", "C"))
+    return EventBatch(events, np.arange(n, dtype=np.int64), np.asarray(["ABC".index(t) for t in types], np.int32), columns)
+
+
+def _matches(text: str, batch: EventBatch) -> tuple[list[Any], list[Any], list[Any]]:
+    named = [("q", parse_and_check(text, RICH))]
+    plan = compile_plan(named)
+    fast = Engine(plan)
+    assert native.ineligible(fast.runners[0]) is None  # the core runs the conditions
+    got = sorted(m.key() for m in fast.process(batch))
+    python = sorted(m.key() for m in _pure(Engine(plan)).process(batch))
+    reference = sorted(m.key() for m in evaluate(named, batch).per_query["q"])
+    return got, python, reference
+
+
+_BIG = 2**62 + 2**61  # two of them leave int64
+
+
+@compiled_only
+@pytest.mark.xfail(
+    strict=True,
+    reason="review5: an int64 overflow in an interval product is NaN and the min/max of the four "
+    "products skips it, so the bound is too narrow and prunes branches holding matches",
+)
+def test_an_overflowing_interval_product_does_not_narrow_the_bound() -> None:
+    # max(b.x) over the branches below C ranges over [1, 2**62]: times 4 the bound is [4, 2**64],
+    # not [4, 4]; the exact check leaves int64 too and asks Python (2**64 > 100)
+    got, python, reference = _matches(
+        "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER max(b.x) * 4 > 100 WITHIN 6 EVENTS",
+        _batch("ABBC", [0, 1, 2**62, 0]),
+    )
+    assert python == reference and len(reference) == 2
+    assert got == reference
+
+
+@compiled_only
+@pytest.mark.xfail(
+    strict=True,
+    reason="review5: a sum summary that leaves int64 is NaN, and a union node's low/high pick "
+    "(as min/max pick: the first unless the second is beyond) drops it when it is the second",
+)
+def test_an_overflowing_sum_summary_survives_a_union() -> None:
+    got, python, reference = _matches(
+        "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER sum(b.x) > 100 WITHIN 8 EVENTS",
+        _batch("ABBBBC", [0, _BIG, _BIG, -_BIG, _BIG, 0]),
+    )
+    assert python == reference and len(reference) == 11
+    assert got == reference
