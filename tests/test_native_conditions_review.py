@@ -70,3 +70,22 @@ def test_an_overflowing_sum_summary_survives_a_union() -> None:
     )
     assert python == reference and len(reference) == 11
     assert got == reference
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="review5 (on main too, Python path): after Engine.update adds a query whose cross-event "
+    "condition reads a new attribute to a running group, the live output nodes still hold values of "
+    "the old attribute layout and Summaries.output indexes past them (IndexError)",
+)
+def test_an_update_adding_a_condition_on_a_new_attribute_keeps_running() -> None:
+    first = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER max(b.x) > a.x WITHIN 6 EVENTS"
+    added = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER min(b.y) < c.y WITHIN 6 EVENTS"
+    batch = _batch("ABABC", [0, 1, 0, 1, 0])
+    engine = Engine(compile_plan([("q0", parse_and_check(first, RICH))]))
+    found = engine.process(batch.take([0, 1]))
+    engine.update([("q1", parse_and_check(added, RICH))])
+    found += engine.process(batch.take([2, 3, 4]))
+    # q0 matches as it did alone; q1 (y is 0 everywhere: min(b.y) < c.y never holds) matches nothing
+    alone = Engine(compile_plan([("q0", parse_and_check(first, RICH))])).process(batch)
+    assert sorted(m.key() for m in found) == sorted(m.key() for m in alone)
