@@ -41,15 +41,25 @@ def _same(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b, strict=True))
 
 
+def _min(a: float, b: float) -> float:
+    """``min``, but NaN if either side is NaN (a NaN end is unknown and must not be dropped)."""
+    return math.nan if a != a or b != b else min(a, b)
+
+
+def _max(a: float, b: float) -> float:
+    """``max``, but NaN if either side is NaN."""
+    return math.nan if a != a or b != b else max(a, b)
+
+
 def _plain_join(kind: str, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    """join_sequence as it was written before (min and max builtins)."""
+    """join_sequence as it was written before (min and max builtins), NaN kept."""
     if kind in ("sum", "count"):
         return a[0] + b[0], a[1] + b[1]
     if kind == "min":
-        return min(a[0], b[0]), min(a[1], b[1])
+        return _min(a[0], b[0]), _min(a[1], b[1])
     if kind == "max":
-        return max(a[0], b[0]), max(a[1], b[1])
-    return min(a[0], b[0]), max(a[1], b[1])
+        return _max(a[0], b[0]), _max(a[1], b[1])
+    return _min(a[0], b[0]), _max(a[1], b[1])
 
 
 @settings(max_examples=150, deadline=None)
@@ -63,8 +73,8 @@ def test_a_union_summary_is_the_termwise_min_and_max(data: st.DataObject) -> Non
     right.summary = (tuple(t[0] for t in right_terms), tuple(t[1] for t in right_terms))
     union = merge([left, right])
     lows, highs = union.summary
-    assert _same(lows, tuple(map(min, left.summary[0], right.summary[0])))
-    assert _same(highs, tuple(map(max, left.summary[1], right.summary[1])))
+    assert _same(lows, tuple(map(_min, left.summary[0], right.summary[0])))
+    assert _same(highs, tuple(map(_max, left.summary[1], right.summary[1])))
 
 
 def test_a_union_of_two_nodes_sharing_their_summary_keeps_it() -> None:

@@ -147,6 +147,20 @@ cdef inline int _cmp(Num a, Num b):
     return _icmpf(a.i, b.f)
 
 
+cdef inline Num _lower(Num a, Num b):
+    """``b if b < a or b != b else a`` (conditions._join: min, a NaN on either side stays)."""
+    if _cmp(b, a) == -1 or _nan(b):
+        return b
+    return a
+
+
+cdef inline Num _higher(Num a, Num b):
+    """``b if b > a or b != b else a``."""
+    if _cmp(b, a) == 1 or _nan(b):
+        return b
+    return a
+
+
 cdef inline bint _compare(int op, Num a, Num b):
     """Python's ``== != < <= > >=`` (op 0..5) on two numbers or two strings."""
     cdef int c = _cmp(a, b)
@@ -1571,8 +1585,8 @@ cdef class Core:
         cdef Num* a = &self.sumv[<size_t>left * 2 * T]
         cdef Num* b = &self.sumv[<size_t>right * 2 * T]
         for k in range(T):
-            d[k] = b[k] if _cmp(b[k], a[k]) == -1 else a[k]
-            d[T + k] = b[T + k] if _cmp(b[T + k], a[T + k]) == 1 else a[T + k]
+            d[k] = _lower(a[k], b[k])
+            d[T + k] = _higher(a[T + k], b[T + k])
 
     cdef void _sum_output(self, Num* dst, Num* src, int64_t label, Num* vals, bint reset) except *:
         """``Summaries.output`` (dst may be src)."""
@@ -1608,16 +1622,16 @@ cdef class Core:
             if code == 0:
                 dst[i], dst[T + i] = _add_low(a0, b0), _add_high(a1, b1)
             elif code == 1:
-                lo = b0 if _cmp(b0, a0) == -1 else a0
-                hi = b1 if _cmp(b1, a1) == -1 else a1
+                lo = _lower(a0, b0)
+                hi = _lower(a1, b1)
                 dst[i], dst[T + i] = lo, hi
             elif code == 2:
-                lo = b0 if _cmp(b0, a0) == 1 else a0
-                hi = b1 if _cmp(b1, a1) == 1 else a1
+                lo = _higher(a0, b0)
+                hi = _higher(a1, b1)
                 dst[i], dst[T + i] = lo, hi
             else:
-                lo = b0 if _cmp(b0, a0) == -1 else a0
-                hi = b1 if _cmp(b1, a1) == 1 else a1
+                lo = _lower(a0, b0)
+                hi = _higher(a1, b1)
                 dst[i], dst[T + i] = lo, hi
 
     cdef void _cond_output(self, int32_t out, int32_t below, int64_t label) except *:
@@ -1661,14 +1675,14 @@ cdef class Core:
             if code == 0:
                 iv[2 * j], iv[2 * j + 1] = _add_low(a0, c0), _add_high(a1, c1)
             elif code == 1:
-                iv[2 * j] = c0 if _cmp(c0, a0) == -1 else a0
-                iv[2 * j + 1] = c1 if _cmp(c1, a1) == -1 else a1
+                iv[2 * j] = _lower(a0, c0)
+                iv[2 * j + 1] = _lower(a1, c1)
             elif code == 2:
-                iv[2 * j] = c0 if _cmp(c0, a0) == 1 else a0
-                iv[2 * j + 1] = c1 if _cmp(c1, a1) == 1 else a1
+                iv[2 * j] = _higher(a0, c0)
+                iv[2 * j + 1] = _higher(a1, c1)
             else:
-                iv[2 * j] = c0 if _cmp(c0, a0) == -1 else a0
-                iv[2 * j + 1] = c1 if _cmp(c1, a1) == 1 else a1
+                iv[2 * j] = _lower(a0, c0)
+                iv[2 * j + 1] = _higher(a1, c1)
         cdef int32_t c
         for c in range(self.ck_coff[k], self.ck_coff[k + 1]):
             if self._bound(k, c) == 0:

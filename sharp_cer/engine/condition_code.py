@@ -14,9 +14,11 @@ booleans, a bare attribute) leaves the query group on the Python path:
 
 >>> from sharp_cer.language import parse_query
 >>> cond = parse_query("SELECT * WHERE A FILTER count(b) >= 3 AND b.x < 2").pattern.condition
->>> program = Program({"x": "num"}, {"b": 0}, {})
->>> program.exact(cond)[:6]
-[2, 0, 0, 0, 1, 0]
+>>> program = Program({"x": "num"}, {"b": 0}, StringTable(), {"x": 0})
+>>> program.exact(cond)  # count(b) >= 3, then (unless false) b.x < 2, combined by AND
+[3, 0, 0, -1, 1, 0, 6, 5, 8, 10, 20, 2, 0, 0, 1, 1, 6, 2, 8, 12, 0]
+>>> program.consts
+[(1, 3), (1, 2)]
 """
 
 from __future__ import annotations
@@ -77,12 +79,14 @@ class Program:
     """Compiles conjuncts over one group's attribute classes (``classes``:
     attribute -> "num" or "str"), variables (-> index) and string codes."""
 
-    def __init__(self, classes: dict[str, str], variables: dict[str, int], strings: StringTable) -> None:
+    def __init__(
+        self, classes: dict[str, str], variables: dict[str, int], strings: StringTable, columns: dict[str, int]
+    ) -> None:
         self.classes = classes
         self.variables = variables
         self.strings = strings
+        self.columns = columns  # attribute -> its place among the stored values
         self.consts: list[tuple[int, Any]] = []
-        self.columns: dict[str, int] = {}
 
     # ------------------------------------------------------------ types
     def _type(self, expr: ast.Expr) -> str:
@@ -119,12 +123,11 @@ class Program:
             if left == right == "num" or (left == right == "str" and expr.op in ("=", "!=")):
                 return "bool"
             raise Uncompiled("an ordered comparison of strings in a cross-event condition")
-        if isinstance(expr, ast.Between):
-            if all(self._type(e) == "num" for e in (expr.operand, expr.low, expr.high)):
-                return "bool"
-        if isinstance(expr, (ast.And, ast.Or)):
-            if self._type(expr.left) == self._type(expr.right) == "bool":
-                return "bool"
+        parts = (expr.operand, expr.low, expr.high) if isinstance(expr, ast.Between) else ()
+        if parts and all(self._type(e) == "num" for e in parts):
+            return "bool"
+        if isinstance(expr, (ast.And, ast.Or)) and self._type(expr.left) == self._type(expr.right) == "bool":
+            return "bool"
         if isinstance(expr, ast.Not) and self._type(expr.operand) == "bool":
             return "bool"
         raise Uncompiled(f"{type(expr).__name__} in a cross-event condition")
@@ -136,6 +139,7 @@ class Program:
 
     # ------------------------------------------------------------ exact
     def _const(self, value: Any) -> int:
+        entry: tuple[int, Any]
         if isinstance(value, str):
             entry = (STR, self.strings.code(value))
         elif isinstance(value, int):
@@ -289,8 +293,8 @@ def compile_group(runner: Any, strings: StringTable) -> dict[str, Any]:
     labels = compiled.plan.labels
     classes = _classes(runner)
     names = sorted({v for names in labels for v in names if v[0] != "#"})
-    program = Program(classes, {v: k for k, v in enumerate(names)}, strings)
-    program.columns = {a: k for k, a in enumerate(summaries.attributes)}
+    columns = {a: k for k, a in enumerate(summaries.attributes)}
+    program = Program(classes, {v: k for k, v in enumerate(names)}, strings, columns)
     float_sum = False
     crosses = [f for q in compiled.queries for f in q.filters] if compiled.group.basis is None else None
     if crosses is None:

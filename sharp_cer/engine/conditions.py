@@ -70,18 +70,22 @@ def _join(code: int, a0: float, a1: float, b0: float, b1: float) -> Interval:
     """``join_sequence`` on a kind's code and the four ends. The hot paths
     (``FilterCheck.possible``, ``Summaries.output``) inline it; each end is
     picked as ``min`` and ``max`` pick it (the first unless the second is
-    strictly beyond), NaN included.
+    strictly beyond), except that a NaN on either side stays: a NaN end means
+    "unknown" to the bound test, and dropping it would judge a path whose
+    value is NaN by the other paths' values (and prune a match).
 
     >>> _join(0, 1, 2, 10, 20), _join(1, 3, 3, 1, 5), _join(2, 3, 3, 1, 5), _join(3, 3, 3, 1, 5)
     ((11, 22), (1, 3), (3, 5), (1, 5))
+    >>> nan = float("nan"); _join(3, nan, nan, 0, 0), _join(3, 0, 0, nan, nan)
+    ((nan, nan), (nan, nan))
     """
     if code == 0:
         return a0 + b0, a1 + b1
     if code == 1:
-        return (b0 if b0 < a0 else a0), (b1 if b1 < a1 else a1)
+        return (b0 if b0 < a0 or b0 != b0 else a0), (b1 if b1 < a1 or b1 != b1 else a1)
     if code == 2:
-        return (b0 if b0 > a0 else a0), (b1 if b1 > a1 else a1)
-    return (b0 if b0 < a0 else a0), (b1 if b1 > a1 else a1)
+        return (b0 if b0 > a0 or b0 != b0 else a0), (b1 if b1 > a1 or b1 != b1 else a1)
+    return (b0 if b0 < a0 or b0 != b0 else a0), (b1 if b1 > a1 or b1 != b1 else a1)
 
 
 class Terms:
@@ -367,11 +371,11 @@ class FilterCheck:
             if code == 0:
                 intervals.append((a0 + c0, a1 + c1))
             elif code == 1:
-                intervals.append(((c0 if c0 < a0 else a0), (c1 if c1 < a1 else a1)))
+                intervals.append(((c0 if c0 < a0 or c0 != c0 else a0), (c1 if c1 < a1 or c1 != c1 else a1)))
             elif code == 2:
-                intervals.append(((c0 if c0 > a0 else a0), (c1 if c1 > a1 else a1)))
+                intervals.append(((c0 if c0 > a0 or c0 != c0 else a0), (c1 if c1 > a1 or c1 != c1 else a1)))
             else:
-                intervals.append(((c0 if c0 < a0 else a0), (c1 if c1 > a1 else a1)))
+                intervals.append(((c0 if c0 < a0 or c0 != c0 else a0), (c1 if c1 > a1 or c1 != c1 else a1)))
         for test in self.bounds:  # noqa: SIM110  (no generator on this path)
             if test(intervals) is False:
                 return False
@@ -493,11 +497,11 @@ class Summaries:
             if code == 0:
                 los[i], his[i] = a0 + b0, a1 + b1
             elif code == 1:
-                los[i], his[i] = (b0 if b0 < a0 else a0), (b1 if b1 < a1 else a1)
+                los[i], his[i] = (b0 if b0 < a0 or b0 != b0 else a0), (b1 if b1 < a1 or b1 != b1 else a1)
             elif code == 2:
-                los[i], his[i] = (b0 if b0 > a0 else a0), (b1 if b1 > a1 else a1)
+                los[i], his[i] = (b0 if b0 > a0 or b0 != b0 else a0), (b1 if b1 > a1 or b1 != b1 else a1)
             else:
-                los[i], his[i] = (b0 if b0 < a0 else a0), (b1 if b1 > a1 else a1)
+                los[i], his[i] = (b0 if b0 < a0 or b0 != b0 else a0), (b1 if b1 > a1 or b1 != b1 else a1)
         return tuple(los), tuple(his)
 
     def cleared(self, seen: Summary, check: FilterCheck) -> Summary:

@@ -109,11 +109,11 @@ def _union_node(left: Node, right: Node) -> Node:
         else:
             # every union node pays this, for every term of the group: comparisons inline
             # (not min/max calls through map) take about half the time; each picks as
-            # min(a, b) and max(a, b) do, NaN included
+            # min(a, b) and max(a, b) do, but a NaN on either side stays (conditions._join)
             (l1, h1), (l2, h2) = first, second
             node.summary = (
-                tuple([b if b < a else a for a, b in zip(l1, l2, strict=False)]),
-                tuple([b if b > a else a for a, b in zip(h1, h2, strict=False)]),
+                tuple([b if b < a or b != b else a for a, b in zip(l1, l2, strict=False)]),
+                tuple([b if b > a or b != b else a for a, b in zip(h1, h2, strict=False)]),
             )
     return node
 
