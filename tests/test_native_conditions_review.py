@@ -89,3 +89,26 @@ def test_an_update_adding_a_condition_on_a_new_attribute_keeps_running() -> None
     # q0 matches as it did alone; q1 (y is 0 everywhere: min(b.y) < c.y never holds) matches nothing
     alone = Engine(compile_plan([("q0", parse_and_check(first, RICH))])).process(batch)
     assert sorted(m.key() for m in found) == sorted(m.key() for m in alone)
+
+
+@compiled_only
+@pytest.mark.xfail(
+    strict=True,
+    reason="review5: the string table the core's conditions compare codes with (condition_code.StringTable) "
+    "codes every live event's string values and never forgets one: it grows with the stream's distinct "
+    "strings, not with the window",
+)
+def test_the_string_codes_follow_the_window_not_the_stream() -> None:
+    import dataclasses
+
+    text = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER c.s = first(b.s) WITHIN 6 EVENTS"
+    engine = Engine(compile_plan([("q", parse_and_check(text, RICH))]))
+    n = 2_000
+    for k in range(4):  # 8,000 events, each with its own string (an id)
+        batch = _batch("ABBC" * (n // 4), [0] * n)
+        ids = np.asarray([f"id{k * n + i}" for i in range(n)], dtype=object)
+        columns = {**batch.columns, "s": dataclasses.replace(batch.columns["s"], values=ids)}
+        engine.process(dataclasses.replace(batch, positions=batch.positions + k * n, columns=columns))
+    core = engine.runners[0].core
+    assert core is not None and core.owns
+    assert len(core.strings.names) < 1_000  # a window of 6 events holds a handful of strings
