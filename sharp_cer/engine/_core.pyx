@@ -379,6 +379,12 @@ cdef inline Num _mul(Num a, Num b):
     return _flt(_dbl(a) * _dbl(b))
 
 
+cdef inline bint _mul_ovf(Num a, Num b):
+    """Whether ``a * b`` is an int product beyond int64."""
+    cdef long long r
+    return a.kind != K_FLT and b.kind != K_FLT and cc_mul_ovf(a.i, b.i, &r)
+
+
 cdef inline Num _sub(Num a, Num b):
     cdef long long r
     if a.kind != K_FLT and b.kind != K_FLT:
@@ -401,13 +407,11 @@ cdef Ival _iarith(int op, Ival a, Ival b):
     p[1] = _mul(a.lo, b.hi)
     p[2] = _mul(a.hi, b.lo)
     p[3] = _mul(a.hi, b.hi)
+    # an int product beyond int64 (NaN here, exact in Python) would be skipped by the pick of the
+    # lowest and highest below, narrowing the range: the range is unknown instead
+    if _mul_ovf(a.lo, b.lo) or _mul_ovf(a.lo, b.hi) or _mul_ovf(a.hi, b.lo) or _mul_ovf(a.hi, b.hi):
+        return _unknown()
     cdef int k
-    for k in range(4):
-        # an int product beyond int64 (NaN here, exact in Python) would be skipped by the pick of
-        # the lowest and highest below, narrowing the range: the range is unknown instead
-        if p[k].kind == K_FLT and p[k].f != p[k].f and (
-                (a.lo.kind != K_FLT and b.lo.kind != K_FLT) or (a.hi.kind != K_FLT and b.hi.kind != K_FLT)):
-            return _unknown()
     cdef Num lo = p[0], hi = p[0]
     for k in range(1, 4):
         if _cmp(p[k], lo) == -1:
