@@ -627,7 +627,10 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
     if op == "/":
         return left / right
     # % truncates toward zero, as in CORE's C++ engine.
-    remainder = math.fmod(left, right)
+    try:
+        remainder = math.fmod(left, right)
+    except ValueError:  # an infinite dividend: out of its domain, as the engines count it
+        raise _OutOfDomain() from None
     return int(remainder) if isinstance(left, int) and isinstance(right, int) else remainder
 
 
