@@ -629,7 +629,7 @@ def _arithmetic(op: str, left: Any, right: Any) -> Any:
     # % truncates toward zero, as in CORE's C++ engine.
     try:
         remainder = math.fmod(left, right)
-    except ValueError:  # an infinite dividend: out of its domain, as the engines count it
+    except ValueError:  # an infinite dividend: out of its domain, as in the engine
         raise _OutOfDomain() from None
     return int(remainder) if isinstance(left, int) and isinstance(right, int) else remainder
 

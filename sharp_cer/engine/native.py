@@ -3,8 +3,9 @@ Cython in C++ mode) where it is exact, the Python ``QueryGroupRunner`` path
 everywhere else.
 
 The core runs CORE's Algorithm 1 over a whole batch (steps, union-lists,
-depth-first enumeration with each query's window) for a query group with no
-cross-event condition, no CONSUME BY, STRICT or trailing ABSENT, whose
+depth-first enumeration with each query's window, cross-event conditions
+compiled by ``condition_code``) for a query group whose conditions that
+covers, with no CONSUME BY, STRICT or trailing ABSENT, whose
 queries all take every match (strategy ALL, no LIMIT), in an engine without
 shedder, latency or queue observers, debug checks, counting or a custom
 enumeration order; per batch also without a quota, a query that joined
