@@ -64,6 +64,7 @@ cdef int64_t INT64_MIN_ = -9223372036854775807 - 1
 cdef int64_t INT64_MAX_ = 9223372036854775807
 cdef int64_t TWO53 = 9007199254740992
 cdef double NAN_ = float("nan")
+cdef double POS_INF_ = float("inf")
 
 
 cdef inline Num _int(int64_t v):
@@ -222,6 +223,24 @@ cdef inline Num _add(Num a, Num b):
     return _flt(_dbl(a) + _dbl(b))
 
 
+cdef inline Num _add_low(Num a, Num b):
+    """``a + b`` for the low ends of two term ranges: where int64 would overflow, a lower bound
+    of the exact sum (the largest int64 above, minus infinity below) instead of NaN, so that a
+    union's pick of the lower low cannot drop it as it drops a NaN."""
+    cdef long long s
+    if a.kind != K_FLT and b.kind != K_FLT and cc_add_ovf(a.i, b.i, &s):
+        return _int(INT64_MAX_) if a.i > 0 else _flt(-POS_INF_)
+    return _add(a, b)
+
+
+cdef inline Num _add_high(Num a, Num b):
+    """``a + b`` for the high ends: an upper bound of the exact sum where int64 would overflow."""
+    cdef long long s
+    if a.kind != K_FLT and b.kind != K_FLT and cc_add_ovf(a.i, b.i, &s):
+        return _flt(POS_INF_) if a.i > 0 else _int(INT64_MIN_)
+    return _add(a, b)
+
+
 cdef inline Num _neg(Num a):
     if a.kind == K_FLT:
         return _flt(-a.f)
@@ -361,6 +380,12 @@ cdef inline Num _mul(Num a, Num b):
     return _flt(_dbl(a) * _dbl(b))
 
 
+cdef inline bint _mul_ovf(Num a, Num b):
+    """Whether ``a * b`` is an int product beyond int64."""
+    cdef long long r
+    return a.kind != K_FLT and b.kind != K_FLT and cc_mul_ovf(a.i, b.i, &r)
+
+
 cdef inline Num _sub(Num a, Num b):
     cdef long long r
     if a.kind != K_FLT and b.kind != K_FLT:
@@ -383,8 +408,12 @@ cdef Ival _iarith(int op, Ival a, Ival b):
     p[1] = _mul(a.lo, b.hi)
     p[2] = _mul(a.hi, b.lo)
     p[3] = _mul(a.hi, b.hi)
-    cdef Num lo = p[0], hi = p[0]
+    # an int product beyond int64 (NaN here, exact in Python) would be skipped by the pick of the
+    # lowest and highest below, narrowing the range: the range is unknown instead
+    if _mul_ovf(a.lo, b.lo) or _mul_ovf(a.lo, b.hi) or _mul_ovf(a.hi, b.lo) or _mul_ovf(a.hi, b.hi):
+        return _unknown()
     cdef int k
+    cdef Num lo = p[0], hi = p[0]
     for k in range(1, 4):
         if _cmp(p[k], lo) == -1:
             lo = p[k]
@@ -1596,7 +1625,7 @@ cdef class Core:
             else:
                 a0, a1 = _flt(-INF), _flt(INF)
             if code == 0:
-                dst[i], dst[T + i] = _add(a0, b0), _add(a1, b1)
+                dst[i], dst[T + i] = _add_low(a0, b0), _add_high(a1, b1)
             elif code == 1:
                 lo = _lower(a0, b0)
                 hi = _lower(a1, b1)
@@ -1649,7 +1678,7 @@ cdef class Core:
             code = self.ck_codes[self.ck_toff[k] + j]
             a0, a1, c0, c1 = seen[t], seen[T + t], below[t], below[T + t]
             if code == 0:
-                iv[2 * j], iv[2 * j + 1] = _add(a0, c0), _add(a1, c1)
+                iv[2 * j], iv[2 * j + 1] = _add_low(a0, c0), _add_high(a1, c1)
             elif code == 1:
                 iv[2 * j] = _lower(a0, c0)
                 iv[2 * j + 1] = _lower(a1, c1)
@@ -2158,19 +2187,25 @@ cdef class Core:
                 self._sum_ident(x)
             else:
                 for k in range(T):
-                    self.sumv[<size_t>x * 2 * T + k] = self._num_of(summary[0][k])
-                    self.sumv[<size_t>x * 2 * T + T + k] = self._num_of(summary[1][k])
+                    self.sumv[<size_t>x * 2 * T + k] = self._num_of(summary[0][k], -1)
+                    self.sumv[<size_t>x * 2 * T + T + k] = self._num_of(summary[1][k], 1)
         if node.kind == OUTPUT and isinstance(node.value, tuple):
             for k in range(self.nattrs):
-                self.valv[<size_t>x * self.nattrs + k] = self._num_of(node.value[k])
+                self.valv[<size_t>x * self.nattrs + k] = self._num_of(node.value[k], 0)
 
-    cdef Num _num_of(self, object v) except *:
+    cdef Num _num_of(self, object v, int side) except *:
+        """A Python value in the core; ``side`` -1 (a range's low end) or 1 (its high end) widens
+        an int beyond int64 to a bound of it (as ``_add_low``/``_add_high``), 0 makes it NaN."""
         cdef Num r
         if v is None or isinstance(v, bool):
             r.kind = K_NUL
         elif isinstance(v, int):
             if -INT64_MAX_ <= v <= INT64_MAX_:
                 r = _int(v)
+            elif side < 0:
+                r = _int(INT64_MAX_) if v > 0 else _flt(-POS_INF_)
+            elif side > 0:
+                r = _flt(POS_INF_) if v > 0 else _int(INT64_MIN_)
             else:
                 r = _flt(NAN_)  # beyond int64: unknown to the core
         elif isinstance(v, float):
