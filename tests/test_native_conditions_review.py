@@ -4,6 +4,7 @@ expectation is the reference evaluator's matches and the Python engine's output 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from sharp_cer.engine import Engine, native
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.language import parse_and_check
 from sharp_cer.planner import compile_plan
-from sharp_cer.reference import evaluate
+from sharp_cer.reference import evaluate, evaluate_interval
 from tests.test_native_core import RICH, _pure
 
 compiled_only = pytest.mark.skipif(not native.available(), reason="the compiled core is not built (or SHARP_CER_PURE)")
@@ -74,23 +75,20 @@ def test_an_overflowing_sum_summary_survives_a_union() -> None:
     assert got == reference
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review5 (on main too, Python path): after Engine.update adds a query whose cross-event "
-    "condition reads a new attribute to a running group, the live output nodes still hold values of "
-    "the old attribute layout and Summaries.output indexes past them (IndexError)",
-)
 def test_an_update_adding_a_condition_on_a_new_attribute_keeps_running() -> None:
     first = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER max(b.x) > a.x WITHIN 6 EVENTS"
     added = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER min(b.y) < c.y WITHIN 6 EVENTS"
     batch = _batch("ABABC", [0, 1, 0, 1, 0])
+    y = Column("double", np.asarray([0.0, 0.0, 0.0, 0.0, 1.0]), np.ones(5, dtype=bool))
+    batch = dataclasses.replace(batch, columns={**batch.columns, "y": y})
     engine = Engine(compile_plan([("q0", parse_and_check(first, RICH))]))
     found = engine.process(batch.take([0, 1]))
     engine.update([("q1", parse_and_check(added, RICH))])
     found += engine.process(batch.take([2, 3, 4]))
-    # q0 matches as it did alone; q1 (y is 0 everywhere: min(b.y) < c.y never holds) matches nothing
+    # q0 matches as it did alone; q1 as the reference has it from the update on (rule 15)
     alone = Engine(compile_plan([("q0", parse_and_check(first, RICH))])).process(batch)
-    assert sorted(m.key() for m in found) == sorted(m.key() for m in alone)
+    joined = evaluate_interval("q1", parse_and_check(added, RICH), batch, 2)
+    assert joined and sorted(m.key() for m in found) == sorted(m.key() for m in [*alone, *joined])
 
 
 @compiled_only
@@ -101,8 +99,6 @@ def test_an_update_adding_a_condition_on_a_new_attribute_keeps_running() -> None
     "strings, not with the window",
 )
 def test_the_string_codes_follow_the_window_not_the_stream() -> None:
-    import dataclasses
-
     text = "SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER c.s = first(b.s) WITHIN 6 EVENTS"
     engine = Engine(compile_plan([("q", parse_and_check(text, RICH))]))
     n = 2_000
@@ -116,11 +112,6 @@ def test_the_string_codes_follow_the_window_not_the_stream() -> None:
     assert len(core.strings.names) < 1_000  # a window of 6 events holds a handful of strings
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review5 (on main too, both engines): a one-event condition abs(x) on x = -2**63 is evaluated "
-    "on numpy int64, where abs wraps around to -2**63; the reference (Python ints) reads 2**63",
-)
 def test_abs_of_the_smallest_int64_in_a_one_event_condition() -> None:
     text = "SELECT * WHERE A ; C FILTER A[abs(x) > 0] WITHIN 6 EVENTS"
     batch = _batch("AC", [-(2**63), 0])

@@ -1107,12 +1107,15 @@ def _remapped(
     return state
 
 
-def _widen(state: QueryGroupState, terms: int) -> None:
-    """Give every live node a summary of ``terms`` terms: a group that
-    gained cross-event filters (``Engine.update``) summarizes more. The
-    nodes' own terms stay; the new ones get the interval of everything,
-    which never prunes a branch (only the joined queries read them, and
-    they never enter these nodes' branches: they started before them)."""
+def _widen(state: QueryGroupState, terms: int, attributes: int) -> None:
+    """Give every live node a summary of ``terms`` terms, and every output
+    node the values of ``attributes`` stored attributes: a group that
+    gained cross-event filters (``Engine.update``) summarizes and stores
+    more. The nodes' own terms and values stay (the layers keep their
+    places); the new terms get the interval of everything, which never
+    prunes a branch, and the new attributes a null (only the joined
+    queries read them, and they never match these events: they started
+    after them)."""
     seen: set[int] = set()
     todo = [node for partition in state.partitions.values() for ulist in partition.active.values() for node in ulist]
     while todo:
@@ -1124,6 +1127,10 @@ def _widen(state: QueryGroupState, terms: int) -> None:
         if len(lows) < terms:
             missing = terms - len(lows)
             node.summary = ((*lows, *(-_INF,) * missing), (*highs, *(_INF,) * missing))
+        if node.kind == OUTPUT:
+            values = node.value if isinstance(node.value, tuple) else ()
+            if len(values) < attributes:
+                node.value = (*values, *(None,) * (attributes - len(values)))
         todo.extend(child for child in (node.left, node.right) if child is not None)
 
 
@@ -1648,8 +1655,10 @@ class Engine:
                 old = self.runners[source]
                 state = _remapped(old.state, old.det, compiled.det, mapped)
                 was, now = old.compiled.summaries, compiled.summaries
-                if now is not None and (was is None or len(was.keys) < len(now.keys)):
-                    _widen(state, len(now.keys))
+                if now is not None and (
+                    was is None or len(was.keys) < len(now.keys) or len(was.attributes) < len(now.attributes)
+                ):
+                    _widen(state, len(now.keys), len(now.attributes))
                 runner = QueryGroupRunner(self, compiled, state)
                 runner.number = old.number
                 det = compiled.det
