@@ -61,6 +61,7 @@ class StringTable:
     def __init__(self) -> None:
         self.codes: dict[str, int] = {"": 0}
         self.names: list[str] = [""]
+        self.fixed = 1  # the codes ``forget`` keeps (``seal``)
 
     def code(self, value: str) -> int:
         """The code of ``value`` (a new one if it is new)."""
@@ -69,6 +70,21 @@ class StringTable:
             found = self.codes[value] = len(self.names)
             self.names.append(value)
         return found
+
+    def seal(self) -> None:
+        """Keep the codes given so far (the conditions' constants) through every ``forget``."""
+        self.fixed = len(self.names)
+
+    def forget(self) -> None:
+        """Drop every code given since ``seal``.
+
+        >>> table = StringTable(); _ = table.code("const"); table.seal(); _ = table.code("id-1"); table.forget()
+        >>> table.names, table.code("id-2")
+        (['', 'const'], 2)
+        """
+        for name in self.names[self.fixed :]:
+            del self.codes[name]
+        del self.names[self.fixed :]
 
 
 class Uncompiled(Exception):

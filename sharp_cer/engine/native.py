@@ -47,6 +47,8 @@ from .tecs import Node
 QueryGroupRunner = Any
 
 _INF = float("inf")
+#: strings a group's table codes beyond its live events' before it is looked at (``NativeGroup._recode``)
+_STRINGS_SLACK = 1024
 #: the environment variable that forces the pure-Python engine
 PURE = "SHARP_CER_PURE"
 
@@ -196,6 +198,7 @@ class NativeGroup:
     def __init__(self, runner: QueryGroupRunner) -> None:
         self.runner = runner
         self.strings = condition_code.StringTable()  # the codes of the strings conditions compare
+        self.recode_at = _STRINGS_SLACK  # the table's size at which it is next looked at (``_recode``)
         self.core: Any = self._make()
         self.slots: dict[Any, int] = {}
         self.free: list[int] = []
@@ -212,6 +215,7 @@ class NativeGroup:
             "free": [],
             "_lined_tables": None,
             "strings": condition_code.StringTable(),
+            "recode_at": _STRINGS_SLACK,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -238,6 +242,7 @@ class NativeGroup:
         if compiled.summaries is not None:
             tables = condition_code.compile_group(runner, self.strings)
             core.set_conditions(tables, functools.partial(condition_code.holds, runner), self.strings)
+        self.strings.seal()  # the conditions' own strings keep their codes for the core's life
         return core
 
     @property
@@ -324,6 +329,22 @@ class NativeGroup:
         """Nodes in the core's arena (live and not compacted yet)."""
         return int(self.core.arena_size())
 
+    def _recode(self) -> None:
+        """Keep the string table to the live events' strings: it codes every string the conditions
+        compare as it arrives and forgets none, so once it is more than twice what the live nodes
+        can hold, the state goes to Python objects (strings as text) and the table back to the
+        conditions' own strings; ``_adopt`` codes the live ones again. Looked at only each time
+        the table has doubled, so the cost is amortized over the strings coded."""
+        strings = self.strings
+        if len(strings.names) < self.recode_at:
+            return
+        summaries = self.runner.compiled.summaries
+        width = len(summaries.attributes) if summaries is not None else 0
+        if self.owns and len(strings.names) > 2 * (strings.fixed + self.live_nodes() * width):
+            self.runner.state.partitions  # noqa: B018  (the hand-over to Python objects)
+            strings.forget()
+        self.recode_at = 2 * len(strings.names) + _STRINGS_SLACK
+
     # ------------------------------------------------------------ per batch
     def steps(
         self,
@@ -344,6 +365,7 @@ class NativeGroup:
             return 0
         runner, core = self.runner, self.core
         engine, compiled, group = runner.engine, runner.compiled, runner.group
+        self._recode()
         state = self._adopt()
         symbols = runner.symbols.encode(atoms, visible(group, batch) & keyed(group, batch))
         times = batch.times() if group.window[0] == "time" else None
