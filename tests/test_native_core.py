@@ -226,7 +226,8 @@ def test_cross_event_conditions_run_in_the_core_exactly(
     _check(texts, rows, size)
 
 
-# conditions beyond tests.engine_cases: doubles with infinities (NaN from their arithmetic) and nulls, strings, big ints (int64 edges),
+# conditions beyond tests.engine_cases: doubles with infinities (NaN from their arithmetic) and nulls,
+# strings, big ints (int64 edges),
 # + - * / %, unary minus, abs, sqrt, asin, IN RANGE, NOT; division by zero and math out of its domain
 RICH = Schema.parse(
     """CREATE STREAM S {
@@ -308,9 +309,8 @@ def _rich_stream(draw: st.DrawFn) -> Any:
     xs = draw(st.lists(st.sampled_from([0, 1, 2, -1, 3, _BIG, -_BIG, None]), min_size=n, max_size=n))
     # no stored NaN: loaders read it as null (the planner's normal form counts on that); NaN comes
     # from the infinities' arithmetic (inf - inf, sum over both)
-    ys = draw(
-        st.lists(st.sampled_from([0.0, -0.0, 0.5, -1.5, 2.0, float("-inf"), float("inf"), None]), min_size=n, max_size=n)
-    )
+    doubles = [0.0, -0.0, 0.5, -1.5, 2.0, float("-inf"), float("inf"), None]
+    ys = draw(st.lists(st.sampled_from(doubles), min_size=n, max_size=n))
     ss = draw(st.lists(st.sampled_from(["p", "q", "", None]), min_size=n, max_size=n))
     gaps = draw(st.lists(st.sampled_from([0, SECOND // 2, SECOND]), min_size=n, max_size=n))
     t = np.cumsum(np.asarray(gaps, dtype=np.int64))
