@@ -339,7 +339,10 @@ def test_rich_cross_event_conditions_in_the_core_equal_python_and_the_reference(
     named = [(f"q{i}", parse_and_check(text, RICH)) for i, text in enumerate(texts)]
     plan = compile_plan(named)
     fast, slow = Engine(plan), _pure(Engine(plan))
-    assert [native.ineligible(r) for r in fast.runners] == [None] * len(fast.runners)
+    # the core takes every group (on Python 3.12 and later, not a sum of doubles: its sum() rounds otherwise)
+    later = "a cross-event condition the core does not compile (a sum or average of doubles on Python 3.12 or later)"
+    allowed = {None} if sys.version_info < (3, 12) else {None, later}
+    assert {native.ineligible(r) for r in fast.runners} <= allowed
     got = _run(fast, batch, size)
     assert got == _run(slow, batch, size), "the compiled core and the Python engine differ"
     fast_stats, slow_stats = fast.stats(), slow.stats()
