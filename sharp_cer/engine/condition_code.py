@@ -79,8 +79,10 @@ class StringTable:
         """Drop every code given since ``seal``.
 
         >>> table = StringTable(); _ = table.code("const"); table.seal(); _ = table.code("id-1"); table.forget()
-        >>> table.names, table.code("id-2")
-        (['', 'const'], 2)
+        >>> table.names
+        ['', 'const']
+        >>> table.code("id-2")
+        2
         """
         for name in self.names[self.fixed :]:
             del self.codes[name]
