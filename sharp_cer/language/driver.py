@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from lark import Lark, Token
+from lark.parse_tree_builder import ExpandSingleChild
 from lark.parsers.lalr_analysis import Shift
 
 from .lexer import _BLANKS, _MULTILINE, _SCAN, CeqlLexer
@@ -52,7 +53,10 @@ class FusedParser:
         table, callbacks = inner.parse_table, inner.callbacks
         by_rule: dict[Any, tuple[int, Any, str]] = {}
         for rule, callback in callbacks.items():
-            by_rule[rule] = (len(rule.expansion), callback, rule.origin.name)
+            size = len(rule.expansion)
+            # a ``?rule`` of one symbol keeps its child as it is: no call
+            keep = size == 1 and callback.__class__ is ExpandSingleChild
+            by_rule[rule] = (size, None if keep else callback, rule.origin.name)
         rows: dict[Any, dict[str, Any]] = {}
         for state, actions in table.states.items():
             rows[state] = {
@@ -121,6 +125,10 @@ class FusedParser:
                     row = rows[action]
                     break
                 size, callback, origin = action
+                if callback is None:  # the value stays, under the rule's state
+                    goto = states[-1] = rows[states[-2]][origin]
+                    row = rows[goto]
+                    continue
                 if size:
                     children = values[-size:]
                     del states[-size:]
@@ -139,17 +147,20 @@ class FusedParser:
             if action is None or action.__class__ is int:
                 return REFUSED
             size, callback, origin = action
-            if size:
-                children = values[-size:]
-                del states[-size:]
-                del values[-size:]
+            if callback is None:
+                goto = states[-1] = rows[states[-2]][origin]
             else:
-                children = []
-            goto = rows[states[-1]][origin]
-            push_value(callback(children))
+                if size:
+                    children = values[-size:]
+                    del states[-size:]
+                    del values[-size:]
+                else:
+                    children = []
+                goto = rows[states[-1]][origin]
+                push_value(callback(children))
+                push_state(goto)
             if goto == end_state:
                 return values[-1]
-            push_state(goto)
             row = rows[goto]
 
 
