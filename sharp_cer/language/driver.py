@@ -70,6 +70,7 @@ class FusedParser:
         """What lark's ``parse(text, start=start)`` returns, or :data:`REFUSED`
         where lark would raise (lark is then to be asked why)."""
         rows, symbols, keywords, match = self.rows, self.symbols, self.keywords, _SCAN.match
+        multiline, new, token_class = _MULTILINE, _new_str, Token
         states = [self.start_states[start]]
         values: list[Any] = []
         push_state, push_value = states.append, values.append
@@ -101,11 +102,11 @@ class FusedParser:
             elif kind == "SYMBOL":
                 kind = symbols[value]
             end_line, end_start = line, line_start
-            if kind in _MULTILINE:
+            if kind in multiline:
                 newlines = value.count("\n")
                 if newlines:
                     end_line, end_start = line + newlines, start_pos + value.rfind("\n") + 1
-            token = _new_str(Token, value)
+            token = new(token_class, value)
             token.type = kind
             token.value = value
             token.start_pos = start_pos
