@@ -59,9 +59,7 @@ class FusedParser:
             by_rule[rule] = (size, None if keep else callback, rule.origin.name)
         rows: dict[Any, dict[str, Any]] = {}
         for state, actions in table.states.items():
-            rows[state] = {
-                key: (arg if action is Shift else by_rule[arg]) for key, (action, arg) in actions.items()
-            }
+            rows[state] = {key: (arg if action is Shift else by_rule[arg]) for key, (action, arg) in actions.items()}
         self.rows = rows
         self.start_states = dict(table.start_states)
         self.end_states = dict(table.end_states)
