@@ -62,6 +62,8 @@ def _parse(text: str, start: str) -> Any:
     """lark's parse of ``text`` from ``start``, run by the fused loop; where
     that refuses the text, lark's own parser raises the located error."""
     lark = _lark()
+    if text.__class__ is not str:  # lark says what is wrong with it, as before
+        return lark.parse(text, start=start)
     root = _fused(lark).parse(text, start)
     if root is REFUSED:
         root = lark.parse(text, start=start)
