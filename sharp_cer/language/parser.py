@@ -25,6 +25,7 @@ from .diagnostics import (
     did_you_mean,
     text_kind,
 )
+from .driver import REFUSED, FusedParser
 from .grammar_cache import cache_file
 from .lexer import CeqlLexer
 from .source import Source, Span, lines_of
@@ -49,6 +50,24 @@ def _lark() -> Lark:
         # the analysed grammar, kept between processes (0.08 s to build, 0.005 s to load)
         cache=cache_file(_grammar(), "ceql"),
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _fused(lark: Lark) -> FusedParser:
+    # keyed by the parser: a new one (after _lark.cache_clear()) gets its own loop
+    return FusedParser(lark)
+
+
+def _parse(text: str, start: str) -> Any:
+    """lark's parse of ``text`` from ``start``, run by the fused loop; where
+    that refuses the text, lark's own parser raises the located error."""
+    lark = _lark()
+    if text.__class__ is not str:  # lark says what is wrong with it, as before
+        return lark.parse(text, start=start)
+    root = _fused(lark).parse(text, start)
+    if root is REFUSED:
+        root = lark.parse(text, start=start)
+    return root
 
 
 def _token_span(token: Token) -> Span:
@@ -847,7 +866,7 @@ def parse_query(text: str, name: str = "<query>", *, source: Source | None = Non
     """
     src = source or Source(text, name)
     try:
-        result: ast.Query = _finish(_lark().parse(src.text, start="query"))
+        result: ast.Query = _finish(_parse(src.text, "query"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "query") from None
     except _Problem as problem:
@@ -865,7 +884,7 @@ def parse_stream_declarations(
     """
     src = source or Source(text, name)
     try:
-        result: tuple[ast.StreamDecl, ...] = _finish(_lark().parse(src.text, start="schema"))
+        result: tuple[ast.StreamDecl, ...] = _finish(_parse(src.text, "schema"))
     except UnexpectedInput as exc:
         raise _syntax_error(exc, src, "schema") from None
     except _Problem as problem:
