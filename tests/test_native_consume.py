@@ -72,7 +72,9 @@ def test_with_cross_event_conditions_a_walk_decides_what_is_consumed(
     ),
     streams(max_size=14),
 )
-def test_a_snapshot_mid_stream_carries_ghost_runs_to_python_and_back(texts: list[str], rows: list[dict[str, Any]]) -> None:
+def test_a_snapshot_mid_stream_carries_ghost_runs_to_python_and_back(
+    texts: list[str], rows: list[dict[str, Any]]
+) -> None:
     # the state goes to Python objects (``Partition.ghosts`` included), is pickled and restored,
     # and the core loads it back at the next batch
     _check(texts, rows, 3, snapshot_at=1)

@@ -4,9 +4,9 @@ everywhere else.
 
 The core runs CORE's Algorithm 1 over a whole batch (steps, union-lists,
 depth-first enumeration with each query's window, cross-event conditions
-compiled by ``condition_code``) for a query group whose conditions that
-covers, with no CONSUME BY, STRICT or trailing ABSENT, whose
-queries all take every match (strategy ALL, no LIMIT), in an engine without
+compiled by ``condition_code``, the selection strategies and LIMIT among
+one event's candidates, CONSUME BY with its ghost runs) for a query group
+whose conditions that covers, with no trailing ABSENT, in an engine without
 shedder, latency or queue observers, debug checks, counting or a custom
 enumeration order; per batch also without a quota, a query that joined
 while the stream ran (``Engine.update``'s floors) or a dropped one. Every
@@ -38,8 +38,8 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .selection import distinct, limit_order
 from .feed import keyed, partition_keys, visible, window_column, window_values
+from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
 from .tecs import Node
@@ -581,7 +581,9 @@ class NativeGroup:
             if not projection.plain:
                 # the core chose the candidates (strategy, LIMIT, STRICT): the match of each, one per
                 # start and events, in end order, as ``_enumerate``'s candidate path puts them out
-                found = runner._put(query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels))
+                found = runner._put(
+                    query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
+                )
                 runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
                 continue
             if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
@@ -642,12 +644,16 @@ def _selection(compiled: Any, query: Any) -> tuple[bool, int, int, bool, int, li
     )
 
 
-def _chosen(query: Any, projection: Any, end: int, rows: list[list[int]], at: list[int], labels: list[int]) -> list[Any]:
+def _chosen(
+    query: Any, projection: Any, end: int, rows: list[list[int]], at: list[int], labels: list[int]
+) -> list[Any]:
     """The matches of a query's chosen candidates ending at ``end`` (``rows``: start, first mark, marks):
     one per start and events (``distinct``), at most LIMIT of them (the core kept the candidates of
     that many)."""
     make = projection.match
-    matches = distinct([make(start, end, tuple(zip(at[k : k + m], labels[k : k + m], strict=True))) for start, k, m in rows])
+    matches = distinct(
+        [make(start, end, tuple(zip(at[k : k + m], labels[k : k + m], strict=True))) for start, k, m in rows]
+    )
     limit = query.query.limit
     if limit is not None and len(matches) > limit:
         matches = sorted(matches, key=limit_order)[:limit]
