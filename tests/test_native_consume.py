@@ -159,3 +159,29 @@ def test_a_long_stream_with_ghosts_keeps_skipping_and_figures_equal() -> None:
     text = "SELECT LAST * WHERE A ; B ; C PARTITION BY [k] WITHIN 5 EVENTS CONSUME BY PARTITION"
     found, engine = _run(text, stream, 200)
     assert found and engine.stats()["events_skipped"] > 0
+
+
+@compiled_only
+def test_an_update_mid_stream_leaves_a_consuming_group_in_the_core() -> None:
+    # Engine.update adds a query (a group of its own: it cannot share with a consuming one) and
+    # removes none: the consuming group's state, ghosts included, runs on in the core, with the
+    # same matches and figures as the pure engine given the same update.
+    rng = random.Random(11)
+    rows = [
+        {"type": rng.choice("ABCC"), "x": rng.randrange(4), "k": rng.randrange(2), "j": 0, "t": i} for i in range(600)
+    ]
+    batch = to_batch(rows)
+    text = "SELECT NEXT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 4 EVENTS CONSUME BY PARTITION"
+    plan = compile_plan([("q", parse_and_check(text, SCHEMA))])
+    added = [("r", parse_and_check("SELECT * WHERE B ; C WITHIN 3 EVENTS LIMIT 1", SCHEMA))]
+    engines = Engine(plan), _pure(Engine(plan))
+    found: list[list[Any]] = [[], []]
+    for engine, out in zip(engines, found, strict=True):
+        out.extend(engine.process(batch.take(list(range(300)))))
+        engine.update(added)
+        if engine is engines[1]:
+            _pure(engine)
+        out.extend(engine.process(batch.take(list(range(300, 600)))))
+    assert engines[0].runners[0].core is not None and engines[0].runners[0].core.owns
+    assert found[0] == found[1] and any(m.query == "r" for m in found[0])
+    assert {k: engines[0].stats()[k] for k in FIGURES} == {k: engines[1].stats()[k] for k in FIGURES}
