@@ -49,7 +49,7 @@ def test_strategies_consume_and_limit_run_in_the_core_exactly(
 
 
 @compiled_only
-@settings(max_examples=60, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=50, **SETTINGS)  # type: ignore[arg-type]
 @given(
     st.lists(queries(strategies=True, consume=True, limit=True, cross=True), min_size=1, max_size=2),
     streams(max_size=12, nulls=True),
@@ -65,7 +65,7 @@ def test_with_cross_event_conditions_a_walk_decides_what_is_consumed(
 
 
 @compiled_only
-@settings(max_examples=40, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=30, **SETTINGS)  # type: ignore[arg-type]
 @given(
     st.lists(queries(strategies=True, consume=True, limit=True), min_size=1, max_size=2).filter(
         lambda texts: any(map(_chooses, texts))
