@@ -83,9 +83,10 @@ def test_a_snapshot_mid_stream_carries_ghost_runs_to_python_and_back(
 # ---------------------------------------------------------------- by hand
 
 
-def _run(text: str, stream: str, size: int = 1) -> tuple[list[tuple[int, ...]], Engine]:
+def _run(text: str, stream: str, size: int = 1, reference: bool = True) -> tuple[list[tuple[int, ...]], Engine]:
     """The matches' events of ``text`` over ``stream`` ("A0 B1": type and k) in batches of ``size``, on
-    the core (asserted), with the pure engine's matches and figures equal."""
+    the core (asserted), with the pure engine's matches and figures equal, and (with ``reference``) the
+    reference evaluator's matches."""
     rows = [{"type": e[0], "x": 0, "k": int(e[1]), "t": i * 10**9} for i, e in enumerate(stream.split())]
     rows = [row if row["type"] == "D" else {**row, "j": 0} for row in rows]
     batch = to_batch(rows)
@@ -98,8 +99,9 @@ def _run(text: str, stream: str, size: int = 1) -> tuple[list[tuple[int, ...]], 
             out.extend(engine.process(batch.take(list(range(lo, min(lo + size, len(batch)))))))
     assert found[0] == found[1]
     assert {k: fast.stats()[k] for k in FIGURES} == {k: slow.stats()[k] for k in FIGURES}
-    named = [("q", parse_and_check(text, SCHEMA))]
-    assert sorted(m.key() for m in found[0]) == sorted(m.key() for m in evaluate(named, batch).per_query["q"])
+    if reference:
+        named = [("q", parse_and_check(text, SCHEMA))]
+        assert sorted(m.key() for m in found[0]) == sorted(m.key() for m in evaluate(named, batch).per_query["q"])
     return [m.events for m in found[0]], fast
 
 
@@ -153,11 +155,13 @@ def test_strict_with_consumption_checks_each_match_in_the_core() -> None:
 @compiled_only
 def test_a_long_stream_with_ghosts_keeps_skipping_and_figures_equal() -> None:
     # The skip index counts ghost states as live ones: an idle symbol for every live and ghost
-    # state is skipped in bulk, the same events as on the Python path (figures compared in _run).
+    # state is skipped in bulk, the same events as on the Python path (figures compared in _run). The
+    # brute-force reference would take minutes on 1,500 events: the pure engine is the oracle here,
+    # and the random cases above hold both against the reference.
     rng = random.Random(7)
     stream = " ".join(f"{rng.choice('AABCCD')}{rng.randrange(3)}" for _ in range(1_500))
     text = "SELECT LAST * WHERE A ; B ; C PARTITION BY [k] WITHIN 5 EVENTS CONSUME BY PARTITION"
-    found, engine = _run(text, stream, 200)
+    found, engine = _run(text, stream, 200, reference=False)
     assert found and engine.stats()["events_skipped"] > 0
 
 
