@@ -1,9 +1,10 @@
 # distutils: language = c++
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: Algorithm 1 of CORE over a whole batch, for the query
-groups ``engine.native`` finds it exact for (strategy ALL, no shedder or
-observer; cross-event conditions compiled by ``engine.condition_code``, see
-the section "cross-event conditions"; ``native.ineligible``).
+groups ``engine.native`` finds it exact for (no shedder or observer;
+cross-event conditions compiled by ``engine.condition_code``, see the
+section "cross-event conditions"; the strategies, LIMIT and CONSUME BY with
+its ghost runs, see ``_consume`` and ``_choose``; ``native.ineligible``).
 
 It mirrors ``runtime.QueryGroupRunner.step`` and ``Walk.run`` (depth-first)
 decision for decision, on integers: deterministic states are the
