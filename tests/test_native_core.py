@@ -7,8 +7,8 @@ matches and as output lines (``process_lines``), with a
 snapshot taken and restored in the middle (the state handed to Python's
 objects and back); exact equality with the reference, and identical output
 and figures with the pure engine. Query groups the core does not take
-(cross-event conditions, strategies, LIMIT, CONSUME BY, a shedder, debug)
-run on the Python path with the same matches. The arena's live nodes stay
+(a shedder, debug, no window) run on the Python path with the same matches;
+strategies, LIMIT and CONSUME BY in the core: ``test_native_consume.py``. The arena's live nodes stay
 bounded as the stream grows (memory follows the window, not the stream).
 The engine line of ``sharp-cer --version`` says which engine runs; with
 ``SHARP_CER_PURE=1`` it is the Python one."""
@@ -128,8 +128,10 @@ def test_eligibility_names_what_runs_where() -> None:
     assert runner(plain).core is not None
     assert native.ineligible(runner(plain)) is None
     assert native.ineligible(runner(plain, debug=True)) == "debug, count_only or an enumeration order"
-    assert runner("SELECT MAX * WHERE A ; B WITHIN 5 EVENTS").core is None
-    assert runner("SELECT * WHERE A ; B WITHIN 5 EVENTS LIMIT 1").core is None
+    # strategies, LIMIT and CONSUME BY run in the core too (issue 37, tests/test_native_consume.py)
+    assert runner("SELECT MAX * WHERE A ; B WITHIN 5 EVENTS").core is not None
+    assert runner("SELECT * WHERE A ; B WITHIN 5 EVENTS LIMIT 1").core is not None
+    assert runner("SELECT * WHERE A ; B PARTITION BY [k] WITHIN 5 EVENTS CONSUME BY PARTITION").core is not None
     conditioned = "SELECT * WHERE (A AS a ; B AS b) FILTER a.x < b.x WITHIN 5 EVENTS"
     assert native.ineligible(runner(conditioned)) is None  # compiled (condition_code)
     in_set = "SELECT * WHERE (A AS a ; B AS b) FILTER a.x + b.x IN {1, 2} WITHIN 5 EVENTS"

@@ -1,9 +1,10 @@
 # distutils: language = c++
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: Algorithm 1 of CORE over a whole batch, for the query
-groups ``engine.native`` finds it exact for (strategy ALL, no shedder or
-observer; cross-event conditions compiled by ``engine.condition_code``, see
-the section "cross-event conditions"; ``native.ineligible``).
+groups ``engine.native`` finds it exact for (no shedder or observer;
+cross-event conditions compiled by ``engine.condition_code``, see the
+section "cross-event conditions"; the strategies, LIMIT and CONSUME BY with
+its ghost runs, see ``_consume`` and ``_choose``; ``native.ineligible``).
 
 It mirrors ``runtime.QueryGroupRunner.step`` and ``Walk.run`` (depth-first)
 decision for decision, on integers: deterministic states are the
@@ -469,6 +470,15 @@ cdef inline bint _within(double distance, double bound, bint inclusive):
     return distance <= bound if inclusive else distance < bound
 
 
+cdef inline void _add_unique(vector[int32_t]& v, int32_t s):
+    """Add ``s`` to the small set ``v`` (a vector) unless it holds it."""
+    cdef size_t k
+    for k in range(v.size()):
+        if v[k] == s:
+            return
+    v.push_back(s)
+
+
 cdef struct CNode:
     int32_t kind
     int32_t left
@@ -490,6 +500,9 @@ cdef struct Part:
     vector[vector[int32_t]] lists
     vector[int32_t] mstates  # the merged cache: a final state's list as one node
     vector[int32_t] mnodes
+    # (consume37) the states of runs dropped as out of every window, kept without their nodes where
+    # a consuming query must still see them complete (``Partition.ghosts``); a set, in no order
+    vector[int32_t] ghosts
 
 
 cdef class Core:
@@ -563,6 +576,28 @@ cdef class Core:
     cdef vector[int64_t] cls_count
     cdef vector[int64_t] c_path
     cdef vector[double] c_value
+    cdef vector[int64_t] c_blab  # per path: its bottom node's label (the start's index in its partition)
+
+    # ---- (consume37) strategies, LIMIT, STRICT checked on marks and CONSUME BY (``_enumerate``'s
+    # candidate path and ``_consume`` of ``runtime.QueryGroupRunner``)
+    cdef bint consumes
+    cdef bint consume_any
+    cdef bint consume_checked  # the consuming query has cross-event checks: a walk decides
+    cdef public int64_t consume_steps  # the consuming walks' steps (booked on the clock only)
+    cdef vector[char] q_plain  # per query: every candidate is a match (ALL, no LIMIT, no STRICT check)
+    cdef vector[int32_t] q_strategy  # 0 none, 1 NEXT, 2 LAST, 3 MAX
+    cdef vector[int64_t] q_limit  # -1: none
+    cdef vector[char] q_strict  # STRICT checked on marks
+    cdef vector[int32_t] q_shows  # what a match shows: 0 every marked event, 1 none, 2 the marks of q_shown
+    cdef vector[vector[char]] q_shown  # per query, per mark label: whether a match shows its event
+    cdef vector[int32_t] old_ghosts
+    cdef vector[int32_t] new_ghosts
+    cdef vector[int64_t] sel  # the candidates (indices into c_path) of one enumeration
+    cdef vector[int64_t] sel_tmp
+    cdef vector[int64_t] key_off  # per candidate of ``sel``: its shown positions in ``key_pos``
+    cdef vector[int64_t] key_len
+    cdef vector[int64_t] key_pos
+    cdef vector[char] keep
 
     # ---- cross-event conditions (condcore; the section "cross-event conditions" below)
     cdef bint conds
@@ -636,6 +671,15 @@ cdef class Core:
         self.clock = 0
         self.markgen = 0
         self.accepted_queries = set()
+        cdef size_t k
+        for k in range(len(windows)):
+            self.q_plain.push_back(1)
+            self.q_strategy.push_back(0)
+            self.q_limit.push_back(-1)
+            self.q_strict.push_back(0)
+            self.q_shows.push_back(0)
+        self.q_shown.resize(len(windows))
+        self.consume_steps = 0
 
     # ------------------------------------------------------------ determinizer
     cdef void _know_state(self, int32_t state) except *:
@@ -676,7 +720,12 @@ cdef class Core:
                 return off
         marks, skip = self.det.step(state, self.bits[sym])
         self.forgets = self.det.misses >= self.det.capacity
-        row = &self.table[state]
+        return self._record(state, sym, marks, skip)
+
+    cdef int32_t _record(self, int32_t state, int32_t sym, object marks, int32_t skip) except -2:
+        """Keep a step the determinizer gave in the table; its offset in ``stepdata``."""
+        cdef vector[int32_t]* row = &self.table[state]
+        cdef int32_t off
         if <int32_t>row.size() <= sym:
             row.resize(sym + 1, -1)
         off = <int32_t>self.stepdata.size()
@@ -691,6 +740,36 @@ cdef class Core:
         row = &self.table[state]  # a new state may have moved the table
         row[0][sym] = off
         return off
+
+    cdef int32_t _ghost_step(self, int32_t state, int32_t sym) except -2:
+        """``_step`` for a ghost state: the Python path asks the determinizer itself for every ghost
+        step (``_step_ghosts``), a hit of its cache or a miss; the core books the same. Once the
+        determinizer may have forgotten steps, it is asked (so its cache sees the same lookups);
+        before, every step the table knows is in its cache, a hit."""
+        cdef vector[int32_t]* row
+        cdef int32_t off
+        if not self.forgets:
+            return self._step(state, sym)
+        marks, skip = self.det.step(state, self.bits[sym])
+        row = &self.table[state]
+        if <int32_t>row.size() > sym and row[0][sym] >= 0:
+            return row[0][sym]
+        return self._record(state, sym, marks, skip)
+
+    cdef void _step_ghosts(self, Part* part, int32_t sym) except *:
+        """``QueryGroupRunner._step_ghosts``: where the dropped runs go, every target, marking or not."""
+        cdef size_t g, k
+        cdef int32_t off, nm, skip
+        self.new_ghosts.clear()
+        for g in range(part.ghosts.size()):
+            off = self._ghost_step(part.ghosts[g], sym)
+            nm = self.stepdata[off]
+            for k in range(<size_t>nm):
+                _add_unique(self.new_ghosts, self.stepdata[off + 2 + 2 * k])
+            skip = self.stepdata[off + 1 + 2 * nm]
+            if skip >= 0:
+                _add_unique(self.new_ghosts, skip)
+        part.ghosts.swap(self.new_ghosts)
 
     # ------------------------------------------------------------ the skip index
     cdef vector[int32_t]* _row(self, int32_t state) except NULL:
@@ -727,6 +806,8 @@ cdef class Core:
             if self.parts[i].alive:
                 for j in range(self.parts[i].states.size()):
                     self.counts[self.parts[i].states[j]] += 1
+                for j in range(self.parts[i].ghosts.size()):
+                    self.counts[self.parts[i].ghosts[j]] += 1
         row = self._row(-1)
         for j in range(row.size()):
             self.busy[row[0][j]] += 1
@@ -931,6 +1012,8 @@ cdef class Core:
         if track:
             for j in range(part.states.size()):
                 self._moved_out(part.states[j])
+            for j in range(part.ghosts.size()):
+                self._moved_out(part.ghosts[j])
         self._clear(part)
         self.evicted += 1
 
@@ -940,11 +1023,11 @@ cdef class Core:
         part.lists.clear()
         part.mstates.clear()
         part.mnodes.clear()
+        part.ghosts.clear()
 
     cdef void _event(self, int64_t row, int64_t position, int32_t sym, double value, int32_t slot,
                      bint track) except *:
         cdef int32_t initial = self.initial
-        cdef int64_t hits0 = self.hits
         cdef int32_t start = self._step(initial, sym)
         cdef bint dead = self.stepdata[start] == 0 and self.stepdata[start + 1] < 0
         cdef Part* part = &self.parts[slot]
@@ -975,10 +1058,13 @@ cdef class Core:
             self.late += 1
         horizon = (position if self.by_position else part.running_max) - self.reach
         part.local += 1
+        if self.consumes and track:
+            self.old_ghosts.assign(part.ghosts.begin(), part.ghosts.end())
         # the new lists: nstates[k] -> nlists[k]; stamp finds a state's index
         self.clock += 1
         self.c_path.clear()
         self.c_value.clear()
+        self.c_blab.clear()
         self.nstates.clear()
         nold = part.states.size()
         self.created_ids.clear()
@@ -1001,7 +1087,9 @@ cdef class Core:
                 ulist = &part.lists[k]
                 length = <int32_t>ulist.size()
                 while ulist.size() and self.nodes[ulist.back()].maxkey < horizon:
-                    ulist.pop_back()
+                    ulist.pop_back()  # every start below is outside every window
+                    if self.consumes:
+                        _add_unique(part.ghosts, state)
             if not ulist.size():
                 continue
             off = start if state == initial else self._step(state, sym)
@@ -1036,6 +1124,9 @@ cdef class Core:
                     self._add_new(skip)[0] = ulist[0]
                 else:
                     unions += self._insert(&self.nlists[idx], node)
+        if part.ghosts.size():
+            self._step_ghosts(part, sym)
+            transitions += <int64_t>part.ghosts.size()
         if track:
             self._track(part)
         # the new lists become the partition's
@@ -1048,7 +1139,7 @@ cdef class Core:
         part.lists.resize(nold)
         part.mstates.clear()
         part.mnodes.clear()
-        if nold == 0:
+        if nold == 0 and part.ghosts.size() == 0:
             self._clear(part)
             self.evicted += 1
         # the queries accepted, each with its final nodes in the lists' order
@@ -1072,7 +1163,9 @@ cdef class Core:
         if any_accepted:
             for q in range(<int32_t>self.accepted.size()):
                 if self.accepted[q].size():
-                    steps += self._enumerate(q, row, position, value)
+                    steps += self._enumerate(q, row, position, value, part.local)
+        if self.consumes:
+            self._consume(part, track)
         cdef int64_t nodes = created + unions
         if nold and horizon > -INF:
             part.created += nodes
@@ -1111,6 +1204,13 @@ cdef class Core:
         cdef size_t k
         cdef bint same = part.states.size() == self.nstates.size()
         cdef int32_t s
+        if self.consumes:  # the ghost states, from what they were before the event (``old_ghosts``)
+            for k in range(self.old_ghosts.size()):
+                if not self._in(part.ghosts, self.old_ghosts[k]):
+                    self._moved_out(self.old_ghosts[k])
+            for k in range(part.ghosts.size()):
+                if not self._in(self.old_ghosts, part.ghosts[k]):
+                    self._moved_in(part.ghosts[k])
         # the states are distinct in each; equal sets have equal sizes and every old one in the new
         if same:
             for k in range(part.states.size()):
@@ -1136,7 +1236,7 @@ cdef class Core:
                 return True
         return False
 
-    cdef int64_t _enumerate(self, int32_t q, int64_t row, int64_t position, double value) except -1:
+    cdef int64_t _enumerate(self, int32_t q, int64_t row, int64_t position, double value, int64_t local) except -1:
         """``_enumerate_plain``: the query's rows into the output buffers; the steps booked. Queries of one
         walk class (``CompiledQueryGroup.walk_class``) share one walk per event and final nodes, with the
         class's widest window, as ``SharedWalks`` does; each keeps the paths its own window takes."""
@@ -1157,11 +1257,13 @@ cdef class Core:
                     break
             if not any_in:
                 return 0
-        if self.wpeer[q] and self.cls_stamp[c] == self.clock and self.cls_roots[c] == roots[0]:
+        # a query that chooses among its candidates walks alone (it is a group of its own anyway)
+        cdef bint peer = self.wpeer[q] and self.q_plain[q]
+        if peer and self.cls_stamp[c] == self.clock and self.cls_roots[c] == roots[0]:
             first, count = self.cls_first[c], self.cls_count[c]  # replayed: nothing booked
         else:
             first = <int64_t>self.c_value.size()
-            if self.wpeer[q]:
+            if peer:
                 steps = self._walk_any(q, roots, end, self.wbound[c], self.wincl[c], &candidates)
                 self.cls_stamp[c] = self.clock
                 self.cls_roots[c] = roots[0]
@@ -1171,11 +1273,19 @@ cdef class Core:
                 steps = self._walk_any(q, roots, end, bound, incl, &candidates)
             count = <int64_t>self.c_value.size() - first
         cdef int64_t first_match = <int64_t>self.o_match.size() // 3
-        for j in range(first, first + count):
-            if bound == INF or _within(end - self.c_value[j], bound, incl):
+        if not self.q_plain[q]:
+            self._choose(q, first, count, end, bound, incl, local)
+            for k in range(self.sel.size()):
+                j = self.sel[k]
                 self.o_match.push_back(self.c_path[3 * j])
                 self.o_match.push_back(self.c_path[3 * j + 1])
                 self.o_match.push_back(self.c_path[3 * j + 2])
+        else:
+            for j in range(first, first + count):
+                if bound == INF or _within(end - self.c_value[j], bound, incl):
+                    self.o_match.push_back(self.c_path[3 * j])
+                    self.o_match.push_back(self.c_path[3 * j + 1])
+                    self.o_match.push_back(self.c_path[3 * j + 2])
         self.o_rec.push_back(q)
         self.o_rec.push_back(row)
         self.o_rec.push_back(first_match)
@@ -1183,6 +1293,214 @@ cdef class Core:
         self.o_rec.push_back(steps)
         self.o_rec.push_back(candidates)
         return steps
+
+    # ---------------- (consume37) CONSUME BY, strategies, LIMIT, STRICT checked on marks
+    cdef void _consume(self, Part* part, bint track) except *:
+        """``QueryGroupRunner._consume``: if a run of the group's one query completes here with every
+        condition, in the window or not, forget its partial matches in this partition (BY PARTITION)
+        or in every partition (BY ANY). With cross-event checks a walk without window decides (its
+        steps booked on the clock only, its domain errors not at all, as the Python path does);
+        without, a final node or a ghost state that accepts the query."""
+        cdef vector[int32_t]* roots = &self.accepted[0]
+        cdef bint completed = False
+        cdef size_t k, c0, v0, b0, o0
+        cdef int64_t candidates = 0, errors
+        if self.consume_checked:
+            if roots.size():
+                c0, v0, b0, o0 = self.c_path.size(), self.c_value.size(), self.c_blab.size(), self.o_pos.size()
+                errors = self.domain_errors
+                self.consume_steps += self._walk_checked(0, roots, 0.0, INF, True, &candidates, True, True)
+                completed = self.c_value.size() > v0
+                self.domain_errors = errors
+                self.c_path.resize(c0)
+                self.c_value.resize(v0)
+                self.c_blab.resize(b0)
+                self.o_pos.resize(o0)
+                self.o_lab.resize(o0)
+        else:
+            completed = roots.size() > 0
+            for k in range(part.ghosts.size()):
+                if self.finals[part.ghosts[k]].size():
+                    completed = True
+        if not completed:
+            return
+        if self.consume_any:
+            for k in range(self.parts.size()):
+                if self.parts[k].alive:
+                    self._drop(&self.parts[k], track)
+        elif part.alive:
+            self._drop(part, track)
+
+    cdef void _choose(self, int32_t q, int64_t first, int64_t count, double end, double bound, bint incl,
+                      int64_t local) except *:
+        """``sel`` := the candidates of paths ``first``.. that ``_enumerate``'s candidate path keeps, in
+        walk order: in the window, STRICT checked on marks, then the strategy (``selection.SELECT``),
+        then LIMIT over the distinct matches (``limit_order``). Of two candidates that are one match
+        (same start and shown events) both stay; the output path keeps one, as ``distinct`` does."""
+        cdef int64_t j, limit = self.q_limit[q]
+        self.sel.clear()
+        for j in range(first, first + count):
+            if bound != INF and not _within(end - self.c_value[j], bound, incl):
+                continue
+            if self.q_strict[q] and self.c_path[3 * j + 2] != local - self.c_blab[j] + 1:
+                continue
+            self.sel.push_back(j)
+        if self.sel.size() > 1:
+            if self.q_strategy[q] == 1 or self.q_strategy[q] == 2:
+                self._select_first(self.q_strategy[q] == 2)
+            elif self.q_strategy[q] == 3:
+                self._select_max()
+        if limit >= 0 and <int64_t>self.sel.size() > limit:
+            self._limit(q, limit)
+
+    cdef int _cmp_first(self, int64_t a, int64_t b, bint last):
+        """NEXT's order of two paths (LAST's with ``last``): positions ascending (descending from the
+        end), a longer path before its prefix (the key's trailing infinity)."""
+        cdef int64_t fa = self.c_path[3 * a + 1], na = self.c_path[3 * a + 2]
+        cdef int64_t fb = self.c_path[3 * b + 1], nb = self.c_path[3 * b + 2]
+        cdef int64_t i, x, y, m = na if na < nb else nb
+        for i in range(m):
+            if last:
+                x, y = self.o_pos[fa + na - 1 - i], self.o_pos[fb + nb - 1 - i]
+                if x != y:
+                    return -1 if x > y else 1
+            else:
+                x, y = self.o_pos[fa + i], self.o_pos[fb + i]
+                if x != y:
+                    return -1 if x < y else 1
+        if na != nb:
+            return -1 if na > nb else 1
+        return 0
+
+    cdef void _select_first(self, bint last) except *:
+        """NEXT or LAST: the candidates whose key is the least."""
+        cdef size_t k
+        cdef int64_t best = self.sel[0]
+        for k in range(1, self.sel.size()):
+            if self._cmp_first(self.sel[k], best, last) < 0:
+                best = self.sel[k]
+        self.sel_tmp.clear()
+        for k in range(self.sel.size()):
+            if self._cmp_first(self.sel[k], best, last) == 0:
+                self.sel_tmp.push_back(self.sel[k])
+        self.sel.swap(self.sel_tmp)
+
+    cdef bint _inside(self, int64_t a, int64_t b):
+        """Whether path ``a``'s positions are a strict subset of ``b``'s (both ascending)."""
+        cdef int64_t fa = self.c_path[3 * a + 1], na = self.c_path[3 * a + 2]
+        cdef int64_t fb = self.c_path[3 * b + 1], nb = self.c_path[3 * b + 2]
+        cdef int64_t i = 0, j = 0
+        if na >= nb:
+            return False
+        while i < na:
+            while j < nb and self.o_pos[fb + j] < self.o_pos[fa + i]:
+                j += 1
+            if j == nb or self.o_pos[fb + j] != self.o_pos[fa + i]:
+                return False
+            i += 1
+            j += 1
+        return True
+
+    cdef void _select_max(self) except *:
+        """MAX: the candidates whose positions no other's strictly contain."""
+        cdef size_t k, m
+        cdef bint maximal
+        self.sel_tmp.clear()
+        for k in range(self.sel.size()):
+            maximal = True
+            for m in range(self.sel.size()):
+                if self._inside(self.sel[k], self.sel[m]):
+                    maximal = False
+                    break
+            if maximal:
+                self.sel_tmp.push_back(self.sel[k])
+        self.sel.swap(self.sel_tmp)
+
+    cdef int _cmp_limit(self, int64_t a, int64_t b):
+        """``limit_order`` of candidates ``a`` and ``b`` of ``sel`` (their keys in ``key_*``): the later
+        start first, then the later shown positions from the last one back, a shorter key first."""
+        cdef int64_t sa = self.c_path[3 * self.sel[a]], sb = self.c_path[3 * self.sel[b]]
+        if sa != sb:
+            return -1 if sa > sb else 1
+        cdef int64_t fa = self.key_off[a], la = self.key_len[a], fb = self.key_off[b], lb = self.key_len[b]
+        cdef int64_t i, x, y, m = la if la < lb else lb
+        for i in range(m):
+            x, y = self.key_pos[fa + la - 1 - i], self.key_pos[fb + lb - 1 - i]
+            if x != y:
+                return -1 if x > y else 1
+        if la != lb:
+            return -1 if la < lb else 1
+        return 0
+
+    cdef void _limit(self, int32_t q, int64_t limit) except *:
+        """LIMIT: of the distinct matches (start and shown events), the ``limit`` first in
+        ``limit_order``; ``sel`` keeps the candidates of those, in walk order."""
+        cdef int64_t n = <int64_t>self.sel.size(), k, j, i, f, m, d
+        cdef int32_t shows = self.q_shows[q]
+        cdef vector[char]* shown = &self.q_shown[q]
+        cdef int64_t label
+        self.key_off.resize(n)
+        self.key_len.resize(n)
+        self.key_pos.clear()
+        for k in range(n):
+            j = self.sel[k]
+            f, m = self.c_path[3 * j + 1], self.c_path[3 * j + 2]
+            self.key_off[k] = <int64_t>self.key_pos.size()
+            if shows == 0:
+                for i in range(m):
+                    self.key_pos.push_back(self.o_pos[f + i])
+            elif shows == 2:
+                # marks are in ascending positions, each once: the shown ones are sorted and distinct
+                for i in range(m):
+                    label = self.o_lab[f + i]
+                    if label >= 0 and label < <int64_t>shown.size() and shown[0][label]:
+                        self.key_pos.push_back(self.o_pos[f + i])
+            self.key_len[k] = <int64_t>self.key_pos.size() - self.key_off[k]
+        # candidate indices in limit order: a stable bottom-up merge sort
+        cdef vector[int64_t] idx, tmp
+        idx.resize(n)
+        tmp.resize(n)
+        for k in range(n):
+            idx[k] = k
+        cdef int64_t width = 1, lo, mid, hi, a, b, c
+        while width < n:
+            lo = 0
+            while lo < n:
+                mid = lo + width if lo + width < n else n
+                hi = lo + 2 * width if lo + 2 * width < n else n
+                a, b, c = lo, mid, lo
+                while a < mid and b < hi:
+                    if self._cmp_limit(idx[b], idx[a]) < 0:
+                        tmp[c] = idx[b]
+                        b += 1
+                    else:
+                        tmp[c] = idx[a]
+                        a += 1
+                    c += 1
+                while a < mid:
+                    tmp[c] = idx[a]
+                    a += 1
+                    c += 1
+                while b < hi:
+                    tmp[c] = idx[b]
+                    b += 1
+                    c += 1
+                lo = hi
+            idx.swap(tmp)
+            width *= 2
+        self.keep.assign(n, 0)
+        d = 0
+        for k in range(n):
+            if k == 0 or self._cmp_limit(idx[k - 1], idx[k]) != 0:
+                d += 1  # a new distinct match
+            if d > limit:
+                break
+            self.keep[idx[k]] = 1
+        self.sel_tmp.clear()
+        for k in range(n):
+            if self.keep[k]:
+                self.sel_tmp.push_back(self.sel[k])
+        self.sel.swap(self.sel_tmp)
 
     cdef int64_t _walk(self, vector[int32_t]* roots, double end, double bound, bint incl,
                        int64_t* candidates) except -1:
@@ -1228,6 +1546,7 @@ cdef class Core:
                         self.c_path.push_back(<int64_t>self.o_pos.size())
                         self.c_path.push_back(depth)
                         self.c_value.push_back(self.nodes[n].value)
+                        self.c_blab.push_back(self.nodes[n].label)
                         # marks earliest first: the path was built from the end down
                         for i in range(depth - 1, -1, -1):
                             self.o_pos.push_back(self.path_pos[i])
@@ -1259,6 +1578,30 @@ cdef class Core:
         self.cls_roots.resize(classes)
         self.cls_first.assign(classes, 0)
         self.cls_count.assign(classes, 0)
+
+    def set_selection(self, list queries):
+        """Per query (by index): (plain, strategy 0 none / 1 NEXT / 2 LAST / 3 MAX, LIMIT or -1, STRICT
+        checked on marks, shows 0 every marked event / 1 none / 2 the labels flagged in ``shown``,
+        shown: per mark label whether a match shows its event)."""
+        cdef size_t k = 0
+        cdef char flag
+        for plain, strategy, limit, strict, shows, shown in queries:
+            self.q_plain[k] = _flag(plain)
+            self.q_strategy[k] = strategy
+            self.q_limit[k] = limit
+            self.q_strict[k] = _flag(strict)
+            self.q_shows[k] = shows
+            self.q_shown[k].clear()
+            for flag in shown:
+                self.q_shown[k].push_back(flag)
+            k += 1
+
+    def set_consume(self, str consume, bint checked):
+        """CONSUME BY of the group's one query: "NONE", "PARTITION" or "ANY"; ``checked``: the query
+        has cross-event checks (a walk decides whether a run completed)."""
+        self.consumes = consume != "NONE"
+        self.consume_any = consume == "ANY"
+        self.consume_checked = checked
 
     def take(self):
         """The last ``run``'s output: (records, matches, positions, labels, spent) as int64 arrays;
@@ -1389,7 +1732,7 @@ cdef class Core:
 
     def export(self, node_class):
         """Per live slot: (slot, running_max, local, created, reachable, [(state, [node, ...])],
-        [(state, node)]), the nodes as ``node_class(kind, pos, label, left, right, maxstart, maxkey,
+        [(state, node)], [ghost state, ...]), the nodes as ``node_class(kind, pos, label, left, right, maxstart, maxkey,
         value)`` objects sharing their children."""
         made = {}
         cdef size_t i, j
@@ -1427,17 +1770,18 @@ cdef class Core:
             p = &self.parts[i]
             active = [(p.states[j], [made[x] for x in p.lists[j]]) for j in range(p.states.size())]
             merged = [(p.mstates[j], made[p.mnodes[j]]) for j in range(p.mstates.size())]
-            found.append((i, p.running_max, p.local, p.created, p.reachable, active, merged))
+            found.append((i, p.running_max, p.local, p.created, p.reachable, active, merged, list(p.ghosts)))
         return found
 
     def load(self, list partitions):
         """Replace the live state by ``partitions``: per slot (slot, running_max, local, created,
-        reachable, [(state, [node, ...])], [(state, node)]) of Python ``tecs.Node`` objects."""
+        reachable, [(state, [node, ...])], [(state, node)], [ghost state, ...]) of Python ``tecs.Node``
+        objects."""
         self.nodes.clear()
         self.parts.clear()
         ids = {}
         cdef Part* p
-        for slot, running_max, local, created, reachable, active, merged in partitions:
+        for slot, running_max, local, created, reachable, active, merged, ghosts in partitions:
             if <int64_t>self.parts.size() <= slot:
                 self.parts.resize(slot + 1)
             p = &self.parts[slot]
@@ -1455,6 +1799,9 @@ cdef class Core:
             for state, node in merged:
                 p.mstates.push_back(state)
                 p.mnodes.push_back(self._load_node(node, ids))
+            for state in ghosts:
+                self._know_state(state)
+                p.ghosts.push_back(state)
         self.compact_at = max(<int64_t>1 << 16, 2 * <int64_t>self.nodes.size())
 
     cdef int32_t _load_node(self, root, dict ids) except -2:
@@ -1656,7 +2003,7 @@ cdef class Core:
                            int64_t* candidates) except -1:
         if not self.conds or self.q_off[q] == self.q_off[q + 1]:
             return self._walk(roots, end, bound, incl, candidates)
-        return self._walk_checked(q, roots, end, bound, incl, candidates)
+        return self._walk_checked(q, roots, end, bound, incl, candidates, self.cprune, False)
 
     cdef bint _possible(self, int32_t q, int32_t node) except -1:
         """``Walk._possible``: every open instance's check may still hold below ``node``."""
@@ -2040,12 +2387,12 @@ cdef class Core:
         return 0
 
     cdef int64_t _walk_checked(self, int32_t q, vector[int32_t]* roots, double end, double bound, bint incl,
-                               int64_t* candidates) except -1:
+                               int64_t* candidates, bint prune, bint first_only) except -1:
         """``_walk`` with the query's cross-event checks: ``Walk.run`` with ``_advance``, ``_possible``
         and ``_whole_holds``, depth first. Pending branches carry the seen summary and the open
-        instances (per check: -2 none, -1 the whole match, else the depth of its last event)."""
+        instances (per check: -2 none, -1 the whole match, else the depth of its last event). With
+        ``first_only``, the walk ends at its first path (``_consume``)."""
         cdef bint always = bound == INF
-        cdef bint prune = self.cprune
         cdef int64_t visited = 0
         cdef int32_t n, right, depth, e, k, kk, nq = self.q_off[q + 1] - self.q_off[q], T = self.nterms
         cdef int32_t label, latest, t
@@ -2153,9 +2500,15 @@ cdef class Core:
                         self.c_path.push_back(<int64_t>self.o_pos.size())
                         self.c_path.push_back(depth)
                         self.c_value.push_back(self.nodes[n].value)
+                        self.c_blab.push_back(self.nodes[n].label)
                         for i in range(depth - 1, -1, -1):
                             self.o_pos.push_back(self.path_pos[i])
                             self.o_lab.push_back(self.path_lab[i])
+                        if first_only:  # ``next(walk.run(...))``: the first path ends the walk
+                            self.pend_node.clear()
+                            self.pend_depth.clear()
+                            self.pend_seen.clear()
+                            self.pend_inst.clear()
                     break
         return visited
 

@@ -4,9 +4,9 @@ everywhere else.
 
 The core runs CORE's Algorithm 1 over a whole batch (steps, union-lists,
 depth-first enumeration with each query's window, cross-event conditions
-compiled by ``condition_code``) for a query group whose conditions that
-covers, with no CONSUME BY, STRICT or trailing ABSENT, whose
-queries all take every match (strategy ALL, no LIMIT), in an engine without
+compiled by ``condition_code``, the selection strategies and LIMIT among
+one event's candidates, CONSUME BY with its ghost runs) for a query group
+whose conditions that covers, with no trailing ABSENT, in an engine without
 shedder, latency or queue observers, debug checks, counting or a custom
 enumeration order; per batch also without a quota, a query that joined
 while the stream ran (``Engine.update``'s floors) or a dropped one. Every
@@ -39,6 +39,7 @@ from sharp_cer.events.match import line_head, line_key
 from . import condition_code, density
 from .cost import QueryCost
 from .feed import keyed, partition_keys, visible, window_column, window_values
+from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
 from .tecs import Node
@@ -100,12 +101,6 @@ def ineligible(runner: QueryGroupRunner) -> str | None:
         reason = condition_code.why_not(runner)
         if reason is not None:
             return reason
-    if compiled.consumes:
-        return "CONSUME BY"
-    if compiled.every_event:
-        return "STRICT"
-    if not all(compiled.projections[q.id].plain for q in compiled.queries):
-        return "a strategy, LIMIT or STRICT"
     if any(q.trailing is not None for q in compiled.queries):
         return "a trailing ABSENT"
     if compiled.group.window[0] not in ("events", "time", "attribute"):
@@ -234,7 +229,7 @@ class NativeGroup:
             compiled.by_position,
             float(compiled.reach),
             float(compiled.largest),
-            compiled.largest != _INF and kind in ("events", "time"),
+            compiled.largest != _INF and kind in ("events", "time") and not compiled.consumes,
             runner.engine.cut_after,
             float(runner.engine.allowed_lateness),
             {q.id: k for k, q in enumerate(compiled.queries)},
@@ -242,6 +237,10 @@ class NativeGroup:
         if compiled.summaries is not None:
             tables = condition_code.compile_group(runner, self.strings)
             core.set_conditions(tables, functools.partial(condition_code.holds, runner), self.strings)
+        core.set_selection([_selection(compiled, q) for q in compiled.queries])
+        if compiled.consumes:
+            (query,) = compiled.queries  # a consuming query is a group of its own
+            core.set_consume(query.consume, bool(compiled.checks[query.id]))
         self.strings.seal()  # the conditions' own strings keep their codes for the core's life
         return core
 
@@ -289,6 +288,7 @@ class NativeGroup:
                     p.reachable,
                     list(p.active.items()),
                     list(p.merged.items()),
+                    sorted(p.ghosts),
                 )
                 for k, p in enumerate(partitions.values())
             ]
@@ -301,7 +301,7 @@ class NativeGroup:
         """The core's partitions as Python objects."""
         keys = {slot: key for key, slot in self.slots.items()}
         found: dict[Any, Partition] = {}
-        for slot, running_max, local, created, reachable, active, merged in self.core.export(Node):
+        for slot, running_max, local, created, reachable, active, merged, ghosts in self.core.export(Node):
             partition = Partition()
             partition.running_max = running_max
             partition.local = local
@@ -309,6 +309,7 @@ class NativeGroup:
             partition.reachable = reachable
             partition.active = dict(active)
             partition.merged = dict(merged)
+            partition.ghosts = set(ghosts)
             found[keys[slot]] = partition
         return found
 
@@ -389,7 +390,7 @@ class NativeGroup:
         track = runner.index is not None and not relevant
         runner.tracking = None
         core.latest_time, core.next_sweep = float(state.latest_time), state.next_sweep
-        core.evicted = core.hits = core.late = core.transitions = core.created_total = 0
+        core.evicted = core.hits = core.late = core.transitions = core.created_total = core.consume_steps = 0
         core.accepted_queries = set()
         core.set_walks(
             [
@@ -417,6 +418,8 @@ class NativeGroup:
             done += took
             engine.domain_errors += core.domain_errors  # booked per walk on the Python path: same total
             core.domain_errors = 0
+            engine.clock.enumeration_steps += core.consume_steps  # CONSUME BY's walks (``_consume``)
+            core.consume_steps = 0
             for q in sorted(core.accepted_queries):
                 name = compiled.queries[q].name
                 if name not in engine.clock.per_query:
@@ -575,6 +578,14 @@ class NativeGroup:
             query = queries[q]
             cost = per_query[query.name]
             projection = compiled.projections[query.id]
+            if not projection.plain:
+                # the core chose the candidates (strategy, LIMIT, STRICT): the match of each, one per
+                # start and events, in end order, as ``_enumerate``'s candidate path puts them out
+                found = runner._put(
+                    query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
+                )
+                runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+                continue
             if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
                 found = _lines(
@@ -602,6 +613,51 @@ class NativeGroup:
         self.core.remap_slots([(slot, k) for k, (_, slot) in enumerate(kept)])
         self.slots = {key: k for k, (key, _) in enumerate(kept)}
         self.free = []
+
+
+_STRATEGIES = {"NEXT": 1, "LAST": 2, "MAX": 3}
+
+
+def _selection(compiled: Any, query: Any) -> tuple[bool, int, int, bool, int, list[int]]:
+    """What the core's ``set_selection`` takes of a query: whether every candidate is a match, its
+    strategy, LIMIT (-1: none), STRICT checked on marks, what a match shows (0 every marked event,
+    1 none, 2 the events of the labels flagged) and per mark label of the plan whether a match shows
+    its event (``Projection.parts``: a mark shows if one of its variables is selected)."""
+    projection = compiled.projections[query.id]
+    limit = query.query.limit
+    shows, shown = 0, []
+    if projection.select_none:
+        shows = 1
+    elif projection.selected is not None:
+        shows = 2
+        if not projection.plain:
+            selected = set(projection.selected)
+            variables = projection.variables
+            shown = [int(any(v in selected for v in variables[label])) for label in range(len(compiled.variables))]
+    return (
+        projection.plain,
+        _STRATEGIES.get(query.strategy, 0),
+        -1 if limit is None else int(limit),
+        bool(query.strict_by_filter),
+        shows,
+        shown,
+    )
+
+
+def _chosen(
+    query: Any, projection: Any, end: int, rows: list[list[int]], at: list[int], labels: list[int]
+) -> list[Any]:
+    """The matches of a query's chosen candidates ending at ``end`` (``rows``: start, first mark, marks):
+    one per start and events (``distinct``), at most LIMIT of them (the core kept the candidates of
+    that many)."""
+    make = projection.match
+    matches = distinct(
+        [make(start, end, tuple(zip(at[k : k + m], labels[k : k + m], strict=True))) for start, k, m in rows]
+    )
+    limit = query.query.limit
+    if limit is not None and len(matches) > limit:
+        matches = sorted(matches, key=limit_order)[:limit]
+    return matches
 
 
 def _lines(
