@@ -113,13 +113,31 @@ def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.i
         values = batch.columns[group.partition_attributes[0]].values[rows]
         if values.dtype.kind in "biu":  # integers are their own codes: no sort needed
             return values.astype(np.int64)
-    codes = np.zeros(len(rows), dtype=np.int64)
+    codes: npt.NDArray[np.int64] | None = None
     for name in group.partition_attributes:
-        _, inverse = np.unique(batch.columns[name].values[rows], return_inverse=True)
+        inverse = _codes(batch.columns[name].values[rows])
+        if codes is None:
+            codes = inverse
+            continue
         # both factors are below len(rows): the product fits, and renumbering keeps it so
-        _, codes = np.unique(codes * (int(inverse.max(initial=0)) + 1) + inverse.reshape(-1), return_inverse=True)
+        _, codes = np.unique(codes * (int(inverse.max(initial=0)) + 1) + inverse, return_inverse=True)
         codes = codes.reshape(-1)
+    assert codes is not None  # a group with partition attributes names one at least
     return codes
+
+
+def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """An integer per value below ``len(values)``, equal where the values are equal: strings by a dict in
+    order of first sight (``np.unique`` sorts Python strings, about six times slower), others by ``np.unique``.
+
+    >>> _codes(np.array(["b", "a", "b"], dtype=object)).tolist(), _codes(np.array([2.5, 1.0, 2.5])).tolist()
+    ([0, 1, 0], [1, 0, 1])
+    """
+    if values.dtype == object:
+        seen: dict[Any, int] = {}
+        return np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), dtype=np.int64, count=len(values))
+    _, inverse = np.unique(values, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
 
 
 def attribute_rows(names: Sequence[str], batch: EventBatch, rows: Rows = None) -> list[tuple[Any, ...]]:
