@@ -38,7 +38,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import keyed, partition_keys, visible, window_column, window_values
+from .feed import keyed, partition_keys, visible, window_array, window_column
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
 from .tecs import Node
@@ -384,7 +384,7 @@ class NativeGroup:
         live = (symbols >= 0).nonzero()[0]
         keys = partition_keys(group, batch, live)
         slots = _CORE.assign_slots(keys, self.slots, self.free)
-        values = np.asarray(window_values(measure, n, live), dtype=np.float64)
+        values = window_array(measure, live)
         positions = batch.positions[live].astype(np.int64)
         track = runner.index is not None and not relevant
         runner.tracking = None
