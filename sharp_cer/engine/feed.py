@@ -13,6 +13,7 @@ engine's per-event loop never touches numpy scalars.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,7 +132,15 @@ def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.i
             return values.astype(np.int64)
     codes: npt.NDArray[np.int64] | None = None
     for name in group.partition_attributes:
-        inverse = _codes(batch.columns[name].values[rows])
+        column = batch.columns[name]
+        values = column.values
+        if values.dtype == object:  # a batch's strings are coded once, for every group and test that reads them
+            whole = _STRING_CODES.get(column)
+            if whole is None:
+                whole = _STRING_CODES[column] = _codes(values)
+            inverse = whole[rows]
+        else:
+            inverse = _codes(values[rows])
         if codes is None:
             codes = inverse
             continue
@@ -140,6 +149,10 @@ def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.i
         codes = codes.reshape(-1)
     assert codes is not None  # a group with partition attributes names one at least
     return codes
+
+
+#: the ``_codes`` of a batch's string columns (a column's values are not changed once it is in a batch)
+_STRING_CODES: weakref.WeakKeyDictionary[Column, npt.NDArray[np.int64]] = weakref.WeakKeyDictionary()
 
 
 def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
