@@ -20,7 +20,6 @@ then picks one by its variables) makes the whole piece go the Python way.
 """
 
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdio cimport snprintf
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_DecodeASCII
@@ -82,9 +81,23 @@ cdef void _sort(vector[Py_ssize_t] &idx, vector[Py_ssize_t] &tmp) noexcept nogil
 
 
 cdef inline void _int(string &s, int64_t v) noexcept nogil:
+    """``v`` in decimal, as ``str(v)`` writes it: digits from the end of a small buffer (``snprintf``
+    parsed its format at every call, a fifth of a dense query's whole run)."""
     cdef char buf[24]
-    cdef int n = snprintf(buf, 24, "%lld", <long long>v)
-    s.append(buf, n)
+    cdef int at = 24
+    cdef uint64_t u = <uint64_t>v
+    if v < 0:
+        u = (~u) + 1  # the magnitude, INT64_MIN's included
+    while True:
+        at -= 1
+        buf[at] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        at -= 1
+        buf[at] = 45  # '-'
+    s.append(&buf[at], 24 - at)
 
 
 def lines(

@@ -13,6 +13,7 @@ engine's per-event loop never touches numpy scalars.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +94,22 @@ def window_values(column: Column | None, n: int, rows: Rows = None) -> list[floa
     return _or_filler(column, float("nan"), rows)
 
 
+def window_array(column: Column | None, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """``window_values`` of ``rows`` as a float array, made without Python lists (the compiled core's).
+
+    >>> col = Column("int", np.array([3, 0]), np.array([True, False]))
+    >>> window_array(col, np.array([0, 1])).tolist(), window_array(None, np.array([0])).tolist()
+    ([3.0, nan], [nan])
+    """
+    if column is None:
+        return np.full(len(rows), np.nan)
+    values = np.asarray(column.values[rows], dtype=np.float64)  # a copy: int64 rounds as float() does
+    valid = column.valid[rows]
+    if not valid.all():
+        values[~valid] = np.nan
+    return values
+
+
 def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
     """An integer per event of ``rows`` (which all have a partition key),
     equal where their keys are equal. NaN values of a double attribute
@@ -113,13 +130,45 @@ def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.i
         values = batch.columns[group.partition_attributes[0]].values[rows]
         if values.dtype.kind in "biu":  # integers are their own codes: no sort needed
             return values.astype(np.int64)
-    codes = np.zeros(len(rows), dtype=np.int64)
+    codes: npt.NDArray[np.int64] | None = None
     for name in group.partition_attributes:
-        _, inverse = np.unique(batch.columns[name].values[rows], return_inverse=True)
+        column = batch.columns[name]
+        values = column.values
+        if values.dtype == object:  # a batch's strings are coded once, for every group and test that reads them
+            whole = _STRING_CODES.get(column)
+            if whole is None:
+                whole = _STRING_CODES[column] = _codes(values)
+            inverse = whole[rows]
+        else:
+            inverse = _codes(values[rows])
+        if codes is None:
+            codes = inverse
+            continue
         # both factors are below len(rows): the product fits, and renumbering keeps it so
-        _, codes = np.unique(codes * (int(inverse.max(initial=0)) + 1) + inverse.reshape(-1), return_inverse=True)
+        _, codes = np.unique(codes * (int(inverse.max(initial=0)) + 1) + inverse, return_inverse=True)
         codes = codes.reshape(-1)
+    assert codes is not None  # a group with partition attributes names one at least
     return codes
+
+
+#: the ``_codes`` of a batch's string columns (a column's values are not changed once it is in a batch)
+_STRING_CODES: weakref.WeakKeyDictionary[Column, npt.NDArray[np.int64]] = weakref.WeakKeyDictionary()
+
+
+def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """An integer per value below ``len(values)``, equal where the values are equal: strings by a dict in
+    order of first sight (``np.unique`` sorts Python strings, about six times slower), others by ``np.unique``.
+
+    >>> _codes(np.array(["b", "a", "b"], dtype=object)).tolist(), _codes(np.array([2.5, 1.0, 2.5])).tolist()
+    ([0, 1, 0], [1, 0, 1])
+    """
+    if values.dtype == object:
+        words = values.tolist()
+        # every loop in C: the distinct words in order (``dict.fromkeys``), then a look-up per word (``map``)
+        index = {word: k for k, word in enumerate(dict.fromkeys(words))}
+        return np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))
+    _, inverse = np.unique(values, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
 
 
 def attribute_rows(names: Sequence[str], batch: EventBatch, rows: Rows = None) -> list[tuple[Any, ...]]:

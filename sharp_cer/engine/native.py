@@ -38,7 +38,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import keyed, partition_keys, visible, window_column, window_values
+from .feed import keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
@@ -385,7 +385,7 @@ class NativeGroup:
         live = (symbols >= 0).nonzero()[0]
         keys = partition_keys(group, batch, live)
         slots = _CORE.assign_slots(keys, self.slots, self.free)
-        values = np.asarray(window_values(measure, n, live), dtype=np.float64)
+        values = window_array(measure, live)
         positions = batch.positions[live].astype(np.int64)
         track = runner.index is not None and not relevant
         runner.tracking = None
@@ -496,22 +496,7 @@ class NativeGroup:
         if done is None:
             return False
         made, splits = done
-        # the bookings of ``QueryGroupRunner._out``/``_book``, summed per query
-        runner, compiled, per_query = self.runner, self.runner.compiled, engine.clock.per_query
-        n = len(compiled.queries)
-        q = records[:, 0]
-        steps = np.bincount(q, weights=records[:, 4], minlength=n).astype(np.int64).tolist()
-        candidates = np.bincount(q, weights=records[:, 5], minlength=n).astype(np.int64).tolist()
-        found = np.bincount(q, weights=records[:, 3], minlength=n).astype(np.int64).tolist()
-        for query in compiled.queries:
-            if steps[query.id] or candidates[query.id] or found[query.id]:
-                cost = per_query[query.name]
-                cost.enumeration_steps += steps[query.id]
-                cost.candidates += candidates[query.id]
-                cost.matches += found[query.id]
-        total = int(sum(steps))
-        engine.clock.enumeration_steps += total
-        runner.steps_here += total
+        self._book(records, with_matches=True)
         begun = 0
         for split in splits:
             out.extend(made[begun:split])
@@ -563,12 +548,21 @@ class NativeGroup:
         runner = self.runner
         engine, compiled = runner.engine, runner.compiled
         queries, per_query = compiled.queries, engine.clock.per_query
+        # Most records are walks that found nothing (a condition failed): their steps and candidates are
+        # booked here for all at once, per query, and only the records with matches go through Python.
+        # Skipping the others changes nothing put out: in lockstep they yielded a row at which nothing
+        # went out, and ``emit`` was flushed where it is now, with nothing added in between.
+        self._book(records, with_matches=False)
+        records = records[records[:, 3] > 0]
+        if not len(records):
+            return
         rows = matches.tolist()
         positions = batch.positions.tolist()
         lines = engine._lines
         flush_at, event_block = limits
         last = -1
-        for q, row, first, count, steps, candidates in records.tolist():
+        booked = _Booked(0, 0)  # steps and candidates are booked above
+        for q, row, first, count, _, _ in records.tolist():
             if row != last:
                 if last >= 0 and len(out) >= flush_at and engine._emit is not None:
                     engine.flush(out)
@@ -584,7 +578,7 @@ class NativeGroup:
                 found = runner._put(
                     query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
                 )
-                runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+                runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
                 continue
             if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
@@ -592,16 +586,38 @@ class NativeGroup:
                     lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
                 )
                 if found is not None:
-                    runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+                    runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
                     continue
             paths = (
                 (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
                 for start, k, m in rows[first : first + count]
             )
             found = runner._plain(query, projection, paths, positions[row], cost, out)
-            runner._out(query, cost, _Booked(steps, candidates), found, out, 0.0, 0)  # type: ignore[arg-type]
+            runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
         if len(out) >= flush_at and engine._emit is not None:
             engine.flush(out)
+
+    def _book(self, records: np.ndarray, with_matches: bool) -> None:
+        """The bookings of ``QueryGroupRunner._out``/``_book`` for ``records``, summed per query: steps and
+        candidates, and with ``with_matches`` the matches (each record's count: none was cut to distinct ones)."""
+        runner, compiled, per_query = self.runner, self.runner.compiled, self.runner.engine.clock.per_query
+        if not len(records):
+            return
+        n = len(compiled.queries)
+        q = records[:, 0]
+        steps = np.bincount(q, weights=records[:, 4], minlength=n).astype(np.int64).tolist()
+        candidates = np.bincount(q, weights=records[:, 5], minlength=n).astype(np.int64).tolist()
+        found = np.bincount(q, weights=records[:, 3], minlength=n).astype(np.int64).tolist() if with_matches else None
+        for k, query in enumerate(compiled.queries):  # a record's query is its index in the group
+            if steps[k] or candidates[k] or (found is not None and found[k]):
+                cost = per_query[query.name]
+                cost.enumeration_steps += steps[k]
+                cost.candidates += candidates[k]
+                if found is not None:
+                    cost.matches += found[k]
+        total = int(sum(steps))
+        runner.engine.clock.enumeration_steps += total
+        runner.steps_here += total
 
     def _forget_slots(self) -> None:
         """Give back the slots of partitions gone, once they are many."""
