@@ -167,3 +167,20 @@ def test_a_stream_stopped_and_restarted_on_a_standalone_cluster_equals_in_proces
     truth = in_process(everything)
     rows = read_output(spark, str(out)).where("kind = 'match'").select("query", "start", "end", "events").collect()
     assert keys([r.asDict() for r in rows]) == truth  # nothing lost, nothing doubled
+
+    # the plot's data (issue 38.4): ms per time bin from the workers, across the restart, adding up to each
+    # query's histogram; the bounds in ms drawn, as a stream judges them
+    from sharp_cer.spark.stream import StreamSettings, stream_summary
+
+    workload = load_workload(WORKLOAD)
+    streamed = stream_summary(spark, str(out), workload, StreamSettings()).summary
+    data = streamed.plot_data()
+    assert data.ms_note is None
+    in_ms = {q.name: q.latency_bound.milliseconds for q in workload.queries if q.latency_bound is not None}
+    drawn = {line.query: line.bound_ms for line in data.lines}
+    assert drawn == {q: in_ms.get(q) for q in drawn} and any(v is not None for v in drawn.values())
+    for q in streamed.queries:
+        if q.latency_ms:
+            assert sum(streamed.bins[q.name]["ms_events"]) == q.latency_ms["events"]
+            assert max(streamed.bins[q.name]["ms_max"]) == pytest.approx(q.latency_ms["max"], abs=1e-6)
+    assert (out / "latency.png").stat().st_size > 10_000
