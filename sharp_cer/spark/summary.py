@@ -353,9 +353,9 @@ def summarize_rows(
         largest = float(values[-1]) if values else 0.0
         ms = _milliseconds(in_ms.get(q.name, {}), mine)
         bound, units, over = _bound(q, shedder is not None, ms.get("mean", 0.0), mine)
-        in_ms = q.latency_bound.milliseconds if q.latency_bound is not None else None
-        if in_ms is None and shedder is not None and "bound_ms" in mine:  # a fraction, resolved per key group
-            in_ms = mine["bound_ms"]
+        bound_ms = q.latency_bound.milliseconds if q.latency_bound is not None else None
+        if bound_ms is None and shedder is not None and "bound_ms" in mine:  # a fraction, resolved per key group
+            bound_ms = mine["bound_ms"]
         if not ms_judged and bound.endswith("ms"):
             over = None
         judged = ms.get("events", 0)  # the key groups judged every event that reached them
@@ -375,7 +375,7 @@ def summarize_rows(
                 ms,
                 {k: int(mine.get(f"cut_{k}", 0)) for k in CUTS},
                 None if over is None else over / max(1, judged),
-                None if in_ms is None else float(in_ms),
+                None if bound_ms is None else float(bound_ms),
             )
         )
     engine = counters.get(ENGINE, {})

@@ -257,7 +257,7 @@ class KeyGroupRun:
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
-                    out += ms_bin_rows(name, queue.bins(name))
+                    out += ms_bin_rows(name, queue.bins(name) if queue is not None else [])
                 if queue is not None and "over_bound" in (judged := queue.summary(name)):
                     counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
