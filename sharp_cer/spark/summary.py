@@ -23,6 +23,7 @@ resolved bound is shown.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -258,11 +259,11 @@ class Summary:
         units.set_yscale("symlog")
         units.set_ylabel("latency, cost units\n(solid: max, dotted: mean, dashed: bound)")
         ms.set_yscale("symlog")
-        judged = "dashed: bound" if data.ms_note is None else "bounds in ms not judged"
-        ms.set_ylabel(f"latency, ms (engine side)\n(solid: max, dotted: mean, {judged})")
+        bounds = ", dashed: bound" if data.ms_note is None else ""
+        ms.set_ylabel(f"latency, ms, engine side\n(solid: max, dotted: mean{bounds})")
         if data.ms_note is not None:
-            ms.text(0.01, 0.97, data.ms_note, transform=ms.transAxes, ha="left", va="top", fontsize=8, wrap=True,
-                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "grey"})  # fmt: skip
+            ms.text(0.01, 0.96, textwrap.fill(data.ms_note, 110), transform=ms.transAxes, ha="left", va="top",
+                    fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "grey"})  # fmt: skip
         ms.set_xlabel("stream position (events)")
         fig.tight_layout()
         fig.savefig(path, dpi=110)
