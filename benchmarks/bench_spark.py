@@ -305,10 +305,12 @@ def main() -> None:
     parser.add_argument("--workload", default=str(ROOT.parent / "configs" / "stock_trading.toml"))
     parser.add_argument("--small", type=int, help="--whole-job: a second, smaller size (marginal CPU per event)")
     parser.add_argument("--name", default="spark_whole_job", help="--whole-job: results/NAME.json and .png")
+    parser.add_argument("--masters", help="--whole-job: some of local[1],local[2],standalone (default: all three)")
     args = parser.parse_args()
     if args.whole_job:
         sizes = sorted({args.events or 200_000, *([args.small] if args.small else [])})
-        result = whole_job(sizes, args.workload)
+        masters = tuple(args.masters.split(",")) if args.masters else WHOLE_JOB_MASTERS
+        result = whole_job(sizes, args.workload, tuple(STANDALONE if m == "standalone" else m for m in masters))
         RESULTS.mkdir(exist_ok=True)
         stem = RESULTS / args.name
         stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
