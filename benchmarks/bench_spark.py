@@ -21,15 +21,24 @@ Prints the table; writes ``results/spark.json`` and ``results/spark.png``.
 
 ``--whole-job`` (issue 38.7) measures instead what a user pays: the CPU of
 every process of ``sharp-cer run WORKLOAD --events FILE --master M``
-(driver, JVM, Python daemon and workers, from ``/proc``: ``spark_cpu``),
-Spark's start included, against ``sharp-cer match WORKLOAD --events FILE
---count`` (one process, the same events), per event; and the wall time of
-each, for ``local[1]`` and ``local[2]``. The events are the workload's
-generator's (``--workload``, default configs/stock_trading.toml) as CSV.
-Writes ``results/spark_whole_job.json`` with the load average before and
-after (the machine may be shared).
+(driver, JVM, Python daemon and workers, from ``/proc``: ``spark_cpu``;
+on the standalone cluster also its executors and their Python workers,
+which are the cluster's workers' children, and what the daemons spent
+meanwhile), Spark's start included, against ``sharp-cer match WORKLOAD
+--events FILE --count`` (one process, the same events), per event; and the
+wall time of each, for ``local[1]``, ``local[2]`` and a standalone cluster
+of two 1-core workers on this machine (``spark_cluster``, started once
+before the runs). The events are the workload's generator's
+(``--workload``, default configs/stock_trading.toml) as CSV. With
+``--small N``, every run again at N events: the marginal CPU per event
+between the two sizes (their difference over the difference in events)
+is the per-event cost with Spark's fixed start-up cancelled out, and the
+intercept ("fixed CPU s") that start-up. Writes
+``results/spark_whole_job.json`` and ``.png`` (``--name``) with the load
+average before and after (the machine may be shared), and prints the
+table.
 
-    cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_spark.py --whole-job --events 200000
+    cd benchmarks && PYTHONPATH=.. ../.venv/bin/python bench_spark.py --whole-job --events 200000 --small 50000
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -130,53 +140,161 @@ def on_spark(spark: Any, workload: Workload, path: str) -> tuple[float, int]:
     return seconds, found
 
 
-def timed_command(argv: list[str], cwd: Path) -> dict[str, float]:
-    """``sharp-cer ARGV`` in its own process: wall seconds and the CPU seconds of its whole process tree."""
+def timed_command(
+    argv: list[str], cwd: Path, also: tuple[int, ...] = (), env: dict[str, str] | None = None
+) -> dict[str, float]:
+    """``sharp-cer ARGV`` in its own process: wall seconds and the CPU
+    seconds of its whole process tree, plus what the process trees of
+    ``also`` (a standalone cluster's daemons: their executors are the
+    workers' children, not the driver's) spent meanwhile."""
     from spark_cpu import ProcessTree
 
     code = "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))"
+    daemons = [ProcessTree(pid) for pid in also]
+    for tree in daemons:
+        tree.sample()
+    before = sum(tree.cpu_s for tree in daemons)
     began = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-c", code, *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-c", code, *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
-    with ProcessTree(child.pid) as tree:
+    with ExitStack() as trees:
+        tree = trees.enter_context(ProcessTree(child.pid))
+        for daemon in daemons:
+            trees.enter_context(daemon)
         _, err = child.communicate()
         tree.sample()
-    wall = time.perf_counter() - began
-    time.sleep(1.0)  # the JVM outlives the driver by a moment: its last CPU
-    tree.sample()
+        wall = time.perf_counter() - began
+        time.sleep(1.0)  # the JVM outlives the driver by a moment (and a cluster's executors): their last CPU
+        for each in (tree, *daemons):
+            each.sample()
     if child.returncode != 0:
         raise SystemExit(f"sharp-cer {' '.join(argv)} failed ({child.returncode}):\n{err.decode()[-2000:]}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(tree.cpu_s, 2), "processes": len(tree.seen)}
+    cpu = tree.cpu_s + sum(d.cpu_s for d in daemons) - before
+    processes = len(tree.seen) + sum(len(d.seen) for d in daemons)
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "processes": processes}
 
 
-def whole_job(events: int, workload_path: str) -> None:
-    """The ``--whole-job`` experiment (see the module docstring)."""
+#: the masters of ``--whole-job``: two local ones and a standalone cluster of two 1-core workers
+STANDALONE = "standalone (2 workers x 1 core)"
+WHOLE_JOB_MASTERS = (*MASTERS, STANDALONE)
+
+
+def whole_job(sizes: list[int], workload_path: str, masters: tuple[str, ...] = WHOLE_JOB_MASTERS) -> dict[str, Any]:
+    """The ``--whole-job`` experiment (see the module docstring), at each
+    size in ``sizes``; with two sizes or more, the marginal CPU per event
+    between the smallest and the largest (Spark's fixed start-up cancels out)."""
+    from spark_cluster import standalone
+
     from sharp_cer.events.generators import generate, write_core_csv
     from sharp_cer.language import load_workload
 
     workload = load_workload(workload_path)
     assert workload.generator, f"{workload_path} names no generator"
-    result: dict[str, Any] = {"workload": workload_path, "events": events, "load_before": os.getloadavg()}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "events.csv"
-        frame = generate(workload.generator, events, seed=0)
-        write_core_csv(frame, {e.name: list(e.attributes) for e in workload.schema.event_types()}, path)
-        found = timed_command(["match", workload_path, "--events", str(path), "--count"], Path.cwd())
-        found["cpu_us_per_event"] = round(1e6 * found["cpu_s"] / events, 2)
-        result["in_process"] = found
-        print(f"in-process (match --count): {found}", flush=True)
-        for master in MASTERS:
-            argv = ["run", workload_path, "--events", str(path), "--out", str(Path(tmp) / master), "--master", master]
-            figures = timed_command(argv, Path.cwd())
-            figures["cpu_us_per_event"] = round(1e6 * figures["cpu_s"] / events, 2)
-            figures["cpu_vs_in_process"] = round(figures["cpu_s"] / found["cpu_s"], 2)
-            result[master] = figures
-            print(f"{master}: {figures}", flush=True)
-    result["wall_local2_over_local1"] = round(result["local[2]"]["wall_s"] / result["local[1]"]["wall_s"], 2)
+    result: dict[str, Any] = {
+        "workload": workload_path,
+        "sizes": sizes,
+        "command": " ".join(["bench_spark.py", *sys.argv[1:]]),
+        "load_before": os.getloadavg(),
+        "runs": [],
+    }
+    types = {e.name: list(e.attributes) for e in workload.schema.event_types()}
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        cluster = stack.enter_context(standalone(Path(tmp) / "cluster")) if STANDALONE in masters else None
+        # the driver on loopback too (else Spark picks the machine's first interface)
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+        daemons = tuple(p.pid for p in cluster.processes) if cluster is not None else ()
+        for events in sizes:
+            path = Path(tmp) / f"events_{events}.csv"
+            write_core_csv(generate(workload.generator, events, seed=0), types, path)
+            found = timed_command(["match", workload_path, "--events", str(path), "--count"], Path.cwd())
+            result["runs"].append({"master": "in-process (match --count)", "events": events, **found})
+            print(f"{events:,} events, in-process (match --count): {found}; load {os.getloadavg()[0]:.1f}", flush=True)
+            for master in masters:
+                url = cluster.url if master == STANDALONE and cluster is not None else master
+                out = Path(tmp) / f"{master.split()[0]}_{events}"
+                argv = ["run", workload_path, "--events", str(path), "--out", str(out), "--master", url]
+                figures = timed_command(argv, Path.cwd(), daemons if master == STANDALONE else (), env)
+                result["runs"].append({"master": master, "events": events, **figures})
+                print(f"{events:,} events, {master}: {figures}; load {os.getloadavg()[0]:.1f}", flush=True)
     result["load_after"] = os.getloadavg()
-    (RESULTS / "spark_whole_job.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    result["table"] = whole_job_table(result["runs"], sizes)
+    return result
+
+
+def whole_job_table(runs: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]:
+    """Per master: at each size, wall, CPU and CPU per event (and against
+    in-process); and the marginal CPU per event, smallest to largest size."""
+    by = {(r["master"], r["events"]): r for r in runs}
+    masters = list(dict.fromkeys(r["master"] for r in runs))
+    base = masters[0]
+    rows = []
+    for master in masters:
+        row: dict[str, Any] = {"master": master}
+        for n in sizes:
+            r, ref = by[(master, n)], by[(base, n)]
+            row[f"wall_s@{n}"] = r["wall_s"]
+            row[f"cpu_s@{n}"] = r["cpu_s"]
+            row[f"cpu_us_per_event@{n}"] = round(1e6 * r["cpu_s"] / n, 1)
+            row[f"cpu_vs_in_process@{n}"] = round(r["cpu_s"] / ref["cpu_s"], 2)
+        if len(sizes) > 1:
+            lo, hi = min(sizes), max(sizes)
+            marginal = (by[(master, hi)]["cpu_s"] - by[(master, lo)]["cpu_s"]) / (hi - lo)
+            ref = (by[(base, hi)]["cpu_s"] - by[(base, lo)]["cpu_s"]) / (hi - lo)
+            row["marginal_cpu_us_per_event"] = round(1e6 * marginal, 1)
+            row["marginal_vs_in_process"] = round(marginal / ref, 2) if ref > 0 else None
+            row["fixed_cpu_s"] = round(by[(master, lo)]["cpu_s"] - marginal * lo, 1)  # the intercept: start-up
+        rows.append(row)
+    return rows
+
+
+def print_whole_job(result: dict[str, Any]) -> None:
+    """The table, in Markdown."""
+    sizes = result["sizes"]
+    head = ["master"]
+    for n in sizes:
+        head += [f"wall s @{n:,}", f"CPU s @{n:,}", f"CPU us/event @{n:,}", f"CPU / in-process @{n:,}"]
+    if len(sizes) > 1:
+        head += ["marginal CPU us/event", "marginal / in-process", "fixed CPU s"]
+    print("| " + " | ".join(head) + " |")
+    print("|---" + "|---:" * (len(head) - 1) + "|")
+    for row in result["table"]:
+        cells = [row["master"]]
+        for n in sizes:
+            cells += [f"{row[f'{k}@{n}']:g}" for k in ("wall_s", "cpu_s", "cpu_us_per_event", "cpu_vs_in_process")]
+        if len(sizes) > 1:
+            cells += [f"{row[k]}" for k in ("marginal_cpu_us_per_event", "marginal_vs_in_process", "fixed_cpu_s")]
+        print("| " + " | ".join(cells) + " |")
+    print(f"load average before {result['load_before']}, after {result['load_after']}")
+
+
+def plot_whole_job(result: dict[str, Any], path: Path) -> None:
+    """CPU per event and wall time per master, one bar per size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes, rows = result["sizes"], result["table"]
+    fig, (cpu, wall) = plt.subplots(1, 2, figsize=(12, 4.5))
+    width = 0.8 / len(sizes)
+    for k, n in enumerate(sizes):
+        xs = [i + k * width for i in range(len(rows))]
+        cpu.bar(xs, [r[f"cpu_us_per_event@{n}"] for r in rows], width, label=f"{n:,} events")
+        wall.bar(xs, [r[f"wall_s@{n}"] for r in rows], width, label=f"{n:,} events")
+    if len(sizes) > 1:
+        xs = [i + width * (len(sizes) - 1) / 2 for i in range(len(rows))]
+        cpu.plot(xs, [r["marginal_cpu_us_per_event"] for r in rows], "kD", label="marginal (start-up cancelled)")
+    for ax, label in ((cpu, "CPU us per event, every process"), (wall, "wall seconds")):
+        ax.set_xticks([i + width * (len(sizes) - 1) / 2 for i in range(len(rows))])
+        ax.set_xticklabels([r["master"].replace(" (", "\n(") for r in rows], fontsize=7)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    load = result["load_before"][0]
+    fig.suptitle(f"sharp-cer run on Spark against match in-process ({Path(result['workload']).stem}; load {load:.1f})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -185,9 +303,20 @@ def main() -> None:
     parser.add_argument("--events", type=int, help="events per stream (default 150,000)")
     parser.add_argument("--whole-job", action="store_true", help="CPU of every process of `run` against `match`")
     parser.add_argument("--workload", default=str(ROOT.parent / "configs" / "stock_trading.toml"))
+    parser.add_argument("--small", type=int, help="--whole-job: a second, smaller size (marginal CPU per event)")
+    parser.add_argument("--name", default="spark_whole_job", help="--whole-job: results/NAME.json and .png")
+    parser.add_argument("--masters", help="--whole-job: some of local[1],local[2],standalone (default: all three)")
     args = parser.parse_args()
     if args.whole_job:
-        whole_job(args.events or 200_000, args.workload)
+        sizes = sorted({args.events or 200_000, *([args.small] if args.small else [])})
+        masters = tuple(args.masters.split(",")) if args.masters else WHOLE_JOB_MASTERS
+        result = whole_job(sizes, args.workload, tuple(STANDALONE if m == "standalone" else m for m in masters))
+        RESULTS.mkdir(exist_ok=True)
+        stem = RESULTS / args.name
+        stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
+        plot_whole_job(result, stem.with_suffix(".png"))
+        print_whole_job(result)
+        print(f"wrote {stem}.json and .png")
         return
     n = args.events or (30_000 if args.quick else 150_000)
     workload = parse_workload(WORKLOAD)

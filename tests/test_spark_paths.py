@@ -190,3 +190,36 @@ def test_a_stop_request_ends_a_stream_whose_micro_batches_run_back_to_back() -> 
         .splitlines()[-1]
         .startswith(f"stopped (a request) after micro-batch {len(query.recentProgress) - 1};")
     )
+
+
+def test_pass_two_of_the_batch_pipeline_runs_in_a_fresh_python_worker() -> None:
+    """A Spark Python worker that runs ``prepare.number_partition`` first
+    has imported nothing but what unpickling the task imports: the function
+    must import what it uses (``pyarrow.compute``; seen failing on local[2]
+    as "module 'pyarrow' has no attribute 'compute'")."""
+    import functools
+    import pickle
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    from sharp_cer.language import Schema
+    from sharp_cer.spark.prepare import LoadSpec, Offsets, number_partition
+
+    spec = LoadSpec(Schema.parse("CREATE STREAM S { EVENT A { x:int } }"), "csv", 0)
+    task = pickle.dumps(functools.partial(number_partition, spec, Offsets({}, {}, {}, 0)))
+    sink = pa.BufferOutputStream()  # the rows come as Arrow IPC, as from the JVM
+    with pa.ipc.new_stream(sink, spec.arrow) as writer:
+        writer.write_batch(pa.RecordBatch.from_pylist([], schema=spec.arrow))
+    rows = sink.getvalue().to_pybytes()
+    code = f"""
+import pickle, sys
+import pyarrow as pa
+task = pickle.loads({task!r})
+batches = pa.ipc.open_stream(sys.stdin.buffer.read())
+print(len(list(task(iter(batches)))))
+"""
+    done = subprocess.run([sys.executable, "-c", code], input=rows, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "0"

@@ -4,6 +4,7 @@ folder, on Spark structured streaming."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from ..errors import SharpCerError, SurfaceError
 from ..language.workload_source import WorkloadSource
 from .arguments import SHEDDER_NAMES, at_least, seconds_problem
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
-from .outputs import file_problem, folder_problem, make_folder, overlap_problem, same_path, write_atomic
+from .outputs import atomic_output, file_problem, folder_problem, make_folder, overlap_problem, same_path, write_atomic
 from .signals import SignalGuard, guarded, starting
 
 
@@ -114,7 +115,9 @@ def execute(options: StreamOptions, out: TextIO, err: TextIO) -> int:
 def stream(options: StreamOptions, out: TextIO, err: TextIO) -> int:
     """Run a workload over a folder of arriving files on Spark streaming;
     print the summary (engine latency in cost units, end-to-end latency in
-    ms) and write it to OUT/summary.json beside the output's Parquet files.
+    ms) and write it to OUT/summary.json beside the output's Parquet files,
+    with OUT/latency.png (matches and latency per time bin, each query's
+    bound in ms drawn) when matplotlib is installed.
     SIGINT or SIGTERM stops it at a micro-batch boundary, the summary
     printed: exit 130 after SIGINT, 0 after SIGTERM (see ``signals``)."""
     check_extras(["pyspark"], "sharp-cer stream")  # main prints it
@@ -227,6 +230,11 @@ def _stream(options: StreamOptions, out: TextIO, err: TextIO, guard: SignalGuard
     if options.dead_letters is not None:
         print(f"  dead letters -> {options.dead_letters}", file=out)
     write_atomic(str(Path(options.out, "summary.json")), json.dumps(summary.to_json(), indent=2))
+    if importlib.util.find_spec("matplotlib") is not None:  # the plot extra: a stream runs without it
+        plot = Path(options.out, "latency.png")
+        with atomic_output(str(plot)) as temporary:
+            summary.summary.plot(str(temporary))
+        print(f"  plot -> {plot} (matches and latency over the stream, bounds in ms drawn)", file=out)
     if guard.asked.signal == "SIGINT":
         return EXIT_INTERRUPTED
     return EXIT_OK

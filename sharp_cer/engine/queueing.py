@@ -245,7 +245,22 @@ class QueueLog:
     >>> s = log.summary("q")
     >>> s["ms"]["max"], s["units"]["mean"], s["over_bound"], s["over_bound_share"]
     (1000.0, 62.5, 1, 0.5)
+
+    With ``bin_by(width)`` and the events' positions, it also keeps, per
+    query and bin of ``width`` positions, the events, the sum and the
+    largest of their latencies in ms (what a plot over the stream draws
+    against a bound in ms); a bin's figures add up across batches:
+
+    >>> log = QueueLog()
+    >>> log.bin_by(10)
+    >>> log.add("q", np.array([0.002, 0.004, 0.001]), np.array([1.0, 1.0, 1.0]), np.array([8, 9, 10]))
+    >>> log.add("q", np.array([0.003]), np.array([1.0]), np.array([11]))
+    >>> [(b, n, round(total, 9), top) for b, n, total, top in log.bins("q")]
+    [(0, 2, 6.0, 4.0), (1, 2, 4.0, 3.0)]
     """
+
+    #: the width of the bins of ``bins`` in positions (None: no bins kept)
+    _bin_width: int | None = None
 
     #: the relative error of the quantiles
     ERROR = 0.01
@@ -259,14 +274,40 @@ class QueueLog:
         self._units: dict[str, LogHistogram] = {}
         self._over: dict[str, int] = {}
         self._latest: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+        # query -> bin -> [events, sum of ms, largest ms] (``bin_by``)
+        self._bins: dict[str, dict[int, list[float]]] = {}
 
     def fresh(self) -> QueueLog:
-        """An empty log with the same bounds."""
-        return QueueLog(self.bounds_ms, self.bounds_units)
+        """An empty log with the same bounds (and bins)."""
+        log = QueueLog(self.bounds_ms, self.bounds_units)
+        log._bin_width = self._bin_width
+        return log
 
-    def add(self, query: str, seconds: npt.NDArray[np.float64], units: npt.NDArray[np.float64]) -> None:
-        """A batch's latencies of ``query``."""
+    def bin_by(self, width: int) -> None:
+        """Keep per-bin figures (``bins``) of ``width`` stream positions from
+        the next batch on; memory grows with the stream's bins, not its events."""
+        if width < 1:
+            raise EngineError(f"QueueLog.bin_by: a bin is one position or more, found {width}")
+        self._bin_width = width
+        self._bins = {}
+
+    def bins(self, query: str) -> list[tuple[int, int, float, float]]:
+        """``query``'s bins in order: (bin, events, sum of their latencies in
+        ms, the largest); empty without ``bin_by`` or before its first event."""
+        found = self._bins.get(query, {})
+        return [(b, int(found[b][0]), found[b][1], found[b][2]) for b in sorted(found)]
+
+    def add(
+        self,
+        query: str,
+        seconds: npt.NDArray[np.float64],
+        units: npt.NDArray[np.float64],
+        positions: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        """A batch's latencies of ``query`` (and its events' stream positions, for ``bins``)."""
         ms = seconds * 1000
+        if self._bin_width is not None and positions is not None and len(ms):
+            self._add_bins(query, ms, np.asarray(positions, dtype=np.int64) // self._bin_width)
         for histograms, values in ((self._ms, ms), (self._units, units)):
             if query not in histograms:
                 histograms[query] = LogHistogram(self.ERROR)
@@ -278,6 +319,17 @@ class QueueLog:
             over = int(np.count_nonzero(judged > bound[query] * (1 + 1e-9)))
             self._over[query] = self._over.get(query, 0) + over
         self._latest[query] = (seconds, units)
+
+    def _add_bins(self, query: str, ms: npt.NDArray[np.float64], bins: npt.NDArray[np.int64]) -> None:
+        found, inverse = np.unique(bins, return_inverse=True)
+        counts = np.bincount(inverse, minlength=len(found))
+        sums = np.bincount(inverse, weights=ms, minlength=len(found))
+        tops = np.full(len(found), -np.inf)
+        np.maximum.at(tops, inverse, ms)
+        mine = self._bins.setdefault(query, {})
+        for b, n, total, top in zip(found.tolist(), counts.tolist(), sums.tolist(), tops.tolist(), strict=True):
+            had = mine.get(b)
+            mine[b] = [n, total, top] if had is None else [had[0] + n, had[1] + total, max(had[2], top)]
 
     def histogram(self, query: str) -> LogHistogram | None:
         """``query``'s latencies in ms (None before its first event)."""

@@ -1441,7 +1441,7 @@ class Engine:
         self.clock.record_batch(units, update)
         self.clock.wall_seconds += time.perf_counter() - began
         if units:
-            self._serve(arrivals, units, began)
+            self._serve(arrivals, units, began, batch.positions)
         return out
 
     def _trailing(self, batch: EventBatch, out: list[Match]) -> list[Match]:
@@ -1500,9 +1500,10 @@ class Engine:
                 heapq.heappop(waiting)
         return update
 
-    def _serve(self, arrivals: Any, units: list[int], began: float) -> None:
+    def _serve(self, arrivals: Any, units: list[int], began: float, positions: Any = None) -> None:
         """The server's side of a batch: when it is free again, and, when
-        recording, each query's latency per event (``engine.queueing``)."""
+        recording, each query's latency per event (``engine.queueing``; by
+        the events' ``positions``, for its bins)."""
         observers = self.observers
         server = observers.server
         capacity = server.capacity
@@ -1536,7 +1537,7 @@ class Engine:
                 latency_units = np.asarray(units, dtype=np.float64)
                 for row, spent in outs.get(query.name, ()):
                     latency_units[row] = spent
-            queue.add(query.name, seconds, latency_units)
+            queue.add(query.name, seconds, latency_units, positions)
 
     # ------------------------------------------------------------ changes
     @property

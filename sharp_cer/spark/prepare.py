@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
@@ -300,7 +301,7 @@ def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBat
     lateness = spec.allowed_lateness
     for batch in batches:
         table = pa.Table.from_batches([batch])
-        rows = table.filter(pa.compute.not_equal(table[ROW_KIND], SUMMARY))
+        rows = table.filter(pc.not_equal(table[ROW_KIND], SUMMARY))
         if not rows.num_rows:
             continue
         parts = rows[PART].to_numpy()

@@ -23,6 +23,7 @@ resolved bound is shown.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,8 @@ class QuerySummary:
     latency_ms: dict[str, float] = field(default_factory=dict)
     cuts: dict[str, int] = field(default_factory=dict)
     over_bound_share: float | None = None
+    #: the bound in ms (a fraction resolved by a shedder: the largest of the key groups'); None: none in ms
+    bound_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -184,36 +187,122 @@ class Summary:
             lines.append(f"  recall kept (an estimate from what was cut, not measured): {figures}")
         return lines
 
+    def plot_data(self) -> PlotData:
+        """What ``plot`` draws, per query with events: its bins' positions,
+        matches, latency in cost units (largest and mean) and in ms (largest
+        and mean, engine-side), and its bounds: in units, and in ms where ms
+        are judged (``ms_bounds_judged``: a stream; not a batch run, whose
+        ``ms_note`` says so when a query has a bound in ms).
+
+        >>> q = QuerySummary("q", "t", 1, 4, "5ms", None, 1.0, 2.0, 3.0, 0, bound_ms=5.0)
+        >>> bins = {"q": {"bin": [0.0, 1.0], "matches": [1.0, 0.0], "events": [2.0, 2.0], "units_max": [3.0, 1.0],
+        ...               "units_mean": [2.0, 1.0], "ms_events": [2.0, 2.0], "ms_max": [4.0, 6.0],
+        ...               "ms_mean": [3.0, 5.0]}}
+        >>> judged = Summary("w", 4, {}, 1, 0, None, (q,), 10, bins).plot_data()
+        >>> judged.lines[0].x, judged.lines[0].ms_max, judged.lines[0].bound_ms, judged.ms_note
+        ([0.0, 10.0], [4.0, 6.0], 5.0, None)
+        >>> batch = Summary("w", 4, {}, 1, 0, None, (q,), 10, bins, ms_bounds_judged=False).plot_data()
+        >>> batch.lines[0].bound_ms, batch.ms_note == MS_NOT_JUDGED_PLOT
+        (None, True)
+        """
+        lines = []
+        for q in self.queries:
+            data = self.bins.get(q.name, {})
+            if not data.get("bin"):
+                continue
+            lines.append(
+                PlotLine(
+                    q.name,
+                    q.tenant,
+                    [b * self.bin_width for b in data["bin"]],
+                    data["matches"],
+                    data["units_max"],
+                    data["units_mean"],
+                    q.bound_units,
+                    data.get("ms_max", []),
+                    data.get("ms_mean", []),
+                    q.bound_ms if self.ms_bounds_judged else None,
+                )
+            )
+        in_ms = any(q.bound_ms is not None for q in self.queries)
+        note = MS_NOT_JUDGED_PLOT if in_ms and not self.ms_bounds_judged else None
+        return PlotData(self.workload, self.bin_width, tuple(lines), note)
+
     def plot(self, path: str) -> None:
-        """Draw matches and latency (largest and mean per bin) over the
-        stream, one colour per query, into a PNG."""
+        """Draw matches and latency (largest and mean per bin, in cost units
+        and in ms) over the stream, one colour per query, with each query's
+        bounds (``plot_data``), into a PNG."""
         matplotlib = require("matplotlib", "the summary's plot")
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
-        for q in self.queries:
-            data = self.bins.get(q.name, {})
-            x = [b * self.bin_width for b in data.get("bin", [])]
-            if not x:
-                continue
-            (line,) = top.plot(x, data["matches"], label=f"{q.name} ({q.tenant})", linewidth=1.2)
-            bottom.plot(x, data["units_max"], color=line.get_color(), linewidth=1.2)
-            bottom.plot(x, data["units_mean"], color=line.get_color(), linewidth=0.8, linestyle=":")
+        data = self.plot_data()
+        fig, (top, units, ms) = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+        for q in data.lines:
+            (line,) = top.plot(q.x, q.matches, label=f"{q.query} ({q.tenant})", linewidth=1.2)
+            colour = line.get_color()
+            units.plot(q.x, q.units_max, color=colour, linewidth=1.2)
+            units.plot(q.x, q.units_mean, color=colour, linewidth=0.8, linestyle=":")
             if q.bound_units:
-                bottom.axhline(q.bound_units, color=line.get_color(), linewidth=0.6, linestyle="--")
-        top.set_ylabel(f"matches per {self.bin_width:,} events")
-        top.set_title(f"{self.workload}: matches and latency over the stream")
+                units.axhline(q.bound_units, color=colour, linewidth=0.6, linestyle="--")
+            if q.ms_max:
+                ms.plot(q.x, q.ms_max, color=colour, linewidth=1.2)
+                ms.plot(q.x, q.ms_mean, color=colour, linewidth=0.8, linestyle=":")
+            if q.bound_ms is not None:
+                ms.axhline(q.bound_ms, color=colour, linewidth=0.6, linestyle="--")
+        top.set_ylabel(f"matches per {data.bin_width:,} events")
+        top.set_title(f"{data.workload}: matches and latency over the stream")
         if top.lines:  # an empty input draws nothing, and a legend of nothing warns
             top.legend(fontsize=7, ncol=2)
         else:
             top.text(0.5, 0.5, "no events", transform=top.transAxes, ha="center", va="center")
-        bottom.set_yscale("symlog")
-        bottom.set_ylabel("latency, cost units\n(solid: max, dotted: mean, dashed: bound)")
-        bottom.set_xlabel("stream position (events)")
+        units.set_yscale("symlog")
+        units.set_ylabel("latency, cost units\n(solid: max, dotted: mean, dashed: bound)")
+        ms.set_yscale("symlog")
+        bounds = ", dashed: bound" if data.ms_note is None else ""
+        ms.set_ylabel(f"latency, ms, engine side\n(solid: max, dotted: mean{bounds})")
+        if data.ms_note is not None:
+            ms.text(0.01, 0.96, textwrap.fill(data.ms_note, 110), transform=ms.transAxes, ha="left", va="top",
+                    fontsize=8, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "grey"})  # fmt: skip
+        ms.set_xlabel("stream position (events)")
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
+
+
+@dataclass(frozen=True)
+class PlotLine:
+    """One query's series on the plot (``Summary.plot_data``): x in stream
+    positions, a value per bin; ``bound_ms`` None where ms are not judged."""
+
+    query: str
+    tenant: str
+    x: list[float]
+    matches: list[float]
+    units_max: list[float]
+    units_mean: list[float]
+    bound_units: float | None
+    ms_max: list[float]
+    ms_mean: list[float]
+    bound_ms: float | None
+
+
+@dataclass(frozen=True)
+class PlotData:
+    """What a summary's plot draws: the queries' series, and the note it
+    shows where bounds in ms are not judged (None: they are, or none is in ms)."""
+
+    workload: str
+    bin_width: int
+    lines: tuple[PlotLine, ...]
+    ms_note: str | None
+
+
+#: what a batch run's plot says of bounds in ms (``MS_NOT_JUDGED``, shorter)
+MS_NOT_JUDGED_PLOT = (
+    "bounds in ms are not judged on a batch run (its events arrive all at once): "
+    "sharp-cer match --rate N (or --replay-speed) judges them at an arrival rate, sharp-cer stream as events arrive"
+)
 
 
 #: what a batch run's summary says of bounds in ms (the "over" column is empty for them)
@@ -254,7 +343,7 @@ def summarize_rows(
             in_ms.setdefault(r.query, {})[r.bin] = r.total
         else:
             assert r.bin is not None and r.name is not None
-            value = r.top if r.name == "units_max" else r.total
+            value = r.top if r.name in ("units_max", "ms_max") else r.total
             bins.setdefault(r.query, {}).setdefault(r.bin, {})[r.name] = value
     queries = []
     shed_keys = ("bound_units", "over_bound", "weight", "matches", "events", "ms_sum", "ms_min", "ms_max")
@@ -265,6 +354,9 @@ def summarize_rows(
         largest = float(values[-1]) if values else 0.0
         ms = _milliseconds(in_ms.get(q.name, {}), mine)
         bound, units, over = _bound(q, shedder is not None, ms.get("mean", 0.0), mine)
+        bound_ms = q.latency_bound.milliseconds if q.latency_bound is not None else None
+        if bound_ms is None and shedder is not None and "bound_ms" in mine:  # a fraction, resolved per key group
+            bound_ms = mine["bound_ms"]
         if not ms_judged and bound.endswith("ms"):
             over = None
         judged = ms.get("events", 0)  # the key groups judged every event that reached them
@@ -284,6 +376,7 @@ def summarize_rows(
                 ms,
                 {k: int(mine.get(f"cut_{k}", 0)) for k in CUTS},
                 None if over is None else over / max(1, judged),
+                None if bound_ms is None else float(bound_ms),
             )
         )
     engine = counters.get(ENGINE, {})
@@ -298,6 +391,12 @@ def summarize_rows(
             "units_max": [found[b].get("units_max", 0.0) for b in order],
             "units_mean": [
                 found[b].get("units_sum", 0.0) / e if e else 0.0 for b, e in zip(order, events, strict=True)
+            ],
+            # engine-side latency in ms (``telemetry.MS_BINS``): what a bound in ms judges
+            "ms_events": [found[b].get("ms_events", 0.0) for b in order],
+            "ms_max": [found[b].get("ms_max", 0.0) for b in order],
+            "ms_mean": [
+                found[b].get("ms_sum", 0.0) / found[b]["ms_events"] if found[b].get("ms_events") else 0.0 for b in order
             ],
         }
     return Summary(

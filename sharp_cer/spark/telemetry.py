@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
-from .columns import COUNTER, OUTPUT_KIND, TELEMETRY_KINDS, TELEMETRY_ROW, rows_of
+from .columns import BIN, COUNTER, OUTPUT_KIND, TELEMETRY_KINDS, TELEMETRY_ROW, rows_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,6 +36,9 @@ MIN_COUNTERS = frozenset({"ms_min"})
 CUTS = ("events", "partial_matches", "enumerations_cut_short")
 #: the query of the engine's own counters (events shed, engines, rows read)
 ENGINE = ""
+#: a time bin's figures of the engine-side latency in ms: its events, their sum, the largest
+#: (``engine.queueing.QueueLog.bins``); key groups and releases add the first two and max the last
+MS_BINS = ("ms_events", "ms_sum", "ms_max")
 
 
 class Telemetry(NamedTuple):
@@ -53,6 +56,19 @@ class Telemetry(NamedTuple):
 def counter(query: str, name: str, value: float) -> Telemetry:
     """A counter row."""
     return Telemetry(COUNTER, query, None, name, float(value))
+
+
+def ms_bin_rows(query: str, bins: Iterable[tuple[int, int, float, float]]) -> list[Telemetry]:
+    """A query's time bins of latency in ms (``QueueLog.bins``) as ``BIN`` rows named by ``MS_BINS``.
+
+    >>> [(r.bin, r.name, r.value) for r in ms_bin_rows("q", [(3, 2, 5.0, 4.0)])]
+    [(3, 'ms_events', 2.0), (3, 'ms_sum', 5.0), (3, 'ms_max', 4.0)]
+    """
+    return [
+        Telemetry(BIN, query, b, name, float(value))
+        for b, *figures in bins
+        for name, value in zip(MS_BINS, figures, strict=True)
+    ]
 
 
 def telemetry_table(rows: Iterable[tuple[str, str, int | None, str | None, float]]) -> pa.Table:

@@ -55,7 +55,7 @@ from sharp_cer.latency_summary import query_summaries
 from sharp_cer.planner import Plan, compile_plan
 
 from .columns import BIN, COUNTER, KEY_GROUP, LANE, LATENCY, LATENCY_MS, MATCH, OUTPUT, SEQ, rows_of
-from .telemetry import telemetry_table
+from .telemetry import ms_bin_rows, telemetry_table
 
 #: a key group's held events are replayed in slices of this many: in wall mode
 #: a slice's events share its timing, and the speed measured over the slices
@@ -165,6 +165,8 @@ class KeyGroupRun:
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
         builder = self.builder
         detector = Detector.from_builder(builder, reference_ms=reference_ms, history=False, record_latency=True)
+        if detector.engine.queue is not None:  # ms per time bin, for the plot against bounds in ms
+            detector.engine.queue.bin_by(self.job.bin_width)
         self.shedder = detector.shedder
         return detector
 
@@ -255,6 +257,7 @@ class KeyGroupRun:
                     index, times = histogram.bins()
                     out += [(LATENCY_MS, name, int(i), None, float(c)) for i, c in zip(index, times, strict=True)]
                     counters.update(ms_sum=histogram.total, ms_min=histogram.min, ms_max=histogram.max)
+                    out += ms_bin_rows(name, queue.bins(name) if queue is not None else [])
                 if queue is not None and "over_bound" in (judged := queue.summary(name)):
                     counters["over_bound"] = int(judged["over_bound"])  # type: ignore[call-overload]
                 out += [(COUNTER, name, None, k, float(v)) for k, v in counters.items()]
