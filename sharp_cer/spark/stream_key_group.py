@@ -28,7 +28,9 @@ left it. Nothing here imports PySpark at import time.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import pickle
 import sys
@@ -42,11 +44,12 @@ import pyarrow as pa
 from sharp_cer._moved import old_names
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.checked import checked_arrow
 from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
-from .columns import ALERT, COUNTER, E2E
+from .columns import ALERT, COUNTER, E2E, TYPE
 from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
 from .worker import _NO_LATENESS, Job, KeyGroupRun
 
@@ -61,8 +64,9 @@ E2E_MS = 10
 #: checkpoint's events would reach other key groups than the ones holding their state);
 #: 4: sharp-cer 0.2.0: the engine split into plan, state and observers and its classes renamed
 #: (a format-3 state's pickled engine does not load); the checkpoint's workload file
-#: may list workload versions and lanes (issue 39), which format 4 without them reads as one version
-FORMAT = 4
+#: may list workload versions and lanes (issue 39), which format 4 without them reads as one version;
+#: 5: events held in the state as typed columns, not JSON lines (issue 38)
+FORMAT = 5
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
@@ -109,10 +113,10 @@ class KeyGroupStream(KeyGroupRun):
         check_live_bounds(job.workload, job.shedder)
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
-        # position -> (event time, JSON) of the released events a later match
+        # position -> (event time, the event: type and attributes) of the released events a later match
         # may still hold: an alert carries its events whole; forgotten once no
         # live run reaches them, so it stays within the windows
-        self.recent: dict[int, tuple[int | None, str]] = {}
+        self.recent: dict[int, tuple[int | None, dict[str, Any]]] = {}
         # workload versions to move to, each from a stream position on (``switch``), oldest first
         self.pending: list[tuple[int, Job]] = []
         if self.detector is not None:
@@ -151,11 +155,15 @@ class KeyGroupStream(KeyGroupRun):
         if self.detector is not None:
             self.detector.engine.observers.resume(ahead)
 
-    def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
-        """Process released events (JSON lines, their positions in stream
-        order, the arrival of each in ms) at wall time ``now_ms``; a pending
-        ``switch`` applies between the events before its position and the
-        ones after."""
+    def release(
+        self, events: pa.Table | Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int
+    ) -> pa.Table:
+        """Process released events (validated already: a table of their type
+        and typed attributes, as stage 2 holds them, or JSON lines; their
+        positions in stream order, the arrival of each in ms) at wall time
+        ``now_ms``; a pending ``switch`` applies between the events before
+        its position and the ones after."""
+        table = events if isinstance(events, pa.Table) else lines_batch(self.job.workload.schema, events, positions)
         parts = []
         while self.pending:
             at, job = self.pending[0]
@@ -163,17 +171,19 @@ class KeyGroupStream(KeyGroupRun):
             if cut == len(positions):
                 break  # no event from its position on yet
             if cut:
-                parts.append(self._release(texts[:cut], positions[:cut], arrived[:cut], now_ms))
-                texts, positions, arrived = texts[cut:], positions[cut:], arrived[cut:]
+                parts.append(self._release(table.slice(0, cut), positions[:cut], arrived[:cut], now_ms))
+                table, positions, arrived = table.slice(cut), positions[cut:], arrived[cut:]
             self.pending.pop(0)
             self._switch_to(job)
         if parts:
-            return pa.concat_tables([*parts, self._release(texts, positions, arrived, now_ms)])
-        return self._release(texts, positions, arrived, now_ms)
+            return pa.concat_tables([*parts, self._release(table, positions, arrived, now_ms)])
+        return self._release(table, positions, arrived, now_ms)
 
-    def _release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
-        batch = lines_batch(self.workload.schema, texts, positions)
-        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
+    def _release(self, table: pa.Table, positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
+        batch = checked_arrow(table, self.workload.schema, positions)
+        # kept as they came (no text made): an alert writes its few events as JSON
+        rows = table.to_pylist()
+        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), rows, strict=True), strict=True))
         assert self.detector is not None
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
@@ -212,8 +222,20 @@ class KeyGroupStream(KeyGroupRun):
         """The matches as rows, each with its events as JSON (in ``events``
         order) and the time of its last event."""
         rows = self._matches(found)
-        events = [[self.recent[p][1] for p in e] for e in rows.column("events").to_pylist()]
+        texts: dict[int, str] = {}  # an event in several matches is written once
+        events = [[texts.get(p) or texts.setdefault(p, self._text(p)) for p in e]
+                  for e in rows.column("events").to_pylist()]  # fmt: skip
         return with_alert_columns(rows, events, [self.recent[m.end][0] for m in found])
+
+    def _text(self, position: int) -> str:
+        """A released event as an alert shows it: JSON of its type and its type's attributes, in order."""
+        row = self.recent[position][1]
+        event = self._types[row[TYPE]]
+        return json.dumps({TYPE: row[TYPE], **{a: row[a] for a in event.attributes}})
+
+    @functools.cached_property
+    def _types(self) -> dict[str, Any]:
+        return {e.name: e for e in self.job.workload.schema.event_types()}
 
     def _forget(self) -> None:
         """Drop the events no live run reaches (released in stream order:
@@ -297,15 +319,16 @@ def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], n
     return telemetry_table(Telemetry(E2E, q, b, None, float(n)) for (q, b), n in sorted(counts.items()))
 
 
-def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> EventBatch:
-    """Validated events (JSON lines, from stage 0) as a batch at their stream positions."""
+def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> pa.Table:
+    """Events given as JSON lines (``KeyGroupStream.release``'s other input),
+    loaded and judged by the JSON lines loader, as the table of their type and
+    typed attributes that stage 2 holds; a line it rejects is an error (the
+    stream's own rows never take this way)."""
     batch, report = load_jsonl("\n".join(texts) + "\n", schema, allowed_lateness=_NO_LATENESS)
     if report.dead_letters:
-        raise SurfaceError(
-            f"internal error: a stream worker rejected validated events: {report.dead_letters[0].reason}"
-        )
-    at = np.asarray(positions, dtype=np.int64)
-    return EventBatch(batch.event_types, at[batch.positions], batch.codes, batch.columns)
+        raise SurfaceError(f"KeyGroupStream.release: a line is not a valid event: {report.dead_letters[0].reason}")
+    table = batch.to_arrow()
+    return table.select([c for c in table.column_names if c != "position"])
 
 
 def snapshot(state: Any) -> bytes:
