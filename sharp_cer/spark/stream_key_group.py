@@ -288,7 +288,7 @@ def check_format(found: int, where: str) -> None:
     Traceback (most recent call last):
     ...
     sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
-      expected: stream format 4
+      expected: stream format 5
       hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
     """
     if found == FORMAT:
