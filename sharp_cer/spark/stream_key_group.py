@@ -29,6 +29,7 @@ left it. Nothing here imports PySpark at import time.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -138,6 +139,50 @@ class KeyGroupStream(KeyGroupRun):
         self.detector.update(lane)
         self.job, self.workload = job, lane
         self.detector.version = job.version
+
+    def as_data(self) -> dict[str, Any] | None:
+        """The group's state as plain data: its engine's (``Engine.snapshot``:
+        partitions, tECS nodes, counters, with the plan's fingerprint), the
+        detector's positions, the counters sent, the events live runs still
+        reach, the pending versions, the server's backlog, and the job (the
+        workload: data, not compiled). None where that is not all of it yet:
+        a shedder's statistics and an updated detector's query groups are not
+        in an engine's snapshot (``snapshot`` keeps such a group whole)."""
+        detector = self.detector
+        if detector is None or detector.shedder is not None or detector.versions or self.held is not None:
+            return None
+        engine = detector.engine
+        return {
+            "format": DATA_FORMAT,
+            "job": _job_bytes(self.job),
+            "lane": self.lane,
+            "engine": engine.snapshot(),
+            "positions": (detector._last_position, detector._next_position, detector._latest_time),
+            "sent": self.sent,
+            "recent": self.recent,
+            "pending": [(at, _job_bytes(job)) for at, job in self.pending],
+            "server_ahead": engine.observers.ahead(),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> KeyGroupStream:
+        """The group ``as_data`` gave: a new one of its job and lane (the
+        plan from this process's cache), its engine restored."""
+        if data.get("format") != DATA_FORMAT:
+            raise SurfaceError(
+                f"stream state: a key group's state of format {data.get('format')}\n"
+                f"  expected: format {DATA_FORMAT} (written by this sharp-cer)\n"
+                "  hint: finish the stream with the sharp-cer that wrote it, or start with a new --checkpoint and --out"
+            )
+        group = cls(_job_of(data["job"]), int(data["lane"]))
+        detector = group.detector
+        assert detector is not None
+        detector.engine.restore(data["engine"])
+        detector._last_position, detector._next_position, detector._latest_time = data["positions"]
+        group.sent, group.recent = data["sent"], data["recent"]
+        group.pending = [(at, _job_of(job)) for at, job in data["pending"]]
+        detector.engine.observers.resume(data["server_ahead"])
+        return group
 
     def __getstate__(self) -> dict[str, Any]:
         # a live server's timeline is this process's clock, whose origin
@@ -331,17 +376,60 @@ def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> 
     return table.select([c for c in table.column_names if c != "position"])
 
 
-def snapshot(state: Any) -> bytes:
-    """The bytes of a key group's state. The plan's compiled conditions are
-    closures, hence cloudpickle; the tECS is deep, hence a thread with room."""
+#: a snapshot's first byte: the key group's state as data (``KeyGroupStream.as_data``),
+#: or the whole group pickled (a shedder's or an updated detector's state, not data yet)
+_DATA, _WHOLE = b"D", b"W"
+#: the format of a key group's state as data; another one is refused
+DATA_FORMAT = 1
+
+
+def snapshot(state: KeyGroupStream) -> bytes:
+    """The bytes of a key group's state: its engine's state and the group's
+    own figures as plain data (``as_data``: nothing compiled; the plan is
+    rebuilt from the workload where it is restored, once per process); a
+    group with a shedder or an updated detector, whole (cloudpickle: its
+    compiled conditions are closures; the tECS is deep, hence a thread with room)."""
+    data = state.as_data()
+    if data is not None:
+        return _DATA + pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
     from pyspark import cloudpickle
 
-    return _deep(cloudpickle.dumps, state)  # type: ignore[no-any-return]
+    return _WHOLE + _deep(cloudpickle.dumps, state)  # type: ignore[no-any-return]
 
 
-def restore(data: bytes) -> Any:
+def restore(data: bytes) -> KeyGroupStream:
     """A key group's state from ``snapshot``'s bytes."""
-    return _deep(pickle.loads, data)
+    kind, body = bytes(data[:1]), memoryview(data)[1:]
+    if kind == _DATA:
+        return KeyGroupStream.from_data(pickle.loads(body))
+    if kind == _WHOLE:
+        return _deep(pickle.loads, body)  # type: ignore[no-any-return]
+    raise SurfaceError(
+        "stream state: a key group's snapshot of an unknown kind\n"
+        f"  expected: stream format {FORMAT} (written by this sharp-cer)\n"
+        "  hint: start with a new --checkpoint and --out"
+    )
+
+
+#: each job pickled once per process (by identity: kept alive beside its bytes), and each job read back
+#: once per process (by its bytes' digest): the plan cache (``worker.lane_plan``) is keyed by its workload
+_JOB_BYTES: dict[int, tuple[Job, bytes]] = {}
+_JOBS: dict[bytes, Job] = {}
+
+
+def _job_bytes(job: Job) -> bytes:
+    found = _JOB_BYTES.get(id(job))
+    if found is None or found[0] is not job:
+        found = _JOB_BYTES[id(job)] = (job, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+    return found[1]
+
+
+def _job_of(data: bytes) -> Job:
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    job = _JOBS.get(key)
+    if job is None:
+        job = _JOBS[key] = pickle.loads(data)
+    return job
 
 
 def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:

@@ -19,9 +19,12 @@ sequence is the same (stream order), only sooner. State per key:
   columns (``stream_input.carried_columns``: type and typed attributes, never text);
 - ``engine`` (value): the state's format (``stream_key_group.FORMAT``), the
   workload's fingerprint and a token naming the snapshot;
-- ``snapshot`` (value): the engine (``stream_key_group.KeyGroupStream``: the tECS,
-  partitions, counters, shedder and the events live runs still reach,
-  exactly as the last committed micro-batch left them);
+- ``snapshot`` (value): the group's state as data, exactly as the last
+  committed micro-batch left it (``stream_key_group.snapshot``: the
+  engine's snapshot, tECS nodes, partitions and counters, and the events
+  live runs still reach; the plan is rebuilt from the workload where it is
+  restored, once per process); a group with a shedder or an updated
+  detector is still pickled whole;
 - one timer, at the time of the oldest event still held.
 
 A worker keeps each group's engine in memory after a release, under the
