@@ -1,8 +1,8 @@
 """One lane and key group of a stream: the engine, fed the events the
 watermark releases, emitting matches and the statistics of each release.
-Its whole state is one picklable object (``snapshot`` / ``restore``), so
-a restart resumes the engine exactly where the last committed micro-batch
-left it. Nothing here imports PySpark at import time.
+Its state is plain data (``snapshot`` / ``restore``: the engine's snapshot
+and the group's own figures, never the compiled plan), so a restart
+resumes the engine exactly where the last committed micro-batch left it. Nothing here imports PySpark at import time.
 
 >>> from sharp_cer.language import parse_workload
 >>> w = parse_workload('''
