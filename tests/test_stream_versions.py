@@ -139,12 +139,11 @@ class _Handle:
 def _sequencer(w: Workload, number: int, registry: str, handle: _Handle) -> Any:
     """Stage 1 of a query started with version ``number`` (``w``), as ``_engines`` makes it."""
     from sharp_cer.spark.columns import LETTER_COLUMNS
+    from sharp_cer.spark.prepare import attribute_kinds
     from sharp_cer.spark.stream import StreamSettings, checkpoint_history, stage_one, stream_job
+    from sharp_cer.spark.stream_input import carried_columns
     from sharp_cer.spark.stream_processors import Sequencer
     from sharp_cer.spark.stream_versions import every_route
-
-    from sharp_cer.spark.prepare import attribute_kinds
-    from sharp_cer.spark.stream_input import carried_columns
 
     columns = ["__kind", "__file", "__local", "__line", "__arrived", "__text", "__ts", "__prev", "__route",
                *LETTER_COLUMNS, "__stream", *(n for n, _ in carried_columns(attribute_kinds(w.schema)))]  # fmt: skip
@@ -158,8 +157,7 @@ def _sequencer(w: Workload, number: int, registry: str, handle: _Handle) -> Any:
 def _micro_batch(w: Workload, name: str, lines: list[str], asked: int | None = None) -> pd.DataFrame:
     """Stage 0's rows of one file (and of a control file asking for version ``asked``), as stage 1 takes them."""
     from sharp_cer.spark.columns import ARRIVED, CONTROL, EVENT, FILE, LETTER_COLUMNS, ROUTE, STREAM_KEY
-    from sharp_cer.spark.prepare import LoadSpec
-    from sharp_cer.spark.prepare import attribute_kinds
+    from sharp_cer.spark.prepare import LoadSpec, attribute_kinds
     from sharp_cer.spark.stream_input import INT_KINDS, NONE, null_flag, parse_files
 
     files = {"value": ["\n".join(lines) + "\n"], FILE: [name], ARRIVED: [0], CONTROL: [False]}
