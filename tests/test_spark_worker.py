@@ -305,3 +305,37 @@ def test_the_driver_says_a_bound_below_the_update_floor_before_the_run() -> None
     assert said["10000", "truncate"] == [] and said["3", None] == []
     fraction = Job(parse_workload(BOUNDED), (PARTITIONED,), 50, shedder="truncate")
     assert floor_warnings_before(fraction, sample) == []  # 20 % of a mean over a queue of the whole sample
+
+
+def test_a_stream_groups_snapshot_is_its_state_as_data_and_nothing_compiled() -> None:
+    """Issue 38.2: the state a key group writes each release holds its
+    engine's state, not its plan, compiled conditions or detector; a group
+    with a shedder (whose statistics no engine snapshot holds) goes whole."""
+    import io
+    import json
+    import pickle
+
+    from sharp_cer.spark.stream_key_group import KeyGroupStream, snapshot
+
+    loaded: set[tuple[str, str]] = set()
+
+    class Recording(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> object:
+            loaded.add((module, name))
+            return super().find_class(module, name)
+
+    frame = hand_made_events(300, 2)
+    frame = frame[frame["type"] != "C"]
+    texts = [json.dumps(r, default=int) for r in frame.to_dict("records")]
+    group = KeyGroupStream(Job(WORKLOAD, (PARTITIONED,), bin_width=50), lane=0)
+    group.release(texts, frame.index.tolist(), [0] * len(texts), now_ms=0)
+    data = snapshot(group)
+    assert data[:1] == b"D"
+    state = Recording(io.BytesIO(data[1:])).load()
+    assert state["engine"].groups and state["recent"]  # live partial matches and the events they reach
+    assert loaded, "the snapshot names its classes"
+    for module, name in loaded:
+        assert not module.startswith(("sharp_cer.planner", "sharp_cer.api", "sharp_cer.engine.runtime")), name
+        assert "cloudpickle" not in module and name not in ("Plan", "Engine", "Detector", "NativeGroup"), name
+    shedding = KeyGroupStream(Job(WORKLOAD, (PARTITIONED,), bin_width=50, shedder="truncate"), lane=0)
+    assert snapshot(shedding)[:1] == b"W"

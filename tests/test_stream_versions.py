@@ -139,12 +139,14 @@ class _Handle:
 def _sequencer(w: Workload, number: int, registry: str, handle: _Handle) -> Any:
     """Stage 1 of a query started with version ``number`` (``w``), as ``_engines`` makes it."""
     from sharp_cer.spark.columns import LETTER_COLUMNS
+    from sharp_cer.spark.prepare import attribute_kinds
     from sharp_cer.spark.stream import StreamSettings, checkpoint_history, stage_one, stream_job
+    from sharp_cer.spark.stream_input import carried_columns
     from sharp_cer.spark.stream_processors import Sequencer
     from sharp_cer.spark.stream_versions import every_route
 
     columns = ["__kind", "__file", "__local", "__line", "__arrived", "__text", "__ts", "__prev", "__route",
-               *LETTER_COLUMNS, "__stream"]  # fmt: skip
+               *LETTER_COLUMNS, "__stream", *(n for n, _ in carried_columns(attribute_kinds(w.schema)))]  # fmt: skip
     job = stream_job(w, StreamSettings(), 2, checkpoint_history(registry)[1], number)
     ones = stage_one(registry)
     sequencer = Sequencer(w, every_route(job, 2), columns, None, 10, 2, number, registry, job, ones)
@@ -155,8 +157,8 @@ def _sequencer(w: Workload, number: int, registry: str, handle: _Handle) -> Any:
 def _micro_batch(w: Workload, name: str, lines: list[str], asked: int | None = None) -> pd.DataFrame:
     """Stage 0's rows of one file (and of a control file asking for version ``asked``), as stage 1 takes them."""
     from sharp_cer.spark.columns import ARRIVED, CONTROL, EVENT, FILE, LETTER_COLUMNS, ROUTE, STREAM_KEY
-    from sharp_cer.spark.prepare import LoadSpec
-    from sharp_cer.spark.stream_input import NONE, parse_files
+    from sharp_cer.spark.prepare import LoadSpec, attribute_kinds
+    from sharp_cer.spark.stream_input import INT_KINDS, NONE, null_flag, parse_files
 
     files = {"value": ["\n".join(lines) + "\n"], FILE: [name], ARRIVED: [0], CONTROL: [False]}
     if asked is not None:
@@ -168,8 +170,16 @@ def _micro_batch(w: Workload, name: str, lines: list[str], asked: int | None = N
     frame["__prev"] = frame["__prev"].fillna(NONE).astype("int64")
     frame[ROUTE] = [[0] if kind == EVENT else [] for kind in frame["__kind"]]
     frame[STREAM_KEY] = 0
+    # the event's columns as ``stream._carried`` selects them: an int one 0 where null, with its null flag
+    carried = []
+    for i, (name, kind) in enumerate(attribute_kinds(w.schema).items()):
+        carried.append(name)
+        if kind in INT_KINDS:
+            frame[null_flag(i)] = frame[name].isna()
+            frame[name] = frame[name].fillna(0).astype("int64")
+            carried.append(null_flag(i))
     return frame[["__kind", FILE, "__local", "__line", ARRIVED, "__text", "__ts", "__prev", ROUTE,
-                  *LETTER_COLUMNS, STREAM_KEY]]  # fmt: skip
+                  *LETTER_COLUMNS, STREAM_KEY, "type", *carried]]  # fmt: skip
 
 
 def _told(out: pd.DataFrame) -> list[tuple[int, Any]]:

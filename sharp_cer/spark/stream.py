@@ -95,11 +95,12 @@ from .prepare import TEXT_FORMATS, LoadSpec, attribute_kinds, format_of
 from .stream_files import skipped_files
 from .stream_floor import LiveFloor
 from .stream_input import (
+    INT_KINDS,
     KEY_GROUPS_PART,
     NONE,
-    NUMBERED,
-    NUMBERED_DDL,
     check_signature,
+    null_flag,
+    numbered_schema,
     parse_files,
     parse_rows,
     stage_zero_schema,
@@ -110,7 +111,7 @@ from .watch import EVENTS_IN, MATCHES_OUT, StopRequest, batch_line, committed_li
 from .worker import _NO_LATENESS, Job
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -561,10 +562,14 @@ def _engines(
         *LETTER_COLUMNS,
         *([PART, *order] if order is not None else []),
         F.lit(0).alias(STREAM_KEY),
+        *_carried(attribute_kinds(workload.schema)),
     )  # fmt: skip
     delay = settings.delay_ms(workload)
     sequencer = Sequencer(workload, every_route, staged.columns, order, delay, key_groups, version, registry, job, ones)
-    numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(sequencer, NUMBERED_DDL, "Append", "None")
+    numbered_schema_ = numbered_schema(attribute_kinds(workload.schema))
+    numbered = staged.groupBy(STREAM_KEY).transformWithStateInPandas(
+        sequencer, arrow_ddl(numbered_schema_), "Append", "None"
+    )
     numbered = numbered.observe(EVENTS_IN, F.count(F.when(F.col(ROW_KIND) == EVENT, 1)).alias("n"))
     code = F.col(CODE)
     keyed = (
@@ -574,13 +579,27 @@ def _engines(
             F.coalesce(F.floor(code / key_groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
             F.coalesce(F.pmod(code, F.lit(key_groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
             F.timestamp_micros(F.floor(F.col(CLOCK) / 1000).cast("bigint")).alias(TIME),
-            *[c for c in NUMBERED.names if c != ROUTE],
+            *[F.col(f"`{c}`") for c in numbered_schema_.names if c != ROUTE],
         )
         .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
     )
     return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns, registry), STREAM_DDL, "Append", "EventTime"
     )
+
+
+def _carried(kinds: dict[str, str]) -> list[Column]:
+    """The event's typed columns as stages 1 and 2 carry them (``stream_input.carried_columns``)."""
+    from pyspark.sql import functions as F
+
+    out = [F.col(TYPE)]
+    for i, (name, kind) in enumerate(kinds.items()):
+        column = F.col(f"`{name}`")
+        if kind in INT_KINDS:
+            out += [F.coalesce(column, F.lit(0).cast("bigint")).alias(name), column.isNull().alias(null_flag(i))]
+        else:
+            out.append(column)
+    return out
 
 
 def stream_job(

@@ -5,9 +5,10 @@ stateful key). Nothing here imports PySpark.
 Stage 0 reads each new file whole (``wholetext``), so a row knows its file
 and line; the in-process loaders validate it (``prepare.load_partition``,
 one file as one partition: a CSV header is recognised on each file's first
-line). An event leaves stage 0 as one line of JSON (exact for every
-attribute type) with its lanes and key groups (``__route``); a bad row as a
-dead letter; each file adds a summary row (its rows and largest time).
+line). An event leaves stage 0 as the loaders made it, its type and one
+typed column per attribute (``carried_columns``: never text to parse
+again), with its lanes and key groups (``__route``); a bad row as a dead
+letter; each file adds a summary row (its rows and largest time).
 
 Stage 1 (``number_rows``) sees a micro-batch's rows in one place, orders
 its files by name, and gives every row its position: rows before it in the
@@ -62,14 +63,13 @@ from .columns import (
     TYPE,
     VALUE,
     VERSION,
-    arrow_ddl,
 )
-from .prepare import LoadSpec, late_mask, letter_text, load_partition
+from .prepare import LoadSpec, attribute_kinds, late_mask, letter_text, load_partition
 
 _MS = 1_000_000
 #: "no time" in an int64 column (pandas keeps int64 only without nulls)
 NONE = int(np.iinfo(np.int64).min)
-#: stage 1's output
+#: stage 1's output, before the event's type and attributes (``numbered_schema``)
 NUMBERED = pa.schema(
     [
         (ROW_KIND, pa.string()),
@@ -86,23 +86,75 @@ NUMBERED = pa.schema(
         *((c, pa.string()) for c in LETTER_COLUMNS),
     ]
 )
-NUMBERED_DDL = arrow_ddl(NUMBERED)
+#: attribute kinds held as int64 (pandas turns an int64 column with nulls into floats, which
+#: cannot hold every int64: stages 1 and 2 carry such a column with 0 for null, and a null flag)
+INT_KINDS = ("int", "primary_time")
+_ARROW_KINDS = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
+_ARROW_KINDS["string"] = pa.string()
+
+
+def null_flag(index: int) -> str:
+    """The column flagging the nulls of the schema's ``index``-th attribute, an int one (``INT_KINDS``)."""
+    return f"__null{index}"
+
+
+def carried_columns(kinds: dict[str, str]) -> list[tuple[str, pa.DataType]]:
+    """How stages 1 and 2 carry an event: its type, then each attribute in
+    its own type (an int one followed by its null flag, ``null_flag``).
+
+    >>> [name for name, _ in carried_columns({"x": "int", "s": "string"})]
+    ['type', 'x', '__null0', 's']
+    """
+    out: list[tuple[str, pa.DataType]] = [(TYPE, pa.string())]
+    for i, (name, kind) in enumerate(kinds.items()):
+        out.append((name, _ARROW_KINDS[kind]))
+        if kind in INT_KINDS:
+            out.append((null_flag(i), pa.bool_()))
+    return out
+
+
+def numbered_schema(kinds: dict[str, str]) -> pa.Schema:
+    """Stage 1's output: ``NUMBERED``, then the event (``carried_columns``)."""
+    return pa.schema([*NUMBERED, *carried_columns(kinds)])
+
+
+def python_values(frame: pd.DataFrame, kinds: dict[str, str]) -> dict[str, list[Any]]:
+    """Each attribute of a stage's pandas rows as Python values, None where
+    null (an int one read with its null flag; a double's NaN is a null, as
+    the loaders read it).
+
+    >>> frame = pd.DataFrame({"x": [3, 0], "__null0": [False, True], "d": [1.5, float("nan")], "s": ["a", None]})
+    >>> python_values(frame, {"x": "int", "d": "double", "s": "string"})
+    {'x': [3, None], 'd': [1.5, None], 's': ['a', None]}
+    """
+    out: dict[str, list[Any]] = {}
+    for i, (name, kind) in enumerate(kinds.items()):
+        values = frame[name].tolist()
+        if kind in INT_KINDS:
+            flags = frame[null_flag(i)].tolist()
+            out[name] = [None if f is True or v is None else int(v) for v, f in zip(values, flags, strict=True)]
+        elif kind == "double":
+            out[name] = [None if v is None or v != v else float(v) for v in values]
+        elif kind == "bool":
+            out[name] = [None if v is None or (isinstance(v, float) and v != v) else bool(v) for v in values]
+        else:
+            out[name] = [None if v is None or (isinstance(v, float) and v != v) else str(v) for v in values]
+    return out
 
 
 def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Stage 0 over whole files (columns ``value``, ``__file``,
-    ``__arrived``, ``__control``): prepare's pass 1 per file, plus the file,
-    its arrival time and each event as a line of JSON. A control file
+    ``__arrived``, ``__control``): prepare's pass 1 per file (each event's
+    type and typed attributes), plus the file and its arrival time. A control file
     becomes one ``flush`` row, or one ``version`` row (its number as text)
     when it asks for a workload version (``stream_versions.announce``).
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
     >>> files = pa.record_batch({"value": ["A,1,10\\nA,x,11\\n"], FILE: ["f.csv"], ARRIVED: [5], CONTROL: [False]})
     >>> out = pa.Table.from_batches(parse_files(LoadSpec(s, "csv", 0), iter([files]))).to_pylist()
-    >>> [(r[ROW_KIND], r[LOCAL], r[TEXT]) for r in out]
-    [('event', 0, '{"type": "A", "x": 1, "t": 10}'), ('dead', 1, None), ('summary', 2, None)]
+    >>> [(r[ROW_KIND], r[LOCAL], r[TYPE], r["x"], r["t"]) for r in out]
+    [('event', 0, 'A', 1, 10), ('dead', 1, None, None, None), ('summary', 2, None, None, None)]
     """
-    by_name = {e.name: e for e in spec.schema.event_types()}
     schema = stage_zero_schema(spec)
     for batch in batches:
         # the files' bytes, undecoded: Spark's text source passes bytes that are not UTF-8 on as they are, and
@@ -119,25 +171,21 @@ def parse_files(spec: LoadSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[p
             if lines and lines[-1] == b"":
                 lines.pop()
             for rows in load_partition(spec, iter([pa.record_batch({TEXT_VALUE: pa.array(lines, pa.binary())})]), 0):
-                records = rows.to_pylist()
-                for r in records:
-                    r[FILE], r[ARRIVED] = path, arrived
-                _texts(records, by_name)
-                yield pa.RecordBatch.from_pylist(records, schema=schema)
+                yield _stamped(rows, schema, path, arrived)
 
 
-def _texts(records: list[dict[str, Any]], by_name: dict[str, Any]) -> None:
-    """Each event's record gets its JSON line (type and attributes)."""
-    for r in records:
-        if r[ROW_KIND] == EVENT:
-            event = by_name[r[TYPE]]
-            r[TEXT] = json.dumps({TYPE: r[TYPE], **{a: r[a] for a in event.attributes}})
+def _stamped(rows: pa.RecordBatch, schema: pa.Schema, path: str | None, arrived: Any) -> pa.RecordBatch:
+    """Pass 1's rows with their file and arrival (a column or one value) and no text."""
+    n = rows.num_rows
+    at = arrived if isinstance(arrived, pa.Array) else pa.array([arrived] * n, pa.int64())
+    extra = [pa.array([path] * n, pa.string()), at, pa.nulls(n, pa.string())]
+    return pa.RecordBatch.from_arrays([*rows.columns, *extra], schema=schema)
 
 
 def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Stage 0 over a DataFrame's rows (``type``, the attributes,
     ``__arrived`` and the ``order`` columns): prepare's pass 1 (as a
-    table), each event as a line of JSON; each row keeps its ``order``
+    table, each event in its type and typed attributes); each row keeps its ``order``
     values and its place in the task (``__part``, ``__local``), which stage 1
     sorts a micro-batch by. No file: ``__file`` is null, a dead letter's
     line is its row in the task, from 1. A null attribute is a null; a null
@@ -147,11 +195,9 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
     >>> rows = pa.record_batch({"type": ["A", "A", "A"], "x": [1, 2, None], "t": [10, None, 12], ARRIVED: [5] * 3,
     ...                         "__order0": [2, 1, 0]})
     >>> out = pa.Table.from_batches(parse_rows(LoadSpec(s, "table", 0), ["__order0"], iter([rows]))).to_pylist()
-    >>> [(r[ROW_KIND], r[LOCAL], r["__order0"], r[TEXT]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
-    [('event', 0, 2, '{"type": "A", "x": 1, "t": 10}'), ('event', 2, 0, '{"type": "A", "x": null, "t": 12}'),
-     ('dead', 1, 1, None)]
+    >>> [(r[ROW_KIND], r[LOCAL], r["__order0"], r["x"], r["t"]) for r in out]  # doctest: +NORMALIZE_WHITESPACE
+    [('event', 0, 2, 1, 10), ('event', 2, 0, None, 12), ('dead', 1, 1, None, None)]
     """
-    by_name = {e.name: e for e in spec.schema.event_types()}
     base = stage_zero_schema(spec)
     offset = 0
     for batch in batches:
@@ -162,26 +208,28 @@ def parse_rows(spec: LoadSpec, order: list[str], batches: Iterator[pa.RecordBatc
         for name in order:
             schema = schema.append(batch.schema.field(name))
         for rows in load_partition(spec, iter([events]), None):
-            records = [r for r in rows.to_pylist() if r[ROW_KIND] != SUMMARY]
-            if not records:
+            kinds = np.asarray(rows.column(ROW_KIND).to_numpy(zero_copy_only=False))
+            keep = np.flatnonzero(kinds != SUMMARY)
+            if not len(keep):
                 continue
-            at = pa.array([r[LOCAL] for r in records], pa.int64())
-            arrived = batch.column(ARRIVED).take(at).to_pylist()
-            values = {name: batch.column(name).take(at).to_pylist() for name in order}
-            for i, r in enumerate(records):
-                r[ARRIVED] = arrived[i]
-                r[LOCAL] += offset
-                if r[ROW_KIND] == DEAD:
-                    r[LINE] += offset
-                for name in order:
-                    r[name] = values[name][i]
-            _texts(records, by_name)
-            yield pa.RecordBatch.from_pylist(records, schema=schema)
+            rows = rows.take(pa.array(keep))
+            local = np.asarray(rows.column(LOCAL).to_numpy(), dtype=np.int64)
+            at = pa.array(local)
+            line = np.asarray(rows.column(LINE).to_numpy(), dtype=np.int64)
+            line = np.where(kinds[keep] == DEAD, line + offset, line)
+            named = rows.schema.names
+            fixed = rows.set_column(named.index(LOCAL), LOCAL, pa.array(local + offset))
+            fixed = fixed.set_column(named.index(LINE), LINE, pa.array(line))
+            stamped = _stamped(fixed, base, None, batch.column(ARRIVED).take(at))
+            ordered = [batch.column(name).take(at) for name in order]
+            yield pa.RecordBatch.from_arrays([*stamped.columns, *ordered], schema=schema)
         offset += batch.num_rows
 
 
 def stage_zero_schema(spec: LoadSpec) -> pa.Schema:
-    """Stage 0's output: pass 1's columns, the file, its arrival and the event's JSON."""
+    """Stage 0's output: pass 1's columns (the event's type and typed
+    attributes among them), the file, its arrival and a text (a control
+    row's: the version asked for)."""
     return (
         spec.arrow.append(pa.field(FILE, pa.string()))
         .append(pa.field(ARRIVED, pa.int64()))
@@ -240,7 +288,7 @@ def number_rows(
     delay_ms: int = 0,
 ) -> tuple[pd.DataFrame, Cursor]:
     """Stage 1 over one micro-batch's rows (stage 0's columns, with
-    ``__route`` and without attributes): positions, lateness, and flushes
+    ``__route``, the event as ``carried_columns``): positions, lateness, and flushes
     fanned out to every route. Files' rows are numbered file by file
     (``order`` None); a DataFrame's rows in the order of its ``order``
     columns (``parse_rows``). Every row carries the watermark the next
@@ -249,11 +297,12 @@ def number_rows(
     new cursor.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
-    >>> def row(kind, file, local, ts, text=None):
+    >>> def row(kind, file, local, ts):
+    ...     event = {TYPE: "A", "t": ts, "__null0": False} if kind == "event" else no_event({"t": "primary_time"})
     ...     return {ROW_KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: NONE, ARRIVED: 0,
-    ...             TEXT: text, ROUTE: [0]} | {c: None for c in LETTER_COLUMNS}
-    >>> frame = pd.DataFrame([row("event", "b", 0, 50, '{"type": "A", "t": 50}'), row("summary", "b", 1, 50),
-    ...                       row("event", "a", 0, 100, '{"type": "A", "t": 100}'), row("summary", "a", 1, 100)])
+    ...             TEXT: None, ROUTE: [0]} | {c: None for c in LETTER_COLUMNS} | event
+    >>> frame = pd.DataFrame([row("event", "b", 0, 50), row("summary", "b", 1, 50),
+    ...                       row("event", "a", 0, 100), row("summary", "a", 1, 100)])
     >>> out, cursor = number_rows(frame, Cursor(10, 90, "{}"), s, 20, [0])
     >>> out[[ROW_KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
     ([['event', 10, 100], ['dead', 11, 50], ['count', -1, -9223372036854775808]], 12, 100)
@@ -270,12 +319,13 @@ def number_rows(
         by_name = {e.name: e for e in schema.event_types()}
         kind = rows[ROW_KIND].to_numpy(object).copy()
         letters = {c: rows[c].to_numpy(object).copy() for c in LETTER_COLUMNS}
-        texts, lines = rows[TEXT].tolist(), rows[LINE].tolist()
-        for i in np.flatnonzero(late).tolist():
-            raw = json.loads(texts[i])
-            letter = late_letter(
-                by_name[raw[TYPE]], int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw
-            )
+        lines, types = rows[LINE].tolist(), rows[TYPE].tolist()
+        late_rows = np.flatnonzero(late).tolist()
+        values = python_values(rows.iloc[late_rows], attribute_kinds(schema))
+        for j, i in enumerate(late_rows):
+            event = by_name[types[i]]
+            raw = {TYPE: types[i], **{a: values[a][j] for a in event.attributes}}
+            letter = late_letter(event, int(seq[i]), int(lines[i]), int(ts[i]), int(prev[i]), lateness, raw)
             kind[i] = DEAD
             for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
                 letters[column][i] = letter_text(getattr(letter, field))
@@ -291,12 +341,13 @@ def number_rows(
     rows[VALUE] = np.nan
     # a row that is no (longer an) event goes to no lane
     rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[ROW_KIND], strict=True)]
-    extra = [_count_row("rows", float(done - cursor.position), now)]
+    kinds = attribute_kinds(schema)
+    extra = [_count_row("rows", float(done - cursor.position), now) | no_event(kinds)]
     for _, flush in frame[is_flush].iterrows():
-        extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan})
+        extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan} | no_event(kinds))
     out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
     out[HORIZON] = horizon_ms(latest, delay_ms)
-    return out[NUMBERED.names], Cursor(done, latest, cursor.signature)
+    return out[numbered_schema(attribute_kinds(schema)).names], Cursor(done, latest, cursor.signature)
 
 
 def horizon_ms(latest: int, delay_ms: int) -> int:
@@ -350,6 +401,21 @@ def _by_order(data: pd.DataFrame, cursor: Cursor, order: list[str]) -> tuple[pd.
     running = np.maximum.accumulate(np.concatenate([np.array([cursor.latest], np.int64), marked]))
     seq = cursor.position + np.arange(n, dtype=np.int64)
     return rows, seq, running[:-1], cursor.position + n, int(running[-1])
+
+
+def no_event(kinds: dict[str, str]) -> dict[str, Any]:
+    """The event columns of a row that is no event (``carried_columns``):
+    an int attribute 0 and flagged null, so that pandas keeps its column int64.
+
+    >>> no_event({"x": "int", "s": "string"})
+    {'type': None, 'x': 0, '__null0': True, 's': None}
+    """
+    out: dict[str, Any] = {TYPE: None}
+    for i, (name, kind) in enumerate(kinds.items()):
+        out[name] = 0 if kind in INT_KINDS else None
+        if kind in INT_KINDS:
+            out[null_flag(i)] = True
+    return out
 
 
 def _count_row(name: str, value: float, now: int) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """One lane and key group of a stream: the engine, fed the events the
 watermark releases, emitting matches and the statistics of each release.
-Its whole state is one picklable object (``snapshot`` / ``restore``), so
-a restart resumes the engine exactly where the last committed micro-batch
-left it. Nothing here imports PySpark at import time.
+Its state is plain data (``snapshot`` / ``restore``: the engine's snapshot
+and the group's own figures, never the compiled plan), so a restart
+resumes the engine exactly where the last committed micro-batch left it. Nothing here imports PySpark at import time.
 
 >>> from sharp_cer.language import parse_workload
 >>> w = parse_workload('''
@@ -28,7 +28,10 @@ left it. Nothing here imports PySpark at import time.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
+import json
 import math
 import pickle
 import sys
@@ -42,11 +45,12 @@ import pyarrow as pa
 from sharp_cer._moved import old_names
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
+from sharp_cer.events.checked import checked_arrow
 from sharp_cer.events.loaders import load_jsonl
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
-from .columns import ALERT, COUNTER, E2E
+from .columns import ALERT, COUNTER, E2E, TYPE
 from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
 from .worker import _NO_LATENESS, Job, KeyGroupRun
 
@@ -61,8 +65,9 @@ E2E_MS = 10
 #: checkpoint's events would reach other key groups than the ones holding their state);
 #: 4: sharp-cer 0.2.0: the engine split into plan, state and observers and its classes renamed
 #: (a format-3 state's pickled engine does not load); the checkpoint's workload file
-#: may list workload versions and lanes (issue 39), which format 4 without them reads as one version
-FORMAT = 4
+#: may list workload versions and lanes (issue 39), which format 4 without them reads as one version;
+#: 5: events held in the state as typed columns, not JSON lines (issue 38)
+FORMAT = 5
 #: counters that are per release already (the rest are running totals, sent as increments)
 _PER_RELEASE = frozenset({"events", "over_bound", "ms_sum"}) | MAX_COUNTERS | MIN_COUNTERS
 
@@ -109,10 +114,10 @@ class KeyGroupStream(KeyGroupRun):
         check_live_bounds(job.workload, job.shedder)
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
-        # position -> (event time, JSON) of the released events a later match
+        # position -> (event time, the event: type and attributes) of the released events a later match
         # may still hold: an alert carries its events whole; forgotten once no
         # live run reaches them, so it stays within the windows
-        self.recent: dict[int, tuple[int | None, str]] = {}
+        self.recent: dict[int, tuple[int | None, dict[str, Any]]] = {}
         # workload versions to move to, each from a stream position on (``switch``), oldest first
         self.pending: list[tuple[int, Job]] = []
         if self.detector is not None:
@@ -135,6 +140,50 @@ class KeyGroupStream(KeyGroupRun):
         self.job, self.workload = job, lane
         self.detector.version = job.version
 
+    def as_data(self) -> dict[str, Any] | None:
+        """The group's state as plain data: its engine's (``Engine.snapshot``:
+        partitions, tECS nodes, counters, with the plan's fingerprint), the
+        detector's positions, the counters sent, the events live runs still
+        reach, the pending versions, the server's backlog, and the job (the
+        workload: data, not compiled). None where that is not all of it yet:
+        a shedder's statistics and an updated detector's query groups are not
+        in an engine's snapshot (``snapshot`` keeps such a group whole)."""
+        detector = self.detector
+        if detector is None or detector.shedder is not None or detector.versions or self.held is not None:
+            return None
+        engine = detector.engine
+        return {
+            "format": DATA_FORMAT,
+            "job": _job_bytes(self.job),
+            "lane": self.lane,
+            "engine": engine.snapshot(),
+            "positions": (detector._last_position, detector._next_position, detector._latest_time),
+            "sent": self.sent,
+            "recent": self.recent,
+            "pending": [(at, _job_bytes(job)) for at, job in self.pending],
+            "server_ahead": engine.observers.ahead(),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> KeyGroupStream:
+        """The group ``as_data`` gave: a new one of its job and lane (the
+        plan from this process's cache), its engine restored."""
+        if data.get("format") != DATA_FORMAT:
+            raise SurfaceError(
+                f"stream state: a key group's state of format {data.get('format')}\n"
+                f"  expected: format {DATA_FORMAT} (written by this sharp-cer)\n"
+                "  hint: finish the stream with the sharp-cer that wrote it, or start with a new --checkpoint and --out"
+            )
+        group = cls(_job_of(data["job"]), int(data["lane"]))
+        detector = group.detector
+        assert detector is not None
+        detector.engine.restore(data["engine"])
+        detector._last_position, detector._next_position, detector._latest_time = data["positions"]
+        group.sent, group.recent = data["sent"], data["recent"]
+        group.pending = [(at, _job_of(job)) for at, job in data["pending"]]
+        detector.engine.observers.resume(data["server_ahead"])
+        return group
+
     def __getstate__(self) -> dict[str, Any]:
         # a live server's timeline is this process's clock, whose origin
         # another host (or a new process) does not share: the snapshot keeps
@@ -151,11 +200,15 @@ class KeyGroupStream(KeyGroupRun):
         if self.detector is not None:
             self.detector.engine.observers.resume(ahead)
 
-    def release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
-        """Process released events (JSON lines, their positions in stream
-        order, the arrival of each in ms) at wall time ``now_ms``; a pending
-        ``switch`` applies between the events before its position and the
-        ones after."""
+    def release(
+        self, events: pa.Table | Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int
+    ) -> pa.Table:
+        """Process released events (validated already: a table of their type
+        and typed attributes, as stage 2 holds them, or JSON lines; their
+        positions in stream order, the arrival of each in ms) at wall time
+        ``now_ms``; a pending ``switch`` applies between the events before
+        its position and the ones after."""
+        table = events if isinstance(events, pa.Table) else lines_batch(self.job.workload.schema, events, positions)
         parts = []
         while self.pending:
             at, job = self.pending[0]
@@ -163,17 +216,19 @@ class KeyGroupStream(KeyGroupRun):
             if cut == len(positions):
                 break  # no event from its position on yet
             if cut:
-                parts.append(self._release(texts[:cut], positions[:cut], arrived[:cut], now_ms))
-                texts, positions, arrived = texts[cut:], positions[cut:], arrived[cut:]
+                parts.append(self._release(table.slice(0, cut), positions[:cut], arrived[:cut], now_ms))
+                table, positions, arrived = table.slice(cut), positions[cut:], arrived[cut:]
             self.pending.pop(0)
             self._switch_to(job)
         if parts:
-            return pa.concat_tables([*parts, self._release(texts, positions, arrived, now_ms)])
-        return self._release(texts, positions, arrived, now_ms)
+            return pa.concat_tables([*parts, self._release(table, positions, arrived, now_ms)])
+        return self._release(table, positions, arrived, now_ms)
 
-    def _release(self, texts: Sequence[str], positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
-        batch = lines_batch(self.workload.schema, texts, positions)
-        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), texts, strict=True), strict=True))
+    def _release(self, table: pa.Table, positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
+        batch = checked_arrow(table, self.workload.schema, positions)
+        # kept as they came (no text made): an alert writes its few events as JSON
+        rows = table.to_pylist()
+        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), rows, strict=True), strict=True))
         assert self.detector is not None
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
@@ -212,8 +267,20 @@ class KeyGroupStream(KeyGroupRun):
         """The matches as rows, each with its events as JSON (in ``events``
         order) and the time of its last event."""
         rows = self._matches(found)
-        events = [[self.recent[p][1] for p in e] for e in rows.column("events").to_pylist()]
+        texts: dict[int, str] = {}  # an event in several matches is written once
+        events = [[texts.get(p) or texts.setdefault(p, self._text(p)) for p in e]
+                  for e in rows.column("events").to_pylist()]  # fmt: skip
         return with_alert_columns(rows, events, [self.recent[m.end][0] for m in found])
+
+    def _text(self, position: int) -> str:
+        """A released event as an alert shows it: JSON of its type and its type's attributes, in order."""
+        row = self.recent[position][1]
+        event = self._types[row[TYPE]]
+        return json.dumps({TYPE: row[TYPE], **{a: row[a] for a in event.attributes}})
+
+    @functools.cached_property
+    def _types(self) -> dict[str, Any]:
+        return {e.name: e for e in self.job.workload.schema.event_types()}
 
     def _forget(self) -> None:
         """Drop the events no live run reaches (released in stream order:
@@ -266,7 +333,7 @@ def check_format(found: int, where: str) -> None:
     Traceback (most recent call last):
     ...
     sharp_cer.errors.SurfaceError: ck: error: this checkpoint was written by an older sharp-cer (stream format 1)
-      expected: stream format 4
+      expected: stream format 5
       hint: finish that stream with the sharp-cer that wrote it ..., then start this version with a new --checkpoint...
     """
     if found == FORMAT:
@@ -297,28 +364,72 @@ def _e2e(found: list[Match], positions: Sequence[int], arrived: Sequence[int], n
     return telemetry_table(Telemetry(E2E, q, b, None, float(n)) for (q, b), n in sorted(counts.items()))
 
 
-def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> EventBatch:
-    """Validated events (JSON lines, from stage 0) as a batch at their stream positions."""
+def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> pa.Table:
+    """Events given as JSON lines (``KeyGroupStream.release``'s other input),
+    loaded and judged by the JSON lines loader, as the table of their type and
+    typed attributes that stage 2 holds; a line it rejects is an error (the
+    stream's own rows never take this way)."""
     batch, report = load_jsonl("\n".join(texts) + "\n", schema, allowed_lateness=_NO_LATENESS)
     if report.dead_letters:
-        raise SurfaceError(
-            f"internal error: a stream worker rejected validated events: {report.dead_letters[0].reason}"
-        )
-    at = np.asarray(positions, dtype=np.int64)
-    return EventBatch(batch.event_types, at[batch.positions], batch.codes, batch.columns)
+        raise SurfaceError(f"KeyGroupStream.release: a line is not a valid event: {report.dead_letters[0].reason}")
+    table = batch.to_arrow()
+    return table.select([c for c in table.column_names if c != "position"])
 
 
-def snapshot(state: Any) -> bytes:
-    """The bytes of a key group's state. The plan's compiled conditions are
-    closures, hence cloudpickle; the tECS is deep, hence a thread with room."""
+#: a snapshot's first byte: the key group's state as data (``KeyGroupStream.as_data``),
+#: or the whole group pickled (a shedder's or an updated detector's state, not data yet)
+_DATA, _WHOLE = b"D", b"W"
+#: the format of a key group's state as data; another one is refused
+DATA_FORMAT = 1
+
+
+def snapshot(state: KeyGroupStream) -> bytes:
+    """The bytes of a key group's state: its engine's state and the group's
+    own figures as plain data (``as_data``: nothing compiled; the plan is
+    rebuilt from the workload where it is restored, once per process); a
+    group with a shedder or an updated detector, whole (cloudpickle: its
+    compiled conditions are closures; the tECS is deep, hence a thread with room)."""
+    data = state.as_data()
+    if data is not None:
+        return _DATA + pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
     from pyspark import cloudpickle
 
-    return _deep(cloudpickle.dumps, state)  # type: ignore[no-any-return]
+    return _WHOLE + _deep(cloudpickle.dumps, state)  # type: ignore[no-any-return]
 
 
-def restore(data: bytes) -> Any:
+def restore(data: bytes) -> KeyGroupStream:
     """A key group's state from ``snapshot``'s bytes."""
-    return _deep(pickle.loads, data)
+    kind, body = bytes(data[:1]), memoryview(data)[1:]
+    if kind == _DATA:
+        return KeyGroupStream.from_data(pickle.loads(body))
+    if kind == _WHOLE:
+        return _deep(pickle.loads, body)  # type: ignore[no-any-return]
+    raise SurfaceError(
+        "stream state: a key group's snapshot of an unknown kind\n"
+        f"  expected: stream format {FORMAT} (written by this sharp-cer)\n"
+        "  hint: start with a new --checkpoint and --out"
+    )
+
+
+#: each job pickled once per process (by identity: kept alive beside its bytes), and each job read back
+#: once per process (by its bytes' digest): the plan cache (``worker.lane_plan``) is keyed by its workload
+_JOB_BYTES: dict[int, tuple[Job, bytes]] = {}
+_JOBS: dict[bytes, Job] = {}
+
+
+def _job_bytes(job: Job) -> bytes:
+    found = _JOB_BYTES.get(id(job))
+    if found is None or found[0] is not job:
+        found = _JOB_BYTES[id(job)] = (job, pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+    return found[1]
+
+
+def _job_of(data: bytes) -> Job:
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    job = _JOBS.get(key)
+    if job is None:
+        job = _JOBS[key] = pickle.loads(data)
+    return job
 
 
 def _deep(fn: Callable[[Any], Any], arg: Any) -> Any:

@@ -15,12 +15,16 @@ timer fires; the timer stays for the events still held. The released
 sequence is the same (stream order), only sooner. State per key:
 
 - ``buffer`` (list): the events not yet released: position, time the
-  watermark judges them by (ns), arrival (ms), the event as JSON;
+  watermark judges them by (ns), arrival (ms), then the event in its own
+  columns (``stream_input.carried_columns``: type and typed attributes, never text);
 - ``engine`` (value): the state's format (``stream_key_group.FORMAT``), the
   workload's fingerprint and a token naming the snapshot;
-- ``snapshot`` (value): the engine (``stream_key_group.KeyGroupStream``: the tECS,
-  partitions, counters, shedder and the events live runs still reach,
-  exactly as the last committed micro-batch left them);
+- ``snapshot`` (value): the group's state as data, exactly as the last
+  committed micro-batch left it (``stream_key_group.snapshot``: the
+  engine's snapshot, tECS nodes, partitions and counters, and the events
+  live runs still reach; the plan is rebuilt from the workload where it is
+  restored, once per process); a group with a shedder or an updated
+  detector is still pickled whole;
 - one timer, at the time of the oldest event still held.
 
 A worker keeps each group's engine in memory after a release, under the
@@ -76,11 +80,23 @@ from .columns import (
     STREAM_OUTPUT,
     TEXT,
     TS,
+    TYPE,
     VALUE,
     VERSION,
+    arrow_ddl,
     rows_of,
 )
-from .stream_input import KEY_GROUPS_PART, NONE, Cursor, check_signature, number_rows
+from .prepare import attribute_kinds
+from .stream_input import (
+    KEY_GROUPS_PART,
+    NONE,
+    Cursor,
+    carried_columns,
+    check_signature,
+    no_event,
+    number_rows,
+    python_values,
+)
 from .stream_key_group import FORMAT, KeyGroupStream, check_format, restore, snapshot, with_alert_columns
 from .telemetry import ENGINE, counter, telemetry_table
 from .worker import Job
@@ -169,10 +185,13 @@ class Sequencer(StatefulProcessor):
         routes, found = self._routing(number)
         out, cursor = number_rows(frame, cursor, self.workload.schema, lateness, routes, self.order, self.delay_ms)
         if found:  # the lanes stage 1 routes, by each event's key
-            extra = stream_versions.stage_one_routes(out[ROW_KIND].tolist(), out[TEXT].tolist(), found, self.key_groups)
+            values = python_values(out, attribute_kinds(self.workload.schema))
+            kinds, types = out[ROW_KIND].tolist(), out[TYPE].tolist()
+            extra = stream_versions.stage_one_routes(kinds, types, values, found, self.key_groups)
             out[ROUTE] = [[*r, *e] if e else r for r, e in zip(out[ROUTE], extra, strict=True)]
         if switch is not None:  # told to every lane and key group, as a flush is
-            out = pd.concat([out, version_row(out, switch, routes, told)], ignore_index=True)
+            kinds = attribute_kinds(self.workload.schema)
+            out = pd.concat([out, version_row(out, switch, routes, told, kinds)], ignore_index=True)
         self.cursor.update((cursor.position, cursor.latest, cursor.signature))
         yield out
 
@@ -202,6 +221,8 @@ class KeyGroups(StatefulProcessor):
     def __init__(self, job: Job, columns: list[str], registry: str | None = None) -> None:
         self.job = job
         self.columns = columns
+        #: the event's columns (``stream_input.carried_columns``), as the buffer holds them
+        self.carried = pa.schema(carried_columns(attribute_kinds(job.workload.schema)))
         #: where the jobs of versions moved to inside the running query are (``stream_versions``)
         self.registry = registry
 
@@ -209,7 +230,9 @@ class KeyGroups(StatefulProcessor):
         self.handle = handle
         self.engine = handle.getValueState("engine", "format int, fingerprint string, token string")
         self.snapshot = handle.getValueState("snapshot", "data binary")
-        self.buffer = handle.getListState("buffer", "seq bigint, clock bigint, arrived bigint, text string")
+        # the event's columns under names of their own: the state's schema holds no user name
+        carried = ", ".join(f"c{i} {arrow_ddl(pa.schema([f])).split(' ', 1)[1]}" for i, f in enumerate(self.carried))
+        self.buffer = handle.getListState("buffer", f"seq bigint, clock bigint, arrived bigint, {carried}")
         # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
         self.deadline = handle.getValueState("deadline", "at bigint")
 
@@ -222,7 +245,7 @@ class KeyGroups(StatefulProcessor):
             yield _passed_on(frame)
             return
         events = frame[frame[ROW_KIND] == EVENT]
-        columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, TEXT)]
+        columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, *self.carried.names)]
         flushes = frame[frame[ROW_KIND] == FLUSH]
         flush = bool(len(flushes))
         # a flush row's clock is the stream's latest time + 1 ms (stream_input.number_rows)
@@ -293,9 +316,8 @@ class KeyGroups(StatefulProcessor):
         parts = [with_alert_columns(telemetry_table([]))]
         if n:
             released = held[:n]
-            parts.append(
-                state.release([h[3] for h in released], [h[0] for h in released], [h[2] for h in released], now)
-            )
+            events = held_events(self.carried, released)
+            parts.append(state.release(events, [h[0] for h in released], [h[2] for h in released], now))
         due = state.next_deadline()
         if due is not None and due + lateness < moved:
             # the watermark (other key groups' events) passed deadlines this group's own events did not
@@ -355,17 +377,46 @@ def _fixed(signature: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in signature.items() if not k.startswith("query ")}
 
 
-def version_row(out: pd.DataFrame, position: int, routes: list[int], number: str | None = None) -> pd.DataFrame:
+def version_row(
+    out: pd.DataFrame, position: int, routes: list[int], number: str | None = None, kinds: dict[str, str] | None = None
+) -> pd.DataFrame:
     """The row that tells every lane and key group a new workload version
     applies from ``position`` on (stage 1's columns, as a flush row's):
     ``number`` names a version moved to inside the running query (its job
-    is in the stream's registry), None the query's own workload."""
-    row: dict[str, Any] = {c: None for c in out.columns}
+    is in the stream's registry), None the query's own workload; ``kinds``:
+    the schema's attributes (``no_event``)."""
+    row: dict[str, Any] = {c: None for c in out.columns} | (no_event(kinds) if kinds is not None else {})
     now = int(out[CLOCK].max()) if len(out) else 1_000_000
     horizon = int(out[HORIZON].max()) if len(out) else 0
     row.update({ROW_KIND: VERSION, SEQ: position, CLOCK: now, ROUTE: routes, HORIZON: horizon, VALUE: np.nan})
     row.update({FILE: "", LINE: -1, ARRIVED: 0, TEXT: number, TS: NONE})
     return pd.DataFrame([row], columns=out.columns)
+
+
+def held_events(carried: pa.Schema, held: Sequence[Any]) -> pa.Table:
+    """Held rows (position, clock, arrival, then the ``carried`` columns) as
+    the events' table: type and typed attributes (an int one null where its
+    flag says so, a double's NaN null), no row judged again.
+
+    >>> carried = pa.schema(carried_columns({"x": "int", "d": "double"}))
+    >>> held_events(carried, [(4, 0, 0, "A", 7, False, float("nan")), (5, 0, 0, "A", 0, True, 2.5)]).to_pylist()
+    [{'type': 'A', 'x': 7, 'd': None}, {'type': 'A', 'x': None, 'd': 2.5}]
+    """
+    names = carried.names
+    columns = list(zip(*held, strict=True))[3:] if held else [()] * len(names)
+    by_name = dict(zip(names, columns, strict=True))
+    out: dict[str, pa.Array] = {}
+    for field in carried:
+        if field.name.startswith("__null"):
+            continue
+        values = by_name[field.name]
+        if pa.types.is_integer(field.type):
+            flag = names[names.index(field.name) + 1]
+            mask = np.array(by_name[flag], dtype=bool) if values else None
+            out[field.name] = pa.array(values, field.type, mask=mask)
+        else:
+            out[field.name] = pa.array(values, field.type, from_pandas=True)
+    return pa.table(out)
 
 
 def _named(rows: Iterator[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

@@ -33,7 +33,7 @@ import json
 import pickle
 import time
 import zlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,6 @@ ANNOUNCE = "version"
 #: the registry's history key listing the lanes stage 1 routes (their partition attributes)
 STAGE_ONE = "stage_one_lanes"
 
-#: how every event line stage 0 writes begins (``stream_input._texts``)
-_TYPE_FIRST = '{"type": "'
 _LOADED: dict[tuple[str, int, int, int], Job] = {}
 
 
@@ -140,37 +138,37 @@ def stage_one_lanes(job: Job, spark_routed: Collection[tuple[str, ...]]) -> list
 
 
 def stage_one_routes(
-    kinds: Sequence[str], texts: Sequence[Any], found: Sequence[tuple[int, Lane]], key_groups: int
+    kinds: Sequence[str],
+    types: Sequence[Any],
+    values: Mapping[str, Sequence[Any]],
+    found: Sequence[tuple[int, Lane]],
+    key_groups: int,
 ) -> list[list[int]]:
     """Each event's routes (lane x key groups + key group) in the stage-one
-    lanes ``found``, from its JSON line: a lane whose types hold its type
-    and in which it has a key (every partition attribute present and not
-    null), key group = CRC-32 of the key as JSON, modulo ``key_groups``.
+    lanes ``found``, from its type and attribute values (Python values, None
+    where null: ``stream_input.python_values``): a lane whose types hold its
+    type and in which it has a key (every partition attribute present and
+    not null), key group = CRC-32 of the key as JSON, modulo ``key_groups``.
 
     >>> from sharp_cer.spark.lanes import Lane
     >>> by_j = (3, Lane(("q",), ("j",), frozenset({"A"})))
-    >>> stage_one_routes(["event", "event", "event", "dead"],
-    ...                  ['{"type": "A", "j": 4}', '{"type": "A", "j": null}', '{"type": "B", "j": 4}', None],
-    ...                  [by_j], 2)
+    >>> stage_one_routes(["event", "event", "event", "dead"], ["A", "A", "B", None],
+    ...                  {"j": [4, None, 4, None]}, [by_j], 2)
     [[7], [], [], []]
     """
     wanted = {t for _, lane in found for t in lane.event_types}
     out: list[list[int]] = []
-    for kind, text in zip(kinds, texts, strict=True):
+    for i, (kind, named) in enumerate(zip(kinds, types, strict=True)):
         codes: list[int] = []
-        # stage 0 writes each line as json.dumps({"type": ..., ...}): its type is read before the whole line
-        named = text[10 : text.find('"', 10)] if kind == "event" and text and text.startswith(_TYPE_FIRST) else None
-        if named in wanted or (named is None and kind == "event" and text):
-            event = json.loads(text)
-            if event.get("type") in wanted:
-                for n, lane in found:
-                    if event["type"] not in lane.event_types:
-                        continue
-                    values = [event.get(a) for a in lane.partition_attributes]
-                    if any(v is None for v in values):
-                        continue
-                    bucket = zlib.crc32(json.dumps(values).encode()) % key_groups if values else 0
-                    codes.append(n * key_groups + bucket)
+        if kind == "event" and named in wanted:
+            for n, lane in found:
+                if named not in lane.event_types:
+                    continue
+                key = [values[a][i] if a in values else None for a in lane.partition_attributes]
+                if any(v is None for v in key):
+                    continue
+                bucket = zlib.crc32(json.dumps(key).encode()) % key_groups if key else 0
+                codes.append(n * key_groups + bucket)
         out.append(codes)
     return out
 

@@ -46,9 +46,8 @@ import pyarrow as pa
 from sharp_cer._moved import old_names
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.builder import DetectorBuilder, DetectorConfig
-from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch
-from sharp_cer.events.loaders import load_arrow
+from sharp_cer.events.checked import checked_arrow
 from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 from sharp_cer.latency_summary import query_summaries
@@ -203,13 +202,10 @@ class KeyGroupRun:
 
     # ------------------------------------------------------------ helpers
     def _batch(self, rows: pa.RecordBatch | pa.Table) -> EventBatch:
+        # every row was validated once, where it was read (``prepare``): taken column by column, not judged again
         table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
         seq = np.asarray(table.column(SEQ).to_numpy(), dtype=np.int64)
-        events = table.drop_columns([c for c in (LANE, KEY_GROUP, SEQ) if c in table.column_names])
-        batch, report = load_arrow(events, self.workload.schema, allowed_lateness=_NO_LATENESS)
-        if report.dead_letters:  # the driver validated every row already
-            raise SurfaceError(f"internal error: a worker rejected validated events: {report.dead_letters[0].reason}")
-        return EventBatch(batch.event_types, seq[batch.positions], batch.codes, batch.columns)
+        return checked_arrow(table, self.workload.schema, seq)
 
     def _matches(self, matches: list[Match]) -> pa.Table:
         width = self.job.bin_width
