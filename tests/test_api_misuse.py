@@ -15,7 +15,7 @@ import pytest
 from sharp_cer.api import Detector, matches_to_arrow
 from sharp_cer.errors import SharpCerError
 from sharp_cer.events.match import Match
-from sharp_cer.language import Schema, parse_workload
+from sharp_cer.language import Schema, parse_query, parse_stream_declarations, parse_workload
 
 S = "CREATE STREAM S { EVENT A { x:int, t:primary_time }, EVENT B { x:int, t:primary_time } }"
 Q = "SELECT * WHERE A ; B WITHIN 3 EVENTS"
@@ -35,6 +35,9 @@ CASES: dict[str, Callable[[], Any]] = {
     "workload None": lambda: parse_workload(None),
     "workload int": lambda: parse_workload(123),
     "workload dict": lambda: parse_workload({"workload": {}}),
+    "query text None": lambda: parse_query(None),
+    "query text bytes": lambda: parse_query(Q.encode()),
+    "declarations None": lambda: parse_stream_declarations(None),
     "from_queries schema None": lambda: Detector.from_queries([("q", Q)], None),
     "from_queries schema dict": lambda: Detector.from_queries([("q", Q)], {"A": {"x": "int"}}),
     "from_queries schema text": lambda: Detector.from_queries([("q", Q)], S),

@@ -15,6 +15,8 @@ from typing import Any
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from sharp_cer.errors import LanguageError, kind_of
+
 from . import ast
 from .diagnostics import (
     MAX_NESTING,
@@ -858,12 +860,23 @@ def _char_hint(char: str) -> str | None:
     return None
 
 
+def _expect_text(text: object, source: Source | None, function: str, what: str) -> None:
+    """A text that is not a ``str`` refused by name (lark's own message is "Cannot lex")."""
+    if source is None and not isinstance(text, str):
+        raise LanguageError(f"{function} takes {what}, found {kind_of(text)}")
+
+
 def parse_query(text: str, name: str = "<query>", *, source: Source | None = None) -> ast.Query:
     """Parse one CEQL query into its AST; raise :class:`CeqlSyntaxError`.
 
     >>> parse_query("SELECT * WHERE A ; B+ AS b WITHIN 10 EVENTS").within
     EventWindow(count=10)
+    >>> parse_query(None)
+    Traceback (most recent call last):
+    ...
+    sharp_cer.errors.LanguageError: parse_query takes the query's text, found None
     """
+    _expect_text(text, source, "parse_query", "the query's text")
     src = source or Source(text, name)
     try:
         result: ast.Query = _finish(_parse(src.text, "query"))
@@ -882,6 +895,7 @@ def parse_stream_declarations(
     >>> [s.name for s in parse_stream_declarations("CREATE STREAM S { EVENT A { x:int } }")]
     ['S']
     """
+    _expect_text(text, source, "parse_stream_declarations", "the CREATE STREAM text")
     src = source or Source(text, name)
     try:
         result: tuple[ast.StreamDecl, ...] = _finish(_parse(src.text, "schema"))
