@@ -75,50 +75,57 @@ class FusedParser:
         row = rows[states[-1]]
         pos, line, line_start, end = 0, 1, 0, len(text)
         token: Any = None
-        while pos < end:
-            m = match(text, pos)
-            if m is None:
-                if _BLANKS.match(text, pos).end() == end:  # type: ignore[union-attr]
-                    break
-                return REFUSED
-            kind: str = m.lastgroup  # type: ignore[assignment]
-            stop = m.end()
-            if kind == "SKIP":
-                value = m.group()
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = pos + value.rfind("\n") + 1
-                pos = stop
-                continue
-            value = m.group(kind)
-            start_pos = stop - len(value)
-            if kind == "WORD":
-                # a keyword only if the parser can take it here (names are the common case)
-                candidates = keywords.get(value.upper())
-                kind = "NAME" if candidates is None else _word_kind(candidates, row)
-            elif kind == "SYMBOL":
-                kind = symbols[value]
-            end_line, end_start = line, line_start
-            if kind in multiline:
-                newlines = value.count("\n")
-                if newlines:
-                    end_line, end_start = line + newlines, start_pos + value.rfind("\n") + 1
-            token = new(token_class, value)
-            token.type = kind
-            token.value = value
-            token.start_pos = start_pos
-            token.line = line
-            token.column = start_pos - line_start + 1
-            token.end_line = end_line
-            token.end_column = stop - end_start + 1
-            token.end_pos = stop
+        end_state = self.end_states[start]
+        while True:
+            if pos < end:
+                m = match(text, pos)
+                if m is None:
+                    if _BLANKS.match(text, pos).end() != end:  # type: ignore[union-attr]
+                        return REFUSED
+                    pos = end  # only blanks left: the end of the text
+                    continue
+                kind: str = m.lastgroup  # type: ignore[assignment]
+                stop = m.end()
+                if kind == "SKIP":
+                    value = m.group()
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = pos + value.rfind("\n") + 1
+                    pos = stop
+                    continue
+                value = m.group(kind)
+                start_pos = stop - len(value)
+                if kind == "WORD":
+                    # a keyword only if the parser can take it here (names are the common case)
+                    candidates = keywords.get(value.upper())
+                    kind = "NAME" if candidates is None else _word_kind(candidates, row)
+                elif kind == "SYMBOL":
+                    kind = symbols[value]
+                end_line, end_start = line, line_start
+                if kind in multiline:
+                    newlines = value.count("\n")
+                    if newlines:
+                        end_line, end_start = line + newlines, start_pos + value.rfind("\n") + 1
+                token = new(token_class, value)
+                token.type = kind
+                token.value = value
+                token.start_pos = start_pos
+                token.line = line
+                token.column = start_pos - line_start + 1
+                token.end_line = end_line
+                token.end_column = stop - end_start + 1
+                token.end_pos = stop
+            else:
+                kind = "$END"  # the end of the text: reduce until the start rule is complete
             # reduce while the table says so, then shift the token
             while True:
                 action = row.get(kind)
                 if action is None:
                     return REFUSED
                 if action.__class__ is int:
+                    if kind == "$END":
+                        return REFUSED
                     push_state(action)
                     push_value(token)
                     row = rows[action]
@@ -126,41 +133,20 @@ class FusedParser:
                 size, callback, origin = action
                 if callback is None:  # the value stays, under the rule's state
                     goto = states[-1] = rows[states[-2]][origin]
-                    row = rows[goto]
-                    continue
-                if size:
-                    children = values[-size:]
-                    del states[-size:]
-                    del values[-size:]
                 else:
-                    children = []
-                goto = rows[states[-1]][origin]
-                push_value(callback(children))
-                push_state(goto)
+                    if size:
+                        children = values[-size:]
+                        del states[-size:]
+                        del values[-size:]
+                    else:
+                        children = []
+                    goto = rows[states[-1]][origin]
+                    push_value(callback(children))
+                    push_state(goto)
+                if goto == end_state and kind == "$END":
+                    return values[-1]
                 row = rows[goto]
             line, line_start, pos = end_line, end_start, stop
-        # the end of the text: reduce until the start rule is complete
-        end_state = self.end_states[start]
-        while True:
-            action = row.get("$END")
-            if action is None or action.__class__ is int:
-                return REFUSED
-            size, callback, origin = action
-            if callback is None:
-                goto = states[-1] = rows[states[-2]][origin]
-            else:
-                if size:
-                    children = values[-size:]
-                    del states[-size:]
-                    del values[-size:]
-                else:
-                    children = []
-                goto = rows[states[-1]][origin]
-                push_value(callback(children))
-                push_state(goto)
-            if goto == end_state:
-                return values[-1]
-            row = rows[goto]
 
 
 def _word_kind(candidates: list[str], row: dict[str, Any]) -> str:
