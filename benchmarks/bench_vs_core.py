@@ -10,11 +10,16 @@ OR; ``FROM S`` added, as pycer wants a stream) and CORE's current stock
 experiment queries that pycer runs (``LEFT_OUT`` says why the others are
 not run). For each tape size and query, the median of ``--runs`` runs of:
 
-- pycer's engine seconds: ``send_events`` plus the final ``get_output``
-  (``pycer_worker.py``, events built before timing), and its match count;
+- pycer's engine seconds and CPU seconds: ``send_events`` plus the final
+  ``get_output`` (``pycer_worker.py``, events built before timing), and its
+  match count;
 - the whole ``sharp-cer match --schema S --query Q --events F`` process
-  (load included, matches written to a file), its match count (lines of
-  JSON on stdout) and its peak RSS (its own high-water mark, ``VmHWM``).
+  (load included, matches written to a file): wall and CPU seconds (user +
+  system, from ``wait4``), its match count (lines of JSON on stdout) and its
+  peak RSS (its own high-water mark, ``VmHWM``).
+
+The ratio is of CPU seconds (the wall ratio is kept beside it: on a shared
+machine wall time swings with the load, CPU time much less).
 
 Then loading alone: ``sharp_cer.events.loaders.iter_csv`` (the checked batches `match` reads) against
 ``pyarrow.csv.read_csv`` of the same file (the floor), each in a fresh
@@ -121,10 +126,11 @@ def queries(only: set[str] | None, folder: Path) -> dict[str, Path]:
 
 @dataclass(frozen=True)
 class Run:
-    """One child process: wall seconds, peak RSS, exit code, and why it was
-    stopped (timeout, memory), if it was."""
+    """One child process: wall seconds, CPU seconds (user + system), peak
+    RSS, exit code, and why it was stopped (timeout, memory), if it was."""
 
     seconds: float
+    cpu_seconds: float
     peak_rss_mb: float
     returncode: int
     stopped: str | None
@@ -173,7 +179,8 @@ def run_process(
         done.set()
         watcher.join()
         child.returncode = os.waitstatus_to_exitcode(status)
-    return Run(seconds, peak[0] or usage.ru_maxrss / 1024, child.returncode, stopped[0] if stopped else None)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(seconds, cpu, peak[0] or usage.ru_maxrss / 1024, child.returncode, stopped[0] if stopped else None)
 
 
 def _rss_mb(status: Path, field: str = "VmRSS:") -> float:
@@ -264,6 +271,7 @@ def run_pycer(
         return {"failed": failure}
     figures: dict[str, Any] = json.loads(out.read_text())
     figures["seconds"] = figures["send_seconds"] + figures["output_seconds"]
+    figures["cpu_seconds"] = figures["send_cpu_seconds"] + figures["output_cpu_seconds"]
     figures["peak_rss_mb"] = figures.pop("peak_rss_kb") / 1024
     return figures
 
@@ -279,7 +287,7 @@ def run_sharp(query: Path, events: Path, work: Path, *, timeout: float, max_rss_
         return {"failed": failure, "peak_rss_mb": run.peak_rss_mb}
     matches = _lines(out)
     out.unlink()  # it can be large
-    return {"matches": matches, "seconds": run.seconds, "peak_rss_mb": run.peak_rss_mb}
+    return {"matches": matches, "seconds": run.seconds, "cpu_seconds": run.cpu_seconds, "peak_rss_mb": run.peak_rss_mb}
 
 
 def time_load(reader: str, events: Path) -> dict[str, Any]:
@@ -338,11 +346,21 @@ def median_of(runs: list[dict[str, Any]], timing: str = "seconds") -> dict[str, 
 
 
 def compare(name: str, text: str, pycer: dict[str, Any] | None, sharp: dict[str, Any]) -> dict[str, Any]:
-    """The row of one query: both engines' figures, the time ratio (sharp-cer
-    process over pycer engine) and whether the counts agree."""
-    row: dict[str, Any] = {"query": name, "pycer": pycer, "sharp_cer": sharp, "ratio": None, "equal_counts": None}
-    if pycer and "seconds" in pycer and "seconds" in sharp:
-        row["ratio"] = sharp["seconds"] / pycer["seconds"]
+    """The row of one query: both engines' figures, the CPU ratio (sharp-cer
+    process over pycer engine: the issue's measure, steady on a shared
+    machine where wall time swings), the wall ratio and whether the counts
+    agree."""
+    row: dict[str, Any] = {
+        "query": name,
+        "pycer": pycer,
+        "sharp_cer": sharp,
+        "ratio": None,
+        "wall_ratio": None,
+        "equal_counts": None,
+    }
+    if pycer and "cpu_seconds" in pycer and "cpu_seconds" in sharp:
+        row["ratio"] = sharp["cpu_seconds"] / pycer["cpu_seconds"]
+        row["wall_ratio"] = sharp["seconds"] / pycer["seconds"]
     if pycer and "matches" in pycer and "matches" in sharp:
         row["equal_counts"] = pycer["matches"] == sharp["matches"]
         if not row["equal_counts"]:
@@ -371,24 +389,25 @@ def _cell(figures: dict[str, Any] | None, key: str, fmt: str) -> str:
     if figures is None:
         return "-"
     if "failed" in figures:
-        return f"failed: {figures['failed']}" if key == "seconds" else "-"
+        return f"failed: {figures['failed']}" if key == "cpu_seconds" else "-"
     return format(figures[key], fmt) if key in figures else "-"
 
 
 def table(size: int, rows: list[dict[str, Any]]) -> str:
     lines = [
         f"\n### {size:,} events\n",
-        "| query | pycer matches | sharp-cer matches | equal | pycer engine s | sharp-cer match s | ratio "
-        "| sharp-cer peak RSS MB |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
+        "| query | pycer matches | sharp-cer matches | equal | pycer engine CPU s | sharp-cer match CPU s "
+        "| CPU ratio | wall ratio | sharp-cer peak RSS MB |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         equal = {True: "yes", False: f"no ({r.get('difference')})", None: "-"}[r["equal_counts"]]
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        wall = "-" if r.get("wall_ratio") is None else f"{r['wall_ratio']:.2f}x"
         lines.append(
             f"| {r['query']} | {_cell(r['pycer'], 'matches', ',')} | {_cell(r['sharp_cer'], 'matches', ',')} "
-            f"| {equal} | {_cell(r['pycer'], 'seconds', '.2f')} | {_cell(r['sharp_cer'], 'seconds', '.2f')} "
-            f"| {ratio} | {_cell(r['sharp_cer'], 'peak_rss_mb', '.0f')} |"
+            f"| {equal} | {_cell(r['pycer'], 'cpu_seconds', '.2f')} | {_cell(r['sharp_cer'], 'cpu_seconds', '.2f')} "
+            f"| {ratio} | {wall} | {_cell(r['sharp_cer'], 'peak_rss_mb', '.0f')} |"
         )
     return "\n".join(lines)
 
@@ -426,7 +445,7 @@ def memory_table(results: dict[int, list[dict[str, Any]]]) -> str:
 
 
 def plot(path: Path, results: dict[int, list[dict[str, Any]]]) -> None:
-    """Seconds per query, pycer's engine beside sharp-cer's whole process
+    """CPU seconds per query, pycer's engine beside sharp-cer's whole process
     (the ratio above, or why a run was stopped), one panel per tape size."""
     import matplotlib
 
@@ -437,14 +456,14 @@ def plot(path: Path, results: dict[int, list[dict[str, Any]]]) -> None:
     for ax, (size, rows) in zip(axes[:, 0], results.items(), strict=True):
         xs = range(len(rows))
         for offset, key, label in ((-0.2, "pycer", "pycer engine"), (0.2, "sharp_cer", "sharp-cer match process")):
-            ys = [(r[key] or {}).get("seconds", 0.0) for r in rows]
+            ys = [(r[key] or {}).get("cpu_seconds", 0.0) for r in rows]
             ax.bar([x + offset for x in xs], ys, width=0.4, label=label)
         for x, r in zip(xs, rows, strict=True):
             sharp = r["sharp_cer"]
             note = f"{r['ratio']:.1f}x" if r["ratio"] else ("stopped" if "failed" in sharp else "")
-            ax.annotate(note, (x + 0.2, sharp.get("seconds", 0.0)), ha="center", va="bottom", fontsize=8)
+            ax.annotate(note, (x + 0.2, sharp.get("cpu_seconds", 0.0)), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(list(xs), [r["query"] for r in rows], rotation=40, ha="right")
-        ax.set_ylabel("seconds (median)")
+        ax.set_ylabel("CPU seconds (median)")
         ax.set_title(f"{size:,} CORE-style stock events (CSV); sharp-cer / pycer above the bars")
         ax.legend()
     fig.tight_layout()
@@ -510,8 +529,8 @@ def main() -> None:
                     pycer_runs.append(run_pycer(python, query, events, work, **limits))
                 if not any("failed" in r for r in sharp_runs):
                     sharp_runs.append(run_sharp(query, events, work, **limits))
-            pycer = median_of(pycer_runs) if pycer_runs else None
-            row = compare(query_name, query.read_text(), pycer, median_of(sharp_runs))
+            pycer = median_of(pycer_runs, "cpu_seconds") if pycer_runs else None
+            row = compare(query_name, query.read_text(), pycer, median_of(sharp_runs, "cpu_seconds"))
             print(json.dumps({"events": size, **row}), file=sys.stderr)
             results[size].append(row)
             save()
