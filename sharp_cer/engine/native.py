@@ -206,6 +206,10 @@ class NativeGroup:
         self.free: list[int] = []
         #: the last ``_tables`` made, with what they were made for
         self._lined_tables: tuple[Any, list[Any]] | None = None
+        #: observed in lockstep where every group runs in the core: the batch's units are booked once all
+        #: groups are done with it (``settle``), the pieces held till then (``deferred``)
+        self.settles_later = False
+        self.deferred: list[_Observed] = []
 
     def __getstate__(self) -> dict[str, Any]:
         # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
@@ -216,6 +220,8 @@ class NativeGroup:
             "slots": {},
             "free": [],
             "_lined_tables": None,
+            "settles_later": False,
+            "deferred": [],
             "strings": condition_code.StringTable(),
             "recode_at": _STRINGS_SLACK,
         }
@@ -394,6 +400,10 @@ class NativeGroup:
         core.accepted_queries = set()
         observers = engine.observers
         core.observed = observed = observers.latency is not None or observers.queue is not None
+        # no group reads the units of an event as it runs when every one runs in the core: book them later
+        self.settles_later = (
+            lockstep and observed and all(r.core is not None and r.core.takes() for r in engine.runners)
+        )
         core.set_walks(
             [
                 (
@@ -465,27 +475,43 @@ class NativeGroup:
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
         observed = _Observed(self, batch, records, spent, began) if self.core.observed and len(spent) else None
-        if observed is not None and lockstep:
-            # event by event, as the other groups read the units of the events they are at
+        if observed is not None and lockstep and not self.settles_later:
+            # event by event, as the Python groups read the units of the events they are at
             yield from self._observed_lockstep(
                 observed, batch, records, matches, marks_at, marks_label, out, units, floors, limits
             )
             return update
-        if len(spent):
-            old_floors = np.asarray(floors, dtype=np.int64)
-            add = np.zeros(len(batch), dtype=np.int64)
-            np.add.at(add, spent[:, 0], spent[:, 1])
-            floors[:] = (old_floors + add).tolist()
-            if len(records):
-                np.add.at(add, records[:, 1], records[:, 4])
-            old_units = np.asarray(units, dtype=np.int64)
-            if observed is not None:
-                observed.book(old_floors, old_units)
-            units[:] = (old_units + add).tolist()
+        if observed is not None and lockstep:
+            self.deferred.append(observed)  # booked once every group is done with the batch (``settle``)
+        elif len(spent):
+            self._add(records, spent, units, floors, observed)
         if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
+
+    def _add(
+        self, records: np.ndarray, spent: np.ndarray, units: list[int], floors: list[int], observed: _Observed | None
+    ) -> None:
+        """Add a piece's units to its events' ``units`` (update and walks) and ``floors`` (update), booking
+        them to the observers first (``observed``) with the units of the groups before this one."""
+        old_floors = np.asarray(floors, dtype=np.int64)
+        add = np.zeros(len(floors), dtype=np.int64)
+        np.add.at(add, spent[:, 0], spent[:, 1])
+        floors[:] = (old_floors + add).tolist()
+        if len(records):
+            np.add.at(add, records[:, 1], records[:, 4])
+        old_units = np.asarray(units, dtype=np.int64)
+        if observed is not None:
+            observed.book(old_floors, old_units)
+        units[:] = (old_units + add).tolist()
+
+    def settle(self, units: list[int], floors: list[int]) -> None:
+        """Book the pieces held back in lockstep (``settles_later``): called for every group in order once
+        all are done with the batch, each group then sees exactly the units of the groups before it."""
+        for observed in self.deferred:
+            self._add(observed.records, observed.spent, units, floors, observed)
+        self.deferred = []
 
     def _lined(
         self,
@@ -705,7 +731,7 @@ class _Observed:
         self.log, self.queue, self.outs = observers.latency, observers.queue, observers.outs
         self.number = runner.number
         self.names = [q.name for q in runner.compiled.queries]
-        self.records = records
+        self.records, self.spent = records, spent
         self.rows, self.update = spent[:, 0], spent[:, 1]
         self.positions = batch.positions[self.rows].astype(np.int64)
         steps = records[:, 4]

@@ -1503,6 +1503,9 @@ class Engine:
             except StopIteration as stop:
                 update += stop.value
                 heapq.heappop(waiting)
+        for runner in self.runners:  # units the compiled core held back (``native.NativeGroup.settle``)
+            if runner.core is not None:
+                runner.core.settle(units, floors)
         return update
 
     def _serve(self, arrivals: Any, units: list[int], began: float, positions: Any = None) -> None:
