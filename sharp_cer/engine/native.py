@@ -400,6 +400,7 @@ class NativeGroup:
         core.accepted_queries = set()
         observers = engine.observers
         core.observed = observed = observers.latency is not None or observers.queue is not None
+        self.deferred = []  # (a batch stopped by an error leaves its pieces unbooked: they are not this batch's)
         # no group reads the units of an event as it runs when every one runs in the core: book them later
         self.settles_later = (
             lockstep and observed and all(r.core is not None and r.core.takes() for r in engine.runners)
