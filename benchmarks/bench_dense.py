@@ -24,7 +24,11 @@ column says whether the child can import ``sharp_cer.engine._core``);
 
     python benchmarks/bench_dense.py [--events 200000] [--repeat 3] [--engine pure|compiled|both]
         [--workloads stock_trading,card_fraud,iot_sensors] [--no-alone] [--shapes sell_buy_sell,buy_sell]
-        [--no-pycer] [--pycer-python PY] [--timeout 900] [--name dense]
+        [--no-pycer] [--pycer-python PY] [--timeout 900] [--name dense] [--match-args "--rate 20000"]
+
+``--match-args`` adds options to every ``sharp-cer match`` child: ``--rate
+20000`` makes ``match`` judge the workloads' latency bounds, so its engine
+records latency (the observers the Spark workers run with too).
 
 Prints markdown tables (CPU seconds, median of ``--repeat`` runs, and events
 per CPU second); writes benchmarks/results/dense.json and dense.png (or
@@ -37,6 +41,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -117,7 +122,13 @@ def workload_runs(names: list[str], alone: bool, n: int, work: Path) -> list[dic
 
 
 def sharp_cer(
-    row: dict[str, Any], engine: str, work: Path, *, timeout: float, code: Path | None = None
+    row: dict[str, Any],
+    engine: str,
+    work: Path,
+    *,
+    timeout: float,
+    code: Path | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One ``sharp-cer match`` child of the row on ``engine``: its CPU and
     wall seconds and its matches (lines written), or why it failed."""
@@ -127,7 +138,7 @@ def sharp_cer(
         command.append(str(row["workload"]))
     else:
         command += ["--schema", str(bench_vs_core.SCHEMA), "--query", str(row["query"])]
-    command += ["--events", str(row["events"]), "--out", str(out)]
+    command += ["--events", str(row["events"]), "--out", str(out), *extra]
     env = child_env(engine, work, code)
     began = time.perf_counter()
     with (work / "stderr.txt").open("wb") as err:
@@ -322,7 +333,9 @@ def main() -> None:
     parser.add_argument("--code", type=Path, help="a source tree to run instead of the installed sharp_cer")
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder of the JSON and PNG")
     parser.add_argument("--name", default="dense", help="file name of the JSON and PNG (default: dense)")
+    parser.add_argument("--match-args", default="", help="options added to every sharp-cer match (e.g. '--rate 20000')")
     args = parser.parse_args()
+    extra = tuple(shlex.split(args.match_args))
     engines = ["pure", "compiled"] if args.engine == "both" else [args.engine]
     work = DATA / "dense-work" / str(os.getpid())  # scratch: cut-down workloads, query files, outputs
     work.mkdir(parents=True, exist_ok=True)
@@ -358,7 +371,7 @@ def main() -> None:
     # one untimed run per engine fills the bytecode cache
     for e in engines:
         if rows or shape_rows:
-            sharp_cer((rows or shape_rows)[0], e, work, timeout=args.timeout, code=code)
+            sharp_cer((rows or shape_rows)[0], e, work, timeout=args.timeout, code=code, extra=extra)
     for row in [*rows, *shape_rows]:
         runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
         pycer_runs: list[dict[str, Any]] = []
@@ -367,7 +380,7 @@ def main() -> None:
                 pycer_runs.append(pycer(python, row["query"], row["events"], work, timeout=args.timeout))
             for e in engines:
                 if not any("failed" in r for r in runs[e]):
-                    runs[e].append(timed(sharp_cer, row, e, work, timeout=args.timeout, code=code))
+                    runs[e].append(timed(sharp_cer, row, e, work, timeout=args.timeout, code=code, extra=extra))
         result: dict[str, Any] = {"kind": row["kind"], "name": row["name"]}
         result.update({e: median_of(runs[e]) for e in engines})
         if row["kind"] == "shape":

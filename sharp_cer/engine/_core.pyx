@@ -564,6 +564,9 @@ cdef class Core:
     cdef vector[int64_t] o_lab
     cdef vector[int64_t] o_spent  # per processed event: row, update units
     cdef public object accepted_queries
+    # latency or queue observers watch (``Engine.observers``): every accepted query has a record at every
+    # event, as ``QueryGroupRunner._enumerate`` books one even where no start is in its window
+    cdef public bint observed
     # shared walks (SharedWalks): per query its class and whether it shares; per class the widest window
     # and, at this event, the roots walked and the range of their paths in c_path/c_value
     cdef vector[int32_t] wclass
@@ -671,6 +674,7 @@ cdef class Core:
         self.clock = 0
         self.markgen = 0
         self.accepted_queries = set()
+        self.observed = False
         cdef size_t k
         for k in range(len(windows)):
             self.q_plain.push_back(1)
@@ -1239,7 +1243,9 @@ cdef class Core:
     cdef int64_t _enumerate(self, int32_t q, int64_t row, int64_t position, double value, int64_t local) except -1:
         """``_enumerate_plain``: the query's rows into the output buffers; the steps booked. Queries of one
         walk class (``CompiledQueryGroup.walk_class``) share one walk per event and final nodes, with the
-        class's widest window, as ``SharedWalks`` does; each keeps the paths its own window takes."""
+        class's widest window, as ``SharedWalks`` does; each keeps the paths its own window takes. When
+        ``observed``, it is ``_enumerate`` instead: each query walks alone, and books a walk (a record)
+        even when no start is in its window."""
         cdef vector[int32_t]* roots = &self.accepted[q]
         cdef double end = position if self.by_position else value
         cdef double bound = self.bounds[q]
@@ -1247,7 +1253,7 @@ cdef class Core:
         cdef size_t k
         cdef bint any_in
         cdef int32_t c = self.wclass[q]
-        cdef int64_t first, count, j, steps = 0, candidates = 0
+        cdef int64_t first, count, j, first_match, steps = 0, candidates = 0
         self.accepted_queries.add(q)
         if bound != INF:
             any_in = False
@@ -1256,9 +1262,18 @@ cdef class Core:
                     any_in = True
                     break
             if not any_in:
+                if self.observed:  # a walk none of whose roots is in the window: no step, no candidate
+                    first_match = <int64_t>self.o_match.size() // 3
+                    self.o_rec.push_back(q)
+                    self.o_rec.push_back(row)
+                    self.o_rec.push_back(first_match)
+                    self.o_rec.push_back(0)
+                    self.o_rec.push_back(0)
+                    self.o_rec.push_back(0)
                 return 0
-        # a query that chooses among its candidates walks alone (it is a group of its own anyway)
-        cdef bint peer = self.wpeer[q] and self.q_plain[q]
+        # a query that chooses among its candidates walks alone (it is a group of its own anyway), and so
+        # does every query when observed (``_enumerate`` walks each query on its own: its latency is its walk)
+        cdef bint peer = self.wpeer[q] and self.q_plain[q] and not self.observed
         if peer and self.cls_stamp[c] == self.clock and self.cls_roots[c] == roots[0]:
             first, count = self.cls_first[c], self.cls_count[c]  # replayed: nothing booked
         else:
@@ -1272,7 +1287,7 @@ cdef class Core:
             else:
                 steps = self._walk_any(q, roots, end, bound, incl, &candidates)
             count = <int64_t>self.c_value.size() - first
-        cdef int64_t first_match = <int64_t>self.o_match.size() // 3
+        first_match = <int64_t>self.o_match.size() // 3
         if not self.q_plain[q]:
             self._choose(q, first, count, end, bound, incl, local)
             for k in range(self.sel.size()):

@@ -27,14 +27,27 @@ import numpy.typing as npt
 
 
 class LatencyLog:
-    """The recorded latencies (see the module docstring)."""
+    """The recorded latencies (see the module docstring). An engine books
+    them event by event (``floor``, ``enumerated``), or a batch's at once
+    (``floors``, ``walks``: the compiled core), to the same figures.
+
+    >>> log = LatencyLog()
+    >>> log.floors(0, [10, 12], [0.001, 0.001], [5, 9])
+    0
+    >>> log.walks("q", [1], [30], [0.002])
+    >>> log.units(0, "q").tolist(), [a.tolist() for a in log.enumerations("q")]
+    ([10, 42], [[1], [30]])
+    """
 
     def __init__(self) -> None:
         self._floor_units: dict[int, list[int]] = {}
         self._floor_seconds: dict[int, list[float]] = {}
         self._positions: dict[int, list[int]] = {}
-        # query name -> {index of the group's recorded event: (steps, seconds)}
-        self._steps: dict[str, dict[int, tuple[int, float]]] = {}
+        # query name -> each enumeration's (index of the group's recorded event, steps, seconds):
+        # lists that one enumeration or a batch's extend
+        self._at: dict[str, list[int]] = {}
+        self._steps: dict[str, list[int]] = {}
+        self._seconds: dict[str, list[float]] = {}
 
     def floor(self, group: int, units: int, seconds: float, position: int = -1) -> None:
         """A recorded event of ``group`` (at stream ``position``), with its
@@ -43,6 +56,15 @@ class LatencyLog:
         self._floor_seconds.setdefault(group, []).append(seconds)
         self._positions.setdefault(group, []).append(position)
 
+    def floors(self, group: int, units: list[int], seconds: list[float], positions: list[int]) -> int:
+        """``floor`` for several events of ``group`` in order; the index of
+        the first among the group's recorded events (``walks`` takes it)."""
+        at = len(self._floor_units.setdefault(group, []))
+        self._floor_units[group].extend(units)
+        self._floor_seconds.setdefault(group, []).extend(seconds)
+        self._positions.setdefault(group, []).extend(positions)
+        return at
+
     def positions(self, group: int) -> npt.NDArray[np.int64]:
         """The stream position of each recorded event of ``group``."""
         return np.asarray(self._positions.get(group, []), dtype=np.int64)
@@ -50,8 +72,24 @@ class LatencyLog:
     def enumerated(self, group: int, query: str, steps: int, seconds: float) -> None:
         """``query`` enumerated at the group's latest recorded event."""
         at = len(self._floor_units[group]) - 1
-        steps_before, seconds_before = self._steps.setdefault(query, {}).get(at, (0, 0.0))
-        self._steps[query][at] = (steps_before + steps, seconds_before + seconds)
+        self._at.setdefault(query, []).append(at)
+        self._steps.setdefault(query, []).append(steps)
+        self._seconds.setdefault(query, []).append(seconds)
+
+    def walks(self, query: str, at: list[int], steps: list[int], seconds: list[float]) -> None:
+        """``enumerated`` for several enumerations of ``query``, each at its
+        index among its group's recorded events (``at``, as ``floors`` counts)."""
+        self._at.setdefault(query, []).extend(at)
+        self._steps.setdefault(query, []).extend(steps)
+        self._seconds.setdefault(query, []).extend(seconds)
+
+    def enumerations(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Each enumeration of ``query`` in the order booked: the index of
+        its event among its group's recorded events, and its steps."""
+        return (
+            np.asarray(self._at.get(query, []), dtype=np.int64),
+            np.asarray(self._steps.get(query, []), dtype=np.int64),
+        )
 
     def floor_units(self, group: int) -> npt.NDArray[np.int64]:
         """The update units of each recorded event of ``group``."""
@@ -60,15 +98,14 @@ class LatencyLog:
     def units(self, group: int, query: str) -> npt.NDArray[np.int64]:
         """``query``'s latency in cost units at each recorded event of its group."""
         out = self.floor_units(group)
-        for at, (steps, _) in self._steps.get(query, {}).items():
-            out[at] += steps
+        at, steps = self.enumerations(query)
+        np.add.at(out, at, steps)
         return out
 
     def seconds(self, group: int, query: str) -> npt.NDArray[np.float64]:
         """``query``'s latency in seconds at each recorded event of its group."""
         out = np.asarray(self._floor_seconds.get(group, []), dtype=np.float64)
-        for at, (_, seconds) in self._steps.get(query, {}).items():
-            out[at] += seconds
+        np.add.at(out, self.enumerations(query)[0], np.asarray(self._seconds.get(query, []), dtype=np.float64))
         return out
 
     def summary(self, group: int, query: str, bound: float | None = None) -> dict[str, Any]:

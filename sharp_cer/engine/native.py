@@ -7,10 +7,18 @@ depth-first enumeration with each query's window, cross-event conditions
 compiled by ``condition_code``, the selection strategies and LIMIT among
 one event's candidates, CONSUME BY with its ghost runs) for a query group
 whose conditions that covers, with no trailing ABSENT, in an engine without
-shedder, latency or queue observers, debug checks, counting or a custom
-enumeration order; per batch also without a quota, a query that joined
-while the stream ran (``Engine.update``'s floors) or a dropped one. Every
-other group, or batch, runs on the Python path, unchanged.
+shedder, debug checks, counting or a custom enumeration order; per batch
+also without a quota, a query that joined while the stream ran
+(``Engine.update``'s floors) or a dropped one. Every other group, or batch,
+runs on the Python path, unchanged.
+
+Under latency or queue observers (``Engine.observers``) the core walks as
+the Python path then does (each query alone, a walk booked at every event
+that completes the query) and its per-event units are booked in bulk: the
+service log's units, the queue log's and what each query's matches cost
+until they are out (``Observers.outs``) are the Python path's exactly; the
+seconds are the wall time of each piece of the batch, shared among its
+events and walks by their units (the Python path times each one).
 
 The core holds its group's partitions in its own arena. Whoever reads
 ``runner.state.partitions`` (snapshots, ``Engine.update``, shedders, the
@@ -28,7 +36,8 @@ import functools
 import importlib
 import itertools
 import os
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -109,8 +118,6 @@ def ineligible(runner: QueryGroupRunner) -> str | None:
         return "a shedder"
     if engine.debug or engine.count_only or engine.order is not None:
         return "debug, count_only or an enumeration order"
-    if engine.observers.latency is not None or engine.observers.queue is not None:
-        return "latency or queue observers"
     return None
 
 
@@ -199,6 +206,10 @@ class NativeGroup:
         self.free: list[int] = []
         #: the last ``_tables`` made, with what they were made for
         self._lined_tables: tuple[Any, list[Any]] | None = None
+        #: observed in lockstep where every group runs in the core: the batch's units are booked once all
+        #: groups are done with it (``settle``), the pieces held till then (``deferred``)
+        self.settles_later = False
+        self.deferred: list[_Observed] = []
 
     def __getstate__(self) -> dict[str, Any]:
         # the core itself does not travel: the state went as Python objects (``NativeGroupState``),
@@ -209,6 +220,8 @@ class NativeGroup:
             "slots": {},
             "free": [],
             "_lined_tables": None,
+            "settles_later": False,
+            "deferred": [],
             "strings": condition_code.StringTable(),
             "recode_at": _STRINGS_SLACK,
         }
@@ -257,14 +270,7 @@ class NativeGroup:
             if _CORE is None:
                 return False
             self.core = self._make()
-        return (
-            engine._quota is None
-            and not runner.compiled.floors
-            and not runner.dropped
-            and runner.shedder is None
-            and engine.observers.latency is None
-            and engine.observers.queue is None
-        )
+        return engine._quota is None and not runner.compiled.floors and not runner.dropped and runner.shedder is None
 
     # ------------------------------------------------------------ state
     def _adopt(self) -> QueryGroupState:
@@ -392,6 +398,13 @@ class NativeGroup:
         core.latest_time, core.next_sweep = float(state.latest_time), state.next_sweep
         core.evicted = core.hits = core.late = core.transitions = core.created_total = core.consume_steps = 0
         core.accepted_queries = set()
+        observers = engine.observers
+        core.observed = observed = observers.latency is not None or observers.queue is not None
+        self.deferred = []  # (a batch stopped by an error leaves its pieces unbooked: they are not this batch's)
+        # no group reads the units of an event as it runs when every one runs in the core: book them later
+        self.settles_later = (
+            lockstep and observed and all(r.core is not None and r.core.takes() for r in engine.runners)
+        )
         core.set_walks(
             [
                 (
@@ -412,6 +425,7 @@ class NativeGroup:
         at = 0
         while True:
             # the batch in pieces of bounded output: each piece's matches go out before the next runs
+            began = time.perf_counter() if observed else 0.0
             took, at = core.run(
                 rows, syms, slots, values, positions, here, times is not None, track, engine.clock.events, at, _BUDGET
             )
@@ -424,7 +438,7 @@ class NativeGroup:
                 name = compiled.queries[q].name
                 if name not in engine.clock.per_query:
                     engine.clock.per_query[name] = QueryCost()
-            update += yield from self._piece(batch, out, units, floors, lockstep, limits)
+            update += yield from self._piece(batch, out, units, floors, lockstep, limits, began)
             if at >= len(rows):
                 break
         # the batch's end (QueryGroupRunner._end_batch)
@@ -454,22 +468,51 @@ class NativeGroup:
         floors: list[int],
         lockstep: bool,
         limits: tuple[int, int],
+        began: float = 0.0,
     ) -> Generator[int, None, int]:
-        """The last ``run``'s units booked and matches put out; its update units."""
+        """The last ``run``'s units booked and matches put out; its update units. Observed, the
+        units go to the observers too (the run began at ``began``, ``perf_counter``'s time)."""
         records, matches, marks_at, marks_label, spent = self.core.take()
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
-        if len(spent):
-            add = np.zeros(len(batch), dtype=np.int64)
-            np.add.at(add, spent[:, 0], spent[:, 1])
-            floors[:] = (np.asarray(floors, dtype=np.int64) + add).tolist()
-            if len(records):
-                np.add.at(add, records[:, 1], records[:, 4])
-            units[:] = (np.asarray(units, dtype=np.int64) + add).tolist()
+        observed = _Observed(self, batch, records, spent, began) if self.core.observed and len(spent) else None
+        if observed is not None and lockstep and not self.settles_later:
+            # event by event, as the Python groups read the units of the events they are at
+            yield from self._observed_lockstep(
+                observed, batch, records, matches, marks_at, marks_label, out, units, floors, limits
+            )
+            return update
+        if observed is not None and lockstep:
+            self.deferred.append(observed)  # booked once every group is done with the batch (``settle``)
+        elif len(spent):
+            self._add(records, spent, units, floors, observed)
         if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
+
+    def _add(
+        self, records: np.ndarray, spent: np.ndarray, units: list[int], floors: list[int], observed: _Observed | None
+    ) -> None:
+        """Add a piece's units to its events' ``units`` (update and walks) and ``floors`` (update), booking
+        them to the observers first (``observed``) with the units of the groups before this one."""
+        old_floors = np.asarray(floors, dtype=np.int64)
+        add = np.zeros(len(floors), dtype=np.int64)
+        np.add.at(add, spent[:, 0], spent[:, 1])
+        floors[:] = (old_floors + add).tolist()
+        if len(records):
+            np.add.at(add, records[:, 1], records[:, 4])
+        old_units = np.asarray(units, dtype=np.int64)
+        if observed is not None:
+            observed.book(old_floors, old_units)
+        units[:] = (old_units + add).tolist()
+
+    def settle(self, units: list[int], floors: list[int]) -> None:
+        """Book the pieces held back in lockstep (``settles_later``): called for every group in order once
+        all are done with the batch, each group then sees exactly the units of the groups before it."""
+        for observed in self.deferred:
+            self._add(observed.records, observed.spent, units, floors, observed)
+        self.deferred = []
 
     def _lined(
         self,
@@ -545,9 +588,7 @@ class NativeGroup:
         limits: tuple[int, int],
     ) -> Generator[int, None, None]:
         """The batch's matches, event by event, as the Python path puts them out (``_plain``, ``_out``)."""
-        runner = self.runner
-        engine, compiled = runner.engine, runner.compiled
-        queries, per_query = compiled.queries, engine.clock.per_query
+        engine = self.runner.engine
         # Most records are walks that found nothing (a condition failed): their steps and candidates are
         # booked here for all at once, per query, and only the records with matches go through Python.
         # Skipping the others changes nothing put out: in lockstep they yielded a row at which nothing
@@ -556,12 +597,9 @@ class NativeGroup:
         records = records[records[:, 3] > 0]
         if not len(records):
             return
-        rows = matches.tolist()
-        positions = batch.positions.tolist()
-        lines = engine._lines
-        flush_at, event_block = limits
+        put = self._putter(batch, matches, at, labels, out, limits[1])
+        flush_at = limits[0]
         last = -1
-        booked = _Booked(0, 0)  # steps and candidates are booked above
         for q, row, first, count, _, _ in records.tolist():
             if row != last:
                 if last >= 0 and len(out) >= flush_at and engine._emit is not None:
@@ -569,6 +607,24 @@ class NativeGroup:
                 if lockstep:
                     yield row
                 last = row
+            put(q, row, first, count)
+        if len(out) >= flush_at and engine._emit is not None:
+            engine.flush(out)
+
+    def _putter(
+        self, batch: EventBatch, matches: np.ndarray, at: list[int], labels: list[int], out: list[Any], block: int
+    ) -> Callable[[int, int, int, int], None]:
+        """What puts one record's matches out (its query, row, first match and matches; ``block``: runtime's
+        EVENT_BLOCK), as the Python path does (``_plain``, ``_out``); the walk's costs are booked apart."""
+        runner = self.runner
+        engine, compiled = runner.engine, runner.compiled
+        queries, per_query = compiled.queries, engine.clock.per_query
+        rows = matches.tolist()
+        positions = batch.positions.tolist()
+        lines = engine._lines
+        booked = _Booked(0, 0)  # steps and candidates are booked apart (``_book``)
+
+        def put(q: int, row: int, first: int, count: int) -> None:
             query = queries[q]
             cost = per_query[query.name]
             projection = compiled.projections[query.id]
@@ -578,24 +634,54 @@ class NativeGroup:
                 found = runner._put(
                     query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
                 )
-                runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
-                continue
-            if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
+                runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
+                return
+            if lines is not None and projection.every_event and count <= block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
                 found = _lines(
                     lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
                 )
                 if found is not None:
-                    runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
-                    continue
+                    runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
+                    return
             paths = (
                 (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
                 for start, k, m in rows[first : first + count]
             )
             found = runner._plain(query, projection, paths, positions[row], cost, out)
-            runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
-        if len(out) >= flush_at and engine._emit is not None:
-            engine.flush(out)
+            runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
+
+        return put
+
+    def _observed_lockstep(
+        self,
+        observed: _Observed,
+        batch: EventBatch,
+        records: np.ndarray,
+        matches: np.ndarray,
+        marks_at: np.ndarray,
+        marks_label: np.ndarray,
+        out: list[Any],
+        units: list[int],
+        floors: list[int],
+        limits: tuple[int, int],
+    ) -> Generator[int, None, None]:
+        """A piece's events in lockstep under observers: stopping before each processed event, as the Python
+        path does, so its units are added when the groups before this one are done with it (the units the
+        observers read include the groups before, never after), then its matches put out."""
+        engine = self.runner.engine
+        self._book(records, with_matches=False)
+        put = self._putter(batch, matches, marks_at.tolist(), marks_label.tolist(), out, limits[1])
+        flush_at = limits[0]
+        walks = records.tolist()
+        for k, row in enumerate(observed.rows.tolist()):
+            yield row
+            lo, hi = observed.event(k, units, floors)
+            for q, _, first, count, _, _ in walks[lo:hi]:
+                if count:
+                    put(q, row, first, count)
+            if len(out) >= flush_at and engine._emit is not None:
+                engine.flush(out)
 
     def _book(self, records: np.ndarray, with_matches: bool) -> None:
         """The bookings of ``QueryGroupRunner._out``/``_book`` for ``records``, summed per query: steps and
@@ -629,6 +715,90 @@ class NativeGroup:
         self.core.remap_slots([(slot, k) for k, (_, slot) in enumerate(kept)])
         self.slots = {key: k for k, (key, _) in enumerate(kept)}
         self.free = []
+
+
+class _Observed:
+    """A piece of a batch as the observers take it (``Observers``; ``QueryGroupRunner.step`` and ``_out``
+    book the same event by event): per processed event (``rows``, in order) the group's update units,
+    booked as the event's floor in the service log; per walk (a record of the core, in the order the
+    Python path walks: by event, then the group's queries in order) its steps, booked as the query's
+    enumeration at its event, and what the event's service has cost when the walk's matches are out (the
+    units of the groups before this one, this group's update, its walks so far: ``Observers.outs``).
+    The piece's wall time is shared among its events and walks by their units, plus one each."""
+
+    def __init__(self, group: NativeGroup, batch: EventBatch, records: np.ndarray, spent: np.ndarray, began: float):
+        runner = group.runner
+        observers = runner.engine.observers
+        self.log, self.queue, self.outs = observers.latency, observers.queue, observers.outs
+        self.number = runner.number
+        self.names = [q.name for q in runner.compiled.queries]
+        self.records, self.spent = records, spent
+        self.rows, self.update = spent[:, 0], spent[:, 1]
+        self.positions = batch.positions[self.rows].astype(np.int64)
+        steps = records[:, 4]
+        elapsed = time.perf_counter() - began
+        share = elapsed / (int(self.update.sum()) + len(self.update) + int(steps.sum()) + len(steps))
+        self.floor_seconds = (self.update + 1) * share
+        self.walk_seconds = (steps + 1) * share
+        # each walk's event among the processed ones, and its walks' steps up to it (itself included)
+        self.of = np.searchsorted(self.rows, records[:, 1])
+        done = np.cumsum(steps)
+        first = np.ones(len(steps), dtype=bool)
+        first[1:] = records[1:, 1] != records[:-1, 1]
+        begins = np.maximum.accumulate(np.where(first, np.arange(len(steps)), 0)) if len(steps) else first
+        self.through = done - (done - steps)[begins]
+
+    def book(self, floors: np.ndarray, units: np.ndarray) -> None:
+        """Book the whole piece, the events' ``floors`` and ``units`` being what the groups before this one
+        left (every one done with the piece's events: not in lockstep)."""
+        records, rows = self.records, self.rows
+        if self.log is not None:
+            base = self.log.floors(
+                self.number,
+                (floors[rows] + self.update).tolist(),
+                self.floor_seconds.tolist(),
+                self.positions.tolist(),
+            )
+            if len(records):
+                at, queries = base + self.of, records[:, 0]
+                for q in np.unique(queries).tolist():
+                    mine = queries == q
+                    self.log.walks(
+                        self.names[q], at[mine].tolist(), records[mine, 4].tolist(), self.walk_seconds[mine].tolist()
+                    )
+        if self.queue is not None and len(records):
+            spent = units[records[:, 1]] + self.update[self.of] + self.through
+            names = self.names
+            self.outs.extend(
+                zip(records[:, 1].tolist(), [names[q] for q in records[:, 0].tolist()], spent.tolist(), strict=True)
+            )
+
+    def event(self, k: int, units: list[int], floors: list[int]) -> tuple[int, int]:
+        """Book the piece's ``k``-th processed event, the groups before this one being done with it, and add
+        its units to ``units`` and ``floors``; its walks' range among the records."""
+        if k == 0:  # the lists, made once per piece
+            self._rows, self._update = self.rows.tolist(), self.update.tolist()
+            self._fsec, self._positions = self.floor_seconds.tolist(), self.positions.tolist()
+            self._wsec, self._walks = self.walk_seconds.tolist(), self.records[:, [0, 4]].tolist()
+            bounds = np.searchsorted(self.records[:, 1], self.rows, side="left").tolist()
+            self._bounds = [*bounds, len(self.records)]
+        row, update = self._rows[k], self._update[k]
+        lo, hi = self._bounds[k], self._bounds[k + 1]
+        served = units[row]
+        floors[row] = floor = floors[row] + update
+        log, names = self.log, self.names
+        if log is not None:
+            log.floor(self.number, floor, self._fsec[k], self._positions[k])
+        spent = served + update
+        for j in range(lo, hi):
+            q, steps = self._walks[j]
+            spent += steps
+            if log is not None:
+                log.enumerated(self.number, names[q], steps, self._wsec[j])
+            if self.queue is not None:
+                self.outs.append((row, names[q], spent))
+        units[row] = spent
+        return lo, hi
 
 
 _STRATEGIES = {"NEXT": 1, "LAST": 2, "MAX": 3}

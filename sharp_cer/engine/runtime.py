@@ -955,8 +955,11 @@ class QueryGroupRunner:
         out: list[Any],
         began: float,
         floor: int,
+        watched: bool = True,
     ) -> None:
-        """Book an enumeration and put its matches (in end order) out."""
+        """Book an enumeration and put its matches (in end order) out; with
+        ``watched``, report it to the observers too (the compiled core
+        reports its walks in bulk: ``native._Observed``)."""
         engine = self.engine
         cost.truncated += walk.truncated
         engine.domain_errors += walk.domain_errors
@@ -965,6 +968,8 @@ class QueryGroupRunner:
             out.extend(found)
             if engine._quota is not None:
                 engine._quota -= len(found)
+        if not watched:
+            return
         if self.log is not None:
             self.log.enumerated(self.number, query.name, walk.steps, time.perf_counter() - began)
         if engine.observers.queue is not None:
@@ -1498,6 +1503,9 @@ class Engine:
             except StopIteration as stop:
                 update += stop.value
                 heapq.heappop(waiting)
+        for runner in self.runners:  # units the compiled core held back (``native.NativeGroup.settle``)
+            if runner.core is not None:
+                runner.core.settle(units, floors)
         return update
 
     def _serve(self, arrivals: Any, units: list[int], began: float, positions: Any = None) -> None:
