@@ -350,6 +350,32 @@ cdef Ival _or3(Ival a, Ival b):
     return _tv(False)
 
 
+cdef inline Ival _bempty(Ival a, Ival b):
+    """Kind 3 (out of its domain, ``conditions.EMPTY``) where either side is, else kind 0."""
+    cdef Ival r
+    r.kind = 3 if a.kind == 3 or b.kind == 3 else 0
+    return r
+
+
+cdef Ival _band(Ival a, Ival b):
+    """``conditions._and``: the left read first; a right out of its domain under a left that may
+    go either way is undecided."""
+    if a.kind == 3 or (a.kind == 2 and a.lo.i == 0):
+        return a
+    if b.kind == 3:
+        return b if a.kind == 2 else _unknown()
+    return _and3(a, b)
+
+
+cdef Ival _bor(Ival a, Ival b):
+    """``conditions._or``."""
+    if a.kind == 3 or (a.kind == 2 and a.lo.i == 1):
+        return a
+    if b.kind == 3:
+        return b if a.kind == 2 else _unknown()
+    return _or3(a, b)
+
+
 cdef inline Ival _iv(Num lo, Num hi):
     cdef Ival r
     r.lo = lo
@@ -623,8 +649,6 @@ cdef class Core:
     cdef vector[int32_t] ck_coff
     cdef vector[int64_t] cj_exact
     cdef vector[int64_t] cj_bound
-    cdef vector[int32_t] cj_roff
-    cdef vector[int32_t] cj_read
     cdef vector[int64_t] xcode
     cdef vector[int64_t] bcode
     cdef vector[Num] consts
@@ -1887,7 +1911,6 @@ cdef class Core:
             self.consts.push_back(_num(kind, value))
         self.ck_coff.push_back(0)
         self.ck_toff.push_back(0)
-        self.cj_roff.push_back(0)
         for c in t["checks"]:
             self.ck_whole.push_back(_flag(c["whole"]))
             for flag in c["tag"]:
@@ -1903,13 +1926,10 @@ cdef class Core:
                 self.cj_exact.push_back(self.xcode.size())
                 for op in code:
                     self.xcode.push_back(op)
-            for code, read in c["bounds"]:
+            for code, _ in c["bounds"]:  # the terms a conjunct reads: the program reads them itself
                 self.cj_bound.push_back(self.bcode.size())
                 for op in code:
                     self.bcode.push_back(op)
-                for j in read:
-                    self.cj_read.push_back(j)
-                self.cj_roff.push_back(self.cj_read.size())
             self.ck_coff.push_back(self.cj_exact.size())
         self.q_off.push_back(0)
         for checks in t["queries"]:
@@ -2057,24 +2077,15 @@ cdef class Core:
         return True
 
     cdef int _bound(self, int32_t k, int32_t c) except -2:
-        """``compile_bounds``' test of conjunct ``c`` on ``ivl``: 1 true, 0 false, -1 unknown."""
+        """``compile_bounds``' test of conjunct ``c`` on ``ivl``: 1 true, 0 false, -1 unknown.
+
+        A term over no events on every path (not NaN) is out of its domain where it is read: its
+        value is kind 3 (``conditions.EMPTY``), which what reads it passes on, except where AND's
+        left is false or OR's left is true (the right is not read there); the conjunct is then false."""
         cdef int32_t j, kind, op
-        cdef Num lo, hi
         cdef Num* iv = &self.ivl[0]
-        # a term over no events (not NaN) makes the conjunct false, wherever it is read
-        for j in range(self.cj_roff[c], self.cj_roff[c + 1]):
-            lo, hi = iv[2 * self.cj_read[j]], iv[2 * self.cj_read[j] + 1]
-            if _nan(lo) or _nan(hi):
-                continue
-            kind = self.ck_kinds[self.ck_toff[k] + self.cj_read[j]]
-            if kind == 4 and _cmp(lo, hi) == 1:
-                return 0
-            if kind == 2 and lo.kind == K_FLT and lo.f == INF:
-                return 0
-            if kind == 3 and hi.kind == K_FLT and hi.f == -INF:
-                return 0
         cdef int64_t pc = self.cj_bound[c]
-        cdef Ival a, b, x, r
+        cdef Ival a, b, x, y, r
         self.bstack.clear()
         while True:
             op = <int32_t>self.bcode[pc]
@@ -2085,6 +2096,12 @@ cdef class Core:
                 pc += 2
                 r.lo, r.hi = iv[2 * j], iv[2 * j + 1]
                 r.kind = 0 if _nan(r.lo) or _nan(r.hi) else 1
+                if r.kind == 1:
+                    kind = self.ck_kinds[self.ck_toff[k] + j]
+                    if ((kind == 4 and _cmp(r.lo, r.hi) == 1)
+                            or (kind == 2 and r.lo.kind == K_FLT and r.lo.f == INF)
+                            or (kind == 3 and r.hi.kind == K_FLT and r.hi.f == -INF)):
+                        r.kind = 3
                 self.bstack.push_back(r)
             elif op == 1:  # CONST
                 r.kind = 1
@@ -2099,23 +2116,32 @@ cdef class Core:
                     r.lo, r.hi = _neg(a.hi), _neg(a.lo)
                     r.kind = 0 if _nan(r.lo) or _nan(r.hi) else 1
                 else:
-                    r.kind = 0
+                    r.kind = 3 if a.kind == 3 else 0
                 self.bstack[self.bstack.size() - 1] = r
             elif op == 20:  # ABS
                 pc += 1
                 a = self.bstack.back()
-                self.bstack[self.bstack.size() - 1] = _iabs(a)
+                if a.kind != 3:
+                    self.bstack[self.bstack.size() - 1] = _iabs(a)
             elif op == 5:  # ARITH
                 b = self.bstack.back()
                 self.bstack.pop_back()
                 a = self.bstack.back()
-                self.bstack[self.bstack.size() - 1] = _iarith(<int32_t>self.bcode[pc + 1], a, b)
+                if a.kind == 3 or b.kind == 3:
+                    a.kind = 3
+                    self.bstack[self.bstack.size() - 1] = a
+                else:
+                    self.bstack[self.bstack.size() - 1] = _iarith(<int32_t>self.bcode[pc + 1], a, b)
                 pc += 2
             elif op == 6:  # CMP
                 b = self.bstack.back()
                 self.bstack.pop_back()
                 a = self.bstack.back()
-                self.bstack[self.bstack.size() - 1] = _icmp(<int32_t>self.bcode[pc + 1], a, b)
+                if a.kind == 3 or b.kind == 3:
+                    a.kind = 3
+                    self.bstack[self.bstack.size() - 1] = a
+                else:
+                    self.bstack[self.bstack.size() - 1] = _icmp(<int32_t>self.bcode[pc + 1], a, b)
                 pc += 2
             elif op == 17:  # BETWEEN: operand, low, high
                 b = self.bstack.back()
@@ -2123,26 +2149,35 @@ cdef class Core:
                 a = self.bstack.back()
                 self.bstack.pop_back()
                 x = self.bstack.back()
-                self.bstack[self.bstack.size() - 1] = _and3(_icmp(3, a, x), _icmp(3, x, b))
+                # read as the exact check reads it (``conditions._between``): high where low <= x is not false
+                r = _bempty(a, x)
+                if r.kind != 3:
+                    r = _icmp(3, a, x)
+                y = _bempty(x, b)
+                if y.kind != 3:
+                    y = _icmp(3, x, b)
+                self.bstack[self.bstack.size() - 1] = _band(r, y)
                 pc += 1
             elif op == 12 or op == 13:  # AND3, OR3
                 b = self.bstack.back()
                 self.bstack.pop_back()
                 a = self.bstack.back()
-                self.bstack[self.bstack.size() - 1] = _and3(a, b) if op == 12 else _or3(a, b)
+                self.bstack[self.bstack.size() - 1] = _band(a, b) if op == 12 else _bor(a, b)
                 pc += 1
             elif op == 9:  # NOT
                 a = self.bstack.back()
                 if a.kind == 2:
                     a.lo.i = 1 - a.lo.i
-                else:
+                elif a.kind != 3:
                     a.kind = 0
                 self.bstack[self.bstack.size() - 1] = a
                 pc += 1
             elif op == 18:  # UNKNOWN n
-                for j in range(<int32_t>self.bcode[pc + 1]):
-                    self.bstack.pop_back()
                 r.kind = 0
+                for j in range(<int32_t>self.bcode[pc + 1]):
+                    if self.bstack.back().kind == 3:
+                        r.kind = 3
+                    self.bstack.pop_back()
                 self.bstack.push_back(r)
                 pc += 2
             else:
@@ -2150,7 +2185,7 @@ cdef class Core:
         r = self.bstack.back()
         if r.kind == 2:
             return <int>r.lo.i
-        return -1
+        return 0 if r.kind == 3 else -1
 
     cdef int _exact(self, int32_t k, int32_t deepest, int32_t latest) except -1:
         """``Walk._holds``: check ``k`` on the path's events from depth ``deepest`` (the instance's

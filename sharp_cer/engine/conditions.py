@@ -106,8 +106,15 @@ class Terms:
         return self.keys.index(key)
 
 
-class _Empty(Exception):
-    """A term over no events at all on every path: the conjunct is false."""
+class _Empty:
+    """A term over no events at all on every path (``avg``, ``min``, ``max``,
+    ``first``, ``last`` of none): out of its domain wherever it is read, so
+    what reads it is too. It is not false: OR does not read its right side
+    where its left is true, nor AND where its left is false (``reference``
+    rule 6), and NOT keeps it out of domain."""
+
+
+EMPTY = _Empty()
 
 
 Bounds = Callable[[Sequence[Interval]], Any]
@@ -119,9 +126,8 @@ def compile_bounds(expr: ast.Expr, terms: Terms) -> Callable[[Sequence[Interval]
     inner = _bounds(expr, terms)
 
     def test(intervals: Sequence[Interval]) -> bool | None:
-        try:
-            value = inner(intervals)
-        except _Empty:
+        value = inner(intervals)
+        if value is EMPTY:  # out of its domain on every path: the conjunct is false
             return False
         return value if isinstance(value, bool) or value is None else None
 
@@ -154,7 +160,7 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
             if lo != lo or hi != hi:  # NaN: unknown
                 return None
             if (kind == "env" and lo > hi) or (kind == "min" and lo == _INF) or (kind == "max" and hi == -_INF):
-                raise _Empty()
+                return EMPTY
             return (lo, hi)
 
         return term
@@ -175,13 +181,13 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
         return lambda iv: _compare(op, left(iv), right(iv))
     if isinstance(expr, ast.Between):
         operand, low, high = (_bounds(e, terms) for e in (expr.operand, expr.low, expr.high))
-        return lambda iv: and3(_compare("<=", low(iv), operand(iv)), _compare("<=", operand(iv), high(iv)))
+        return lambda iv: _between(operand(iv), low(iv), high(iv))
     if isinstance(expr, ast.And):
         a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
-        return lambda iv: and3(a(iv), b(iv))
+        return lambda iv: _and(a(iv), b(iv))
     if isinstance(expr, ast.Or):
         a, b = _bounds(expr.left, terms), _bounds(expr.right, terms)
-        return lambda iv: or3(a(iv), b(iv))
+        return lambda iv: _or(a(iv), b(iv))
     if isinstance(expr, ast.Not):
         a = _bounds(expr.operand, terms)
         return lambda iv: _not(a(iv))
@@ -192,15 +198,42 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
     inner = [_bounds(child, terms) for child in children]
 
     def unknown(iv: Sequence[Interval]) -> Any:
-        for child in inner:
-            child(iv)
-        return None
+        return EMPTY if any(child(iv) is EMPTY for child in inner) else None
 
     return unknown
 
 
 def _map(value: Any, f: Callable[[Interval], Interval]) -> Any:
+    if value is EMPTY:
+        return EMPTY
     return f(value) if isinstance(value, tuple) else None
+
+
+def _and(a: Any, b: Any) -> Any:
+    """AND on bounds, its left read first: false where the left is false,
+    else out of domain where either side is. With a left that may go
+    either way, a right out of domain makes it false on some paths and out
+    of domain on the others: undecided (under a NOT they differ)."""
+    if a is EMPTY or a is False:
+        return a
+    if b is EMPTY:
+        return EMPTY if a is True else None
+    return and3(a, b)
+
+
+def _or(a: Any, b: Any) -> Any:
+    """OR on bounds, as ``_and`` with the sides' roles for true."""
+    if a is EMPTY or a is True:
+        return a
+    if b is EMPTY:
+        return EMPTY if a is False else None
+    return or3(a, b)
+
+
+def _between(operand: Any, low: Any, high: Any) -> Any:
+    """``low <= operand <= high``, read as the exact check reads it: high
+    only where ``low <= operand`` is not false."""
+    return _and(_compare("<=", low, operand), _compare("<=", operand, high))
 
 
 def _abs(a: Interval) -> Interval:
@@ -212,6 +245,8 @@ def _abs(a: Interval) -> Interval:
 
 
 def _arith(op: str, a: Any, b: Any) -> Any:
+    if a is EMPTY or b is EMPTY:
+        return EMPTY
     if not (isinstance(a, tuple) and isinstance(b, tuple)):
         return None
     if op == "+":
@@ -224,7 +259,9 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     return None if out[0] != out[0] or out[1] != out[1] else out
 
 
-def _compare(op: str, a: Any, b: Any) -> bool | None:
+def _compare(op: str, a: Any, b: Any) -> Any:
+    if a is EMPTY or b is EMPTY:
+        return EMPTY
     if not (isinstance(a, tuple) and isinstance(b, tuple)):
         return None
     if op in (">", ">="):
@@ -239,8 +276,8 @@ def _compare(op: str, a: Any, b: Any) -> bool | None:
     return equal if op == "=" else (None if equal is None else not equal)
 
 
-def _not(a: Any) -> bool | None:
-    return None if a is None else not a
+def _not(a: Any) -> Any:
+    return a if a is None or a is EMPTY else not a
 
 
 # ---------------------------------------------------------------- exact
