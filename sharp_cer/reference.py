@@ -35,7 +35,8 @@ The rules (the language's semantics, after CORE §2–3 and CEL §2–5):
    domain (``asin(2)``, ``sqrt(-1)``, division or modulo by zero) makes the
    whole conjunct false, and is counted. ``LIKE`` searches the regex
    anywhere in the string unless anchored. ``IN RANGE`` and ``IN {a..b}``
-   include both bounds.
+   include both bounds: ``x IN RANGE(lo, hi)`` is ``lo <= x AND x <= hi``,
+   so ``hi`` is read (and may be out of domain) unless x is below ``lo``.
    **Nulls** (an attribute that is there and null, see
    ``sharp_cer.events.loaders``) follow SQL's three-valued logic: arithmetic,
    math and LIKE of a null are null (null ``/ 0`` too, which is then no
@@ -441,6 +442,16 @@ class _Query:
             return all(_truth(self._value(part, binding, {var: i})) is True for i in binding.get(var, []))
         return _truth(self._value(part, binding, {})) is True
 
+    def _range(self, node: ast.InInterval | ast.Between, binding: Any, current: Any) -> bool | None:
+        """``low <= x AND x <= high`` (rule 6): ``high`` is read unless ``low <= x`` is false."""
+        value = self._value(node.operand, binding, current)
+        low = self._value(node.low, binding, current) if node.low is not None else -math.inf
+        above = _compare("<=", low, value)
+        if above is False:
+            return False
+        high = self._value(node.high, binding, current) if node.high is not None else math.inf
+        return _and(above, _compare("<=", value, high))
+
     def _value(self, node: ast.Expr, binding: dict[str, list[int]], current: dict[str, int]) -> Any:
         if isinstance(node, (ast.NumberLiteral, ast.StringLiteral, ast.BoolLiteral)):
             return node.value
@@ -474,16 +485,10 @@ class _Query:
             if value is None:
                 return None
             return any(value == item for item in items) != node.negated
-        if isinstance(node, ast.InInterval):
-            value = self._value(node.operand, binding, current)
-            low = self._value(node.low, binding, current) if node.low is not None else -math.inf
-            high = self._value(node.high, binding, current) if node.high is not None else math.inf
-            inside = _and(_compare("<=", low, value), _compare("<=", value, high))
-            return None if inside is None else inside != node.negated
-        if isinstance(node, ast.Between):
-            value = self._value(node.operand, binding, current)
-            low, high = self._value(node.low, binding, current), self._value(node.high, binding, current)
-            return _and(_compare("<=", low, value), _compare("<=", value, high))
+        if isinstance(node, (ast.InInterval, ast.Between)):
+            inside = self._range(node, binding, current)
+            negated = isinstance(node, ast.InInterval) and node.negated
+            return None if inside is None else inside != negated
         if isinstance(node, ast.Like):
             text = self._value(node.operand, binding, current)
             return None if text is None else re.search(node.pattern, text) is not None

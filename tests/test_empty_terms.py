@@ -1,7 +1,8 @@
 """Aggregates over no values (``min``, ``max``, ``avg``, ``first``/``last``
 of none, or of only nulls) are out of their domain where they are read, and
 only there: OR does not read its right side where its left is true, AND
-where its left is false (``reference`` rule 6). The engines' bound tests on
+where its left is false, ``x IN RANGE(lo, hi)`` its ``hi`` where x is below
+``lo`` (``reference`` rule 6). The engines' bound tests on
 whole tECS branches must not prune such a branch as if the term made the
 whole conjunct false (both engines did, for ``(count(A) < 2) OR (min(A.x) <
 0)`` over one A with a null x).
@@ -59,6 +60,10 @@ CASES = [
     ("NOT ((count(A) < 2) AND (max(A.x) > 0))", [_a(None, 0)], []),
     # two As, one with a value: [0] is over no values, [1] and [0, 1] have min 5
     ("(count(A) > 5) OR (min(A.x) > 4)", [_a(None, 0), _a(5, 1)], [(0, 1), (1,)]),
+    # IN RANGE is lo <= x AND x <= hi: below lo, hi (over no values) is not read, so NOT holds
+    ("NOT (count(A) IN RANGE(5, min(A.x)))", [_a(None, 0)], [(0,)]),
+    # within lo: hi is read, out of its domain, and NOT keeps it so
+    ("NOT (count(A) IN RANGE(0, min(A.x)))", [_a(None, 0)], []),
     # avg (an envelope term) over only nulls, behind a true left side
     ("(sum(A.x) = 0) OR (avg(A.x) > 100)", [_a(None, 0), _a(None, 1)], [(0,), (0, 1), (1,)]),
 ]
@@ -75,7 +80,16 @@ def test_a_term_over_no_values_is_out_of_domain_only_where_it_is_read(
 
 
 _ALWAYS = ("count(A) < 2", "count(A) >= 2", "sum(A.x) = 0", "sum(A.x) > 3")
-_MAYBE = ("min(A.x) < 3", "max(A.x) > 2", "avg(A.x) >= 2", "first(A.x) = 1", "last(A.x) < 3", "min(A.x) < max(A.x)")
+_MAYBE = (
+    "min(A.x) < 3",
+    "max(A.x) > 2",
+    "avg(A.x) >= 2",
+    "first(A.x) = 1",
+    "last(A.x) < 3",
+    "min(A.x) < max(A.x)",
+    "count(A) IN RANGE(2, max(A.x))",
+    "sum(A.x) IN RANGE(min(A.x), 4)",
+)
 
 
 @st.composite
