@@ -37,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run its command on the process's stdout and stderr."""
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    # the command named first gets its flags; none named (``--help``, a typo): every command's
+    parser = build_parser(given[0] if given and given[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
     try:
