@@ -45,9 +45,11 @@ def events_file(workload: str, folder: Path, rows: int = 10) -> Path:
     return path
 
 
-def cpu_of(command: list[str], env: dict[str, str]) -> float:
-    """The CPU seconds (user + sys) of one run of ``command``."""
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+def cpu_of(command: list[str], env: dict[str, str], cwd: Path) -> float:
+    """The CPU seconds (user + sys) of one run of ``command`` in ``cwd``
+    (``python -c`` puts its folder first on the path: run in a source tree,
+    it would import that tree's sharp_cer, not the interpreter's)."""
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, status, usage = os.wait4(child.pid, 0)
     if status != 0:
         raise SystemExit(f"{' '.join(command)} failed ({status})")
@@ -69,10 +71,10 @@ def main() -> None:
         print(f"load: {os.getloadavg()[0]:.2f}; bytecode: {'none' if args.no_bytecode else 'cached'}")
         for workload in args.workloads.split(","):
             events = events_file(workload, work)
-            command = [sys.executable, "-c", _MAIN, "match", str(ROOT / "configs" / f"{workload}.toml"), "--events", str(events)]
-            command += ["--out", str(work / "out.jsonl")]
-            cpu_of(command, env)  # fills the bytecode cache
-            runs = sorted(cpu_of(command, env) for _ in range(args.repeat))
+            command = [sys.executable, "-c", _MAIN, "match", str(ROOT / "configs" / f"{workload}.toml")]
+            command += ["--events", str(events), "--out", str(work / "out.jsonl")]
+            cpu_of(command, env, work)  # fills the bytecode cache
+            runs = sorted(cpu_of(command, env, work) for _ in range(args.repeat))
             print(
                 f"{workload:14s} median {statistics.median(runs):.3f} CPU s "
                 f"(min {runs[0]:.3f}, max {runs[-1]:.3f}, {len(runs)} runs)"
