@@ -8,6 +8,7 @@ still finds the matches the reference evaluator finds."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -89,3 +90,16 @@ def test_a_match_with_like_loads_neither_pandas_nor_pyarrow_compute(tmp_path: Pa
     found = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(expected) == 2
     assert sorted((m["end"], m["start"]) for m in found) == sorted((m.end, m.start) for m in expected)
+
+
+def test_a_match_imports_no_other_command_module(tmp_path: Path) -> None:
+    # the parser registers the other commands by name and help only (``cli.parser``)
+    (tmp_path / "s.ceql").write_text(SCHEMA)
+    (tmp_path / "q.ceql").write_text("SELECT * WHERE A ; B WITHIN 4 EVENTS\n")
+    _write_events(tmp_path / "e.csv")
+    probe = PROBE + "print(sorted(m for m in sys.modules if m.startswith('sharp_cer.cli.')), file=sys.stderr)\n"
+    args = ["match", "--schema", "s.ceql", "--query", "q.ceql", "--events", "e.csv"]
+    command = [sys.executable, "-c", probe, *args]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=True)
+    loaded = {name.removeprefix("sharp_cer.cli.") for name in ast.literal_eval(done.stderr.splitlines()[-1])}
+    assert "match" in loaded and not loaded & {"check", "demo", "explain", "run", "stream"}

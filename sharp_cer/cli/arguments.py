@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..language import LatencyBound
+if TYPE_CHECKING:  # imported where used: the command line's first imports stay light (``entry``)
+    from ..language import LatencyBound
 
 #: the shedders of ``shedding.SHEDDERS``, named here so that the CLI starts
 #: without importing the engine (a test keeps the two lists equal)
@@ -55,6 +57,8 @@ def latency_bound(text: str) -> LatencyBound:
     >>> latency_bound("250ms").milliseconds, latency_bound("40%").fraction, latency_bound("500").cost_units
     (250.0, 0.4, 500.0)
     """
+    from ..language import LatencyBound
+
     try:
         return LatencyBound.parse(text)
     except ValueError:
@@ -103,6 +107,8 @@ def bound_option(args: argparse.Namespace) -> LatencyBound | None:
     fraction = args.latency_bound_fraction
     if not 0 < fraction <= 1:
         raise UsageError(f"--latency-bound-fraction must be in (0, 1], not {fraction:g}")
+    from ..language import LatencyBound
+
     return LatencyBound(fraction=fraction)
 
 

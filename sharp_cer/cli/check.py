@@ -16,6 +16,7 @@ from ..language.diagnostics import counted
 from ..language.files import read_source
 from ..language.source import Source
 from .exits import EXIT_INVALID, EXIT_OK
+from .parser import SUMMARIES
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class CheckOptions:
 
 def add_parser(sub: Any) -> None:
     """The ``check`` command's flags."""
-    check = sub.add_parser("check", help="validate query, schema and workload files")
+    check = sub.add_parser("check", help=SUMMARIES["check"])
     check.add_argument("files", nargs="+", metavar="FILE", help=".ceql, .core or .toml files")
     check.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
 

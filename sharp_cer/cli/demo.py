@@ -18,6 +18,7 @@ from ..language.printer import window as window_text
 from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK, lost_worker
 from .outputs import folder_problem, make_folder, overlap_problem
+from .parser import SUMMARIES
 from .run import complete
 from .signals import SignalGuard, guarded, starting
 
@@ -38,7 +39,7 @@ class DemoOptions:
 
 def add_parser(sub: Any) -> None:
     """The ``demo`` command's flags."""
-    run_demo = sub.add_parser("demo", help="check the example workloads and generate their data")
+    run_demo = sub.add_parser("demo", help=SUMMARIES["demo"])
     run_demo.add_argument("--configs", type=Path, default=Path("configs"), help="folder of workloads")
     run_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="where data goes")
     run_demo.add_argument("--events", type=at_least(1), default=20_000, help="events per workload")

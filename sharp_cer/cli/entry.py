@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from .arguments import UsageError
 from .exits import stopped_cleanly
+from .generated_code import cache_path, generated_code
 from .parser import COMMANDS, build_parser
 
 
@@ -23,7 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # wall time on a quiet machine, ~45 ms on a busy one. A value the
         # user set stays.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    code = stopped_cleanly(lambda: _command(argv))
+        # the command's modules are imported below: their dataclasses' methods
+        # from the user's compiled-code cache (``generated_code``)
+        with generated_code(cache_path()):
+            code = stopped_cleanly(lambda: _command(argv))
+    else:
+        code = stopped_cleanly(lambda: _command(argv))
     if argv is None:
         # The process ends next, and Python's teardown runs full cycle
         # collections over every object still alive (after a match, ~60k:
@@ -37,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run its command on the process's stdout and stderr."""
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    # the command named first gets its flags; none named (``--help``, a typo): every command's
+    parser = build_parser(given[0] if given and given[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
     try:

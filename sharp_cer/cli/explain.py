@@ -18,6 +18,7 @@ from .arguments import at_least
 from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import load_events, schema_and_queries
 from .outputs import atomic_output, check_outputs, file_problem, write_atomic
+from .parser import SUMMARIES
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ExplainOptions:
 
 def add_parser(sub: Any) -> None:
     """The ``explain`` command's flags."""
-    run_explain = sub.add_parser("explain", help="show what a plan shares: query groups, prefix graph, PSD, figures")
+    run_explain = sub.add_parser("explain", help=SUMMARIES["explain"])
     run_explain.add_argument("files", nargs="+", metavar="FILE", help="one WORKLOAD.toml, or QUERY.ceql files")
     run_explain.add_argument("--schema", metavar="FILE", help="the .core schema for .ceql files")
     run_explain.add_argument("--json", action="store_true", help="print one JSON object")

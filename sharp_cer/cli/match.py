@@ -21,6 +21,7 @@ from .exits import EXIT_INVALID, EXIT_OK
 from .inputs import event_chunks, events_format, schema_and_queries
 from .letters import LetterTally, LetterWriter
 from .outputs import atomic_output, check_outputs, file_problem, write_atomic
+from .parser import SUMMARIES
 from .shed import ShedOptions, judges, reference_latency, shed_stats, summary_table, warn_floors
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def add_parser(sub: Any) -> None:
     """The ``match`` command's flags."""
     run_match = sub.add_parser(
         "match",
-        help="write the matches of a workload or of queries over an events file (JSON lines)",
+        help=SUMMARIES["match"],
         description="Read the events chunk by chunk and write each chunk's matches as they complete, in order "
         "of their end: memory holds one chunk and the engine's live state, not the input.",
     )

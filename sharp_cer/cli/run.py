@@ -29,6 +29,7 @@ from .outputs import (
     same_path,
     write_atomic,
 )
+from .parser import SUMMARIES
 from .signals import SignalGuard, guarded, starting
 
 
@@ -53,7 +54,7 @@ class RunOptions:
 
 def add_parser(sub: Any) -> None:
     """The ``run`` command's flags."""
-    run_spark = sub.add_parser("run", help="run a workload over events on Spark (batch)")
+    run_spark = sub.add_parser("run", help=SUMMARIES["run"])
     run_spark.add_argument("workload", metavar="WORKLOAD", help="the workload (.toml)")
     run_spark.add_argument("--events", metavar="PATH", help=".csv, .jsonl or .parquet events (a file or a folder)")
     run_spark.add_argument(

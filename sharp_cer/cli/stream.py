@@ -17,6 +17,7 @@ from ..language.workload_source import WorkloadSource
 from .arguments import SHEDDER_NAMES, at_least, seconds_problem
 from .exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, lost_worker
 from .outputs import atomic_output, file_problem, folder_problem, make_folder, overlap_problem, same_path, write_atomic
+from .parser import SUMMARIES
 from .signals import SignalGuard, guarded, starting
 
 
@@ -47,7 +48,7 @@ class StreamOptions:
 
 def add_parser(sub: Any) -> None:
     """The ``stream`` command's flags."""
-    run_stream = sub.add_parser("stream", help="run a workload over files arriving in a folder (Spark streaming)")
+    run_stream = sub.add_parser("stream", help=SUMMARIES["stream"])
     run_stream.add_argument(
         "workload", metavar="WORKLOAD", help="the workload (.toml), or a folder of them (one per tenant)"
     )

@@ -23,26 +23,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 
 import lark
+
+from sharp_cer._user_cache import private_folder
 
 
 def cache_file(grammar: str, name: str, base: str | None = None) -> str | bool:
     """The file for lark's ``cache`` option: a path in the user's private
     cache folder (under ``base``, by default the user's cache home), or
     False (no cache) when there is none to be had."""
-    base = base or os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "sharp-cer")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        info = os.stat(folder)
-    except OSError:
-        return False
-    # a folder someone else owns or may write to could hold a planted file
-    owner = os.getuid() if hasattr(os, "getuid") else info.st_uid
-    if info.st_uid != owner or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    folder = private_folder(base)
+    if folder is None:
         return False
     digest = hashlib.sha256("\0".join([grammar, lark.__version__, sys.version]).encode()).hexdigest()[:20]
     return os.path.join(folder, f"{name}-{digest}.lark")
