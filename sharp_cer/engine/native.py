@@ -38,7 +38,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import keyed, partition_keys, visible, window_array, window_column
+from .feed import batch_times, keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
@@ -369,7 +369,7 @@ class NativeGroup:
         self._recode()
         state = self._adopt()
         symbols = runner.symbols.encode(atoms, visible(group, batch) & keyed(group, batch))
-        times = batch.times() if group.window[0] == "time" else None
+        times = batch_times(batch) if group.window[0] == "time" else None
         measure = window_column(group, batch, times)
         progress: np.ndarray | None = None
         if times is not None:
@@ -460,12 +460,12 @@ class NativeGroup:
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
         if len(spent):
-            add = np.zeros(len(batch), dtype=np.int64)
-            np.add.at(add, spent[:, 0], spent[:, 1])
-            floors[:] = (np.asarray(floors, dtype=np.int64) + add).tolist()
+            # added to the engine's lists once, at the batch's end (``Engine.added``)
+            added_units, added_floors = self.runner.engine.added(len(batch))
+            np.add.at(added_floors, spent[:, 0], spent[:, 1])
+            np.add.at(added_units, spent[:, 0], spent[:, 1])
             if len(records):
-                np.add.at(add, records[:, 1], records[:, 4])
-            units[:] = (np.asarray(units, dtype=np.int64) + add).tolist()
+                np.add.at(added_units, records[:, 1], records[:, 4])
         if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
@@ -557,12 +557,12 @@ class NativeGroup:
         if not len(records):
             return
         rows = matches.tolist()
-        positions = batch.positions.tolist()
+        ends = batch.positions[records[:, 1]].tolist()  # each record's event's position
         lines = engine._lines
         flush_at, event_block = limits
         last = -1
         booked = _Booked(0, 0)  # steps and candidates are booked above
-        for q, row, first, count, _, _ in records.tolist():
+        for (q, row, first, count, _, _), end in zip(records.tolist(), ends, strict=True):
             if row != last:
                 if last >= 0 and len(out) >= flush_at and engine._emit is not None:
                     engine.flush(out)
@@ -575,16 +575,12 @@ class NativeGroup:
             if not projection.plain:
                 # the core chose the candidates (strategy, LIMIT, STRICT): the match of each, one per
                 # start and events, in end order, as ``_enumerate``'s candidate path puts them out
-                found = runner._put(
-                    query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
-                )
+                found = runner._put(query, _chosen(query, projection, end, rows[first : first + count], at, labels))
                 runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
                 continue
             if lines is not None and projection.every_event and count <= event_block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
-                found = _lines(
-                    lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
-                )
+                found = _lines(lines.get(query.name), projection, end, rows[first : first + count], at, labels)
                 if found is not None:
                     runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
                     continue
@@ -592,7 +588,7 @@ class NativeGroup:
                 (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
                 for start, k, m in rows[first : first + count]
             )
-            found = runner._plain(query, projection, paths, positions[row], cost, out)
+            found = runner._plain(query, projection, paths, end, cost, out)
             runner._out(query, cost, booked, found, out, 0.0, 0)  # type: ignore[arg-type]
         if len(out) >= flush_at and engine._emit is not None:
             engine.flush(out)
