@@ -38,7 +38,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import batch_times, keyed, partition_codes, partition_keys, visible, window_array, window_column
+from .feed import batch_times, keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
@@ -383,7 +383,8 @@ class NativeGroup:
             if compiled.relevance is not None:
                 relevant = runner._drop_idle(batch, symbols, measure)
         live = (symbols >= 0).nonzero()[0]
-        slots = self._slots(batch, live)
+        keys = partition_keys(group, batch, live)
+        slots = _CORE.assign_slots(keys, self.slots, self.free)
         values = window_array(measure, live)
         positions = batch.positions[live].astype(np.int64)
         track = runner.index is not None and not relevant
@@ -444,22 +445,6 @@ class NativeGroup:
         engine.clock.nodes_created += core.created_total
         self._forget_slots()
         return update
-
-    def _slots(self, batch: EventBatch, live: np.ndarray) -> np.ndarray:
-        """The partition slot of each live event: each distinct key looked up once, in order of first
-        sight (so new keys get the slots one look-up per event would give), where the events' key codes
-        are equal exactly where their keys are (ints and strings: not doubles, whose NaNs never equal)."""
-        group = self.runner.group
-        columns = [batch.columns.get(a) for a in group.partition_attributes]
-        if not columns or any(c is None or c.values.dtype.kind not in "biuO" for c in columns) or not len(live):
-            return _CORE.assign_slots(partition_keys(group, batch, live), self.slots, self.free)  # type: ignore[no-any-return]
-        codes = partition_codes(group, batch, live)
-        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        found = _CORE.assign_slots(partition_keys(group, batch, live[first[order]]), self.slots, self.free)
-        table = np.empty(len(first), dtype=np.int32)
-        table[order] = found
-        return table[inverse.reshape(-1)]
 
     def _piece(
         self,
