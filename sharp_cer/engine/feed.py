@@ -29,10 +29,8 @@ Rows = npt.NDArray[np.intp] | None
 
 def visible(group: QueryGroup, batch: EventBatch) -> npt.NDArray[np.bool_]:
     """Which events have a type the group reads."""
-    # a table by type code (np.isin sorts the batch's codes: a tenth of a group's per-batch set-up)
-    reads = np.array([e in group.event_types for e in batch.event_types], dtype=np.bool_)
-    found: npt.NDArray[np.bool_] = reads[batch.codes] if len(reads) else np.zeros(len(batch), dtype=np.bool_)
-    return found
+    codes = [code for code, e in enumerate(batch.event_types) if e in group.event_types]
+    return np.isin(batch.codes, codes)
 
 
 def batch_times(batch: EventBatch) -> Column:
