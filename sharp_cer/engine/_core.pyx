@@ -24,6 +24,7 @@ them into Match objects or lines as the Python path does.
 
 from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
+from libcpp.algorithm cimport sort as std_sort
 
 import numpy as np
 
@@ -422,30 +423,60 @@ cdef inline Num _sub(Num a, Num b):
     return _flt(_dbl(a) - _dbl(b))
 
 
+cdef inline Num _sub_low(Num a, Num b):
+    """``a - b`` for a low end: a lower bound of the exact difference where int64 would overflow."""
+    cdef long long s
+    if a.kind != K_FLT and b.kind != K_FLT and cc_sub_ovf(a.i, b.i, &s):
+        return _int(INT64_MAX_) if a.i >= 0 else _flt(-POS_INF_)
+    return _sub(a, b)
+
+
+cdef inline Num _sub_high(Num a, Num b):
+    """``a - b`` for a high end: an upper bound of the exact difference where int64 would overflow."""
+    cdef long long s
+    if a.kind != K_FLT and b.kind != K_FLT and cc_sub_ovf(a.i, b.i, &s):
+        return _flt(POS_INF_) if a.i >= 0 else _int(INT64_MIN_)
+    return _sub(a, b)
+
+
 cdef Ival _iarith(int op, Ival a, Ival b):
-    """``conditions._arith`` (+ - *)."""
+    """``conditions._arith`` (+ - *). Where an end's int arithmetic would leave int64 (Python's
+    ints do not), the end is a bound of the exact one (the nearest int64 inside, infinity outside):
+    the range holds Python's, and a comparison with it decides as Python's does where the other side
+    is an int64 other than that bound, so the bound tests prune the branches Python prunes (an
+    unknown range would keep them, and the walk would book more steps). Against a float or after
+    more arithmetic it may still decide less than Python's exact ints: never more."""
     if a.kind != 1 or b.kind != 1:
         return _unknown()
     if op == 0:
-        return _iv(_add(a.lo, b.lo), _add(a.hi, b.hi))
+        return _iv(_add_low(a.lo, b.lo), _add_high(a.hi, b.hi))
     if op == 1:
-        return _iv(_sub(a.lo, b.hi), _sub(a.hi, b.lo))
-    cdef Num p[4]
-    p[0] = _mul(a.lo, b.lo)
-    p[1] = _mul(a.lo, b.hi)
-    p[2] = _mul(a.hi, b.lo)
-    p[3] = _mul(a.hi, b.hi)
-    # an int product beyond int64 (NaN here, exact in Python) would be skipped by the pick of the
-    # lowest and highest below, narrowing the range: the range is unknown instead
-    if _mul_ovf(a.lo, b.lo) or _mul_ovf(a.lo, b.hi) or _mul_ovf(a.hi, b.lo) or _mul_ovf(a.hi, b.hi):
-        return _unknown()
-    cdef int k
-    cdef Num lo = p[0], hi = p[0]
-    for k in range(1, 4):
-        if _cmp(p[k], lo) == -1:
-            lo = p[k]
-        if _cmp(p[k], hi) == 1:
-            hi = p[k]
+        return _iv(_sub_low(a.lo, b.hi), _sub_high(a.hi, b.lo))
+    cdef Num x[2]
+    cdef Num y[2]
+    x[0], x[1], y[0], y[1] = a.lo, a.hi, b.lo, b.hi
+    cdef int j, k
+    cdef bint first = True
+    cdef Num lo, hi, low, high
+    for j in range(2):
+        for k in range(2):
+            if _mul_ovf(x[j], y[k]):
+                # beyond int64: its sign is the product of the signs (neither is 0)
+                if (x[j].i > 0) == (y[k].i > 0):
+                    low, high = _int(INT64_MAX_), _flt(POS_INF_)
+                else:
+                    low, high = _flt(-POS_INF_), _int(INT64_MIN_)
+            else:
+                low = high = _mul(x[j], y[k])
+            if first:
+                lo, hi, first = low, high, False
+                continue
+            # Python's min and max: a NaN first stays (then ``_iv`` makes the range unknown), a later one
+            # is passed over
+            if _cmp(low, lo) == -1:
+                lo = low
+            if _cmp(high, hi) == 1:
+                hi = high
     return _iv(lo, hi)
 
 
@@ -774,9 +805,19 @@ cdef class Core:
         step (``_step_ghosts``), a hit of its cache or a miss; the core books the same. Once the
         determinizer may have forgotten steps, it is asked (so its cache sees the same lookups);
         before, every step the table knows is in its cache, a hit."""
-        cdef vector[int32_t]* row
+        cdef vector[int32_t]* row = &self.table[state]
         cdef int32_t off
         if not self.forgets:
+            if <int32_t>row.size() > sym and row[0][sym] >= 0:
+                # the hit moves the step to the end of the determinizer's LRU cache, as ``det.step``
+                # does on the Python path: the order its evictions follow once it is full (its memo
+                # already holds every step while nothing was forgotten, so it needs no update)
+                key = (state, self.bits[sym])
+                cache = self.det._cache
+                if key in cache:
+                    cache.move_to_end(key)
+                self.hits += 1
+                return row[0][sym]
             return self._step(state, sym)
         marks, skip = self.det.step(state, self.bits[sym])
         row = &self.table[state]
@@ -789,6 +830,8 @@ cdef class Core:
         cdef size_t g, k
         cdef int32_t off, nm, skip
         self.new_ghosts.clear()
+        # in ascending order, as the Python path: the determinizer's cache sees the same lookups
+        std_sort(part.ghosts.begin(), part.ghosts.end())
         for g in range(part.ghosts.size()):
             off = self._ghost_step(part.ghosts[g], sym)
             nm = self.stepdata[off]

@@ -290,13 +290,24 @@ def _chain(low: VectorEvaluator, operand: VectorEvaluator, high: VectorEvaluator
     return evaluate
 
 
+#: texts ``_like`` looks at to judge whether a column's texts repeat
+_SAMPLE = 1024
+
+
 def _like(operand: VectorEvaluator, pattern: str) -> VectorEvaluator:
     def evaluate(rows: Rows) -> Vector:
         values, errors, nulls = operand(rows)
+        texts = np.broadcast_to(values, (rows.size,)).tolist()
+        # where a column holds few distinct texts (kinds, places), each is matched once, every loop in C
+        # (a text's match does not depend on its row); where the first ones are mostly distinct (ids), all
+        distinct = texts if len(set(texts[:_SAMPLE])) > _SAMPLE // 2 else list(dict.fromkeys(texts))
         # through arrow_numpy, not pa.array/to_numpy: those import pandas
-        texts = arrow_numpy.strings(np.broadcast_to(values, (rows.size,)).tolist())
-        found = arrow_numpy.to_numpy(compute.match_substring_regex(texts, pattern), False)
-        return found.astype(bool), errors, nulls
+        matched = compute.match_substring_regex(arrow_numpy.strings(distinct), pattern)
+        found = arrow_numpy.to_numpy(matched, False).astype(bool)
+        if len(distinct) == len(texts):
+            return found, errors, nulls
+        index = {text: k for k, text in enumerate(distinct)}
+        return found[np.fromiter(map(index.__getitem__, texts), dtype=np.intp, count=len(texts))], errors, nulls
 
     return evaluate
 

@@ -33,6 +33,14 @@ def visible(group: QueryGroup, batch: EventBatch) -> npt.NDArray[np.bool_]:
     return np.isin(batch.codes, codes)
 
 
+def batch_times(batch: EventBatch) -> Column:
+    """``batch.times()``, made once per batch for every query group that reads it."""
+    found = _TIMES.get(batch)
+    if found is None:
+        found = _TIMES[batch] = batch.times()
+    return found
+
+
 def keyed(group: QueryGroup, batch: EventBatch) -> npt.NDArray[np.bool_]:
     """Which events have a partition key: an event without a value of some
     partition attribute (its type lacks it, or it is null) has none."""
@@ -153,6 +161,8 @@ def partition_codes(group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.i
 
 #: the ``_codes`` of a batch's string columns (a column's values are not changed once it is in a batch)
 _STRING_CODES: weakref.WeakKeyDictionary[Column, npt.NDArray[np.int64]] = weakref.WeakKeyDictionary()
+#: each batch's event times (``batch_times``), while the batch lives
+_TIMES: weakref.WeakKeyDictionary[EventBatch, Column] = weakref.WeakKeyDictionary()
 
 
 def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:

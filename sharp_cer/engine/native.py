@@ -47,7 +47,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import keyed, partition_keys, visible, window_array, window_column
+from .feed import batch_times, keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
@@ -375,7 +375,7 @@ class NativeGroup:
         self._recode()
         state = self._adopt()
         symbols = runner.symbols.encode(atoms, visible(group, batch) & keyed(group, batch))
-        times = batch.times() if group.window[0] == "time" else None
+        times = batch_times(batch) if group.window[0] == "time" else None
         measure = window_column(group, batch, times)
         progress: np.ndarray | None = None
         if times is not None:
@@ -484,8 +484,16 @@ class NativeGroup:
             return update
         if observed is not None and lockstep:
             self.deferred.append(observed)  # booked once every group is done with the batch (``settle``)
-        elif len(spent):
+        elif observed is not None:
             self._add(records, spent, units, floors, observed)
+        elif len(spent):
+            # unobserved, nothing reads an event's units before the batch's end: added to the engine's
+            # lists once, there (``Engine.added``)
+            added_units, added_floors = self.runner.engine.added(len(batch))
+            np.add.at(added_floors, spent[:, 0], spent[:, 1])
+            np.add.at(added_units, spent[:, 0], spent[:, 1])
+            if len(records):
+                np.add.at(added_units, records[:, 1], records[:, 4])
         if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
@@ -620,7 +628,7 @@ class NativeGroup:
         engine, compiled = runner.engine, runner.compiled
         queries, per_query = compiled.queries, engine.clock.per_query
         rows = matches.tolist()
-        positions = batch.positions.tolist()
+        positions = batch.positions  # read per record with matches only: most records have none
         lines = engine._lines
         booked = _Booked(0, 0)  # steps and candidates are booked apart (``_book``)
 
@@ -628,19 +636,16 @@ class NativeGroup:
             query = queries[q]
             cost = per_query[query.name]
             projection = compiled.projections[query.id]
+            end = int(positions[row])
             if not projection.plain:
                 # the core chose the candidates (strategy, LIMIT, STRICT): the match of each, one per
                 # start and events, in end order, as ``_enumerate``'s candidate path puts them out
-                found = runner._put(
-                    query, _chosen(query, projection, positions[row], rows[first : first + count], at, labels)
-                )
+                found = runner._put(query, _chosen(query, projection, end, rows[first : first + count], at, labels))
                 runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
                 return
             if lines is not None and projection.every_event and count <= block and not engine.count_only:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
-                found = _lines(
-                    lines.get(query.name), projection, positions[row], rows[first : first + count], at, labels
-                )
+                found = _lines(lines.get(query.name), projection, end, rows[first : first + count], at, labels)
                 if found is not None:
                     runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
                     return
@@ -648,7 +653,7 @@ class NativeGroup:
                 (_Start(start), tuple(zip(at[k : k + m], labels[k : k + m], strict=True)))
                 for start, k, m in rows[first : first + count]
             )
-            found = runner._plain(query, projection, paths, positions[row], cost, out)
+            found = runner._plain(query, projection, paths, end, cost, out)
             runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
 
         return put

@@ -614,7 +614,8 @@ class QueryGroupRunner:
     def _step_ghosts(self, ghosts: set[int], bits: int) -> set[int]:
         """Where the dropped runs go: every target, marking or not."""
         out: set[int] = set()
-        for state in ghosts:
+        # in ascending order, not a set's (its hashes'): the core steps them so, for equal cache figures
+        for state in sorted(ghosts):
             marks, skip = self.det.step(state, bits)
             out.update(target for _, target in marks)
             if skip >= 0:
@@ -1257,6 +1258,9 @@ class Engine:
         self._quota: int | None = None
         self._lines: Mapping[str, str | None] | None = None
         self._emit: Any = None
+        #: the compiled core's units and floors of the batch in process, per row, added to the
+        #: Python lists once at its end (``added``): two arrays, or None while no core ran
+        self._added: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         #: events whose matches of one query were more than EVENT_BLOCK,
         #: put out in blocks (with an emit: ``process``), and the latest
         self.crowded_events = 0
@@ -1424,6 +1428,7 @@ class Engine:
         units = per_type[batch.codes].tolist() if len(batch) else []
         update = sum(units)
         floors = list(units)
+        self._added = None
         out: list[Match] = []
         observers = self.observers
         if self.shedder is not None:
@@ -1437,6 +1442,14 @@ class Engine:
                     break
                 update += runner.run(batch, atoms, out, units, floors)
         observers.backlog = None
+        if self._added is not None:
+            # only the Python path reads an event's units or floor as it steps, and only with a shedder
+            # (which no core runs beside) or latency observers (where the core adds its units itself, in
+            # group order: ``native._Observed``): adding the core's at the end is the same
+            added_units, added_floors = self._added
+            self._added = None
+            units[:] = (np.asarray(units, dtype=np.int64) + added_units).tolist()
+            floors[:] = (np.asarray(floors, dtype=np.int64) + added_floors).tolist()
         if len(self.runners) > 1:
             out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
         if self.absences is not None:
@@ -1448,6 +1461,12 @@ class Engine:
         if units:
             self._serve(arrivals, units, began, batch.positions)
         return out
+
+    def added(self, n: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Where the compiled core adds its units and floors per row of the batch in process (``n`` rows)."""
+        if self._added is None:
+            self._added = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+        return self._added
 
     def _trailing(self, batch: EventBatch, out: list[Match]) -> list[Match]:
         """The batch's matches with p's matches of trailing absences replaced
