@@ -111,11 +111,11 @@ def test_without_cancel_an_error_after_the_request_is_raised_as_it_is() -> None:
     """A stream's stop request cancels nothing: an error after it (a bug, a
     failed micro-batch) is not the stop's and must not read "stopped by
     Ctrl-C before the stream started" (issue 38)."""
-    with SignalGuard() as guard:
-        with pytest.raises(RuntimeError, match="an internal error"), guard.spark_calls() as asked:
-            os.kill(os.getpid(), signal.SIGINT)
-            assert asked.wait(5)
-            raise RuntimeError("an internal error")
+    guard = SignalGuard()
+    with guard, pytest.raises(RuntimeError, match="an internal error"), guard.spark_calls() as asked:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert asked.wait(5)
+        raise RuntimeError("an internal error")
     assert guard.asked.signal == "SIGINT"
 
 
