@@ -67,15 +67,7 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app).master(master or DEFAULT_MASTER)
-    settings = {
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # coalescing would put every key of a small job in one task: no parallelism
-        "spark.sql.adaptive.coalescePartitions.enabled": "false",
-        "spark.python.worker.reuse": "true",
-        **LEAN_START,
-        **conf,
-    }
+    settings = session_settings(conf)
     os.environ.setdefault("SPARK_LAUNCHER_OPTS", LAUNCHER_JAVA_OPTIONS)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -86,6 +78,28 @@ def spark_session(
         cores = session.sparkContext.defaultParallelism
         session.conf.set("spark.sql.shuffle.partitions", str(max(4, 4 * cores)))
     return session
+
+
+def session_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The settings ``spark_session`` gives the builder: ours, then the
+    caller's ``conf``, which wins key by key.
+
+    >>> lean = session_settings({})
+    >>> lean["spark.driver.extraJavaOptions"], lean["spark.ui.enabled"]
+    ('-XX:TieredStopAtLevel=1 -XX:+UseSerialGC', 'false')
+    >>> mine = session_settings({"spark.driver.extraJavaOptions": "-XX:+UseG1GC", "spark.ui.enabled": "true"})
+    >>> mine["spark.driver.extraJavaOptions"], mine["spark.ui.enabled"], mine["spark.python.worker.reuse"]
+    ('-XX:+UseG1GC', 'true', 'true')
+    """
+    return {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # coalescing would put every key of a small job in one task: no parallelism
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.python.worker.reuse": "true",
+        **LEAN_START,
+        **conf,
+    }
 
 
 @contextmanager
