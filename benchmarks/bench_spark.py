@@ -180,10 +180,13 @@ STANDALONE = "standalone (2 workers x 1 core)"
 WHOLE_JOB_MASTERS = (*MASTERS, STANDALONE)
 
 
-def whole_job(sizes: list[int], workload_path: str, masters: tuple[str, ...] = WHOLE_JOB_MASTERS) -> dict[str, Any]:
+def whole_job(
+    sizes: list[int], workload_path: str, masters: tuple[str, ...] = WHOLE_JOB_MASTERS, conf: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """The ``--whole-job`` experiment (see the module docstring), at each
     size in ``sizes``; with two sizes or more, the marginal CPU per event
-    between the smallest and the largest (Spark's fixed start-up cancels out)."""
+    between the smallest and the largest (Spark's fixed start-up cancels out).
+    ``conf``: ``KEY=VALUE`` Spark settings given to every ``run`` (``--conf``)."""
     from spark_cluster import standalone
 
     from sharp_cer.events.generators import generate, write_core_csv
@@ -195,6 +198,7 @@ def whole_job(sizes: list[int], workload_path: str, masters: tuple[str, ...] = W
         "workload": workload_path,
         "sizes": sizes,
         "command": " ".join(["bench_spark.py", *sys.argv[1:]]),
+        "conf": list(conf),
         "load_before": os.getloadavg(),
         "runs": [],
     }
@@ -214,6 +218,7 @@ def whole_job(sizes: list[int], workload_path: str, masters: tuple[str, ...] = W
                 url = cluster.url if master == STANDALONE and cluster is not None else master
                 out = Path(tmp) / f"{master.split()[0]}_{events}"
                 argv = ["run", workload_path, "--events", str(path), "--out", str(out), "--master", url]
+                argv += [f"--conf={setting}" for setting in conf]
                 figures = timed_command(argv, Path.cwd(), daemons if master == STANDALONE else (), env)
                 result["runs"].append({"master": master, "events": events, **figures})
                 print(f"{events:,} events, {master}: {figures}; load {os.getloadavg()[0]:.1f}", flush=True)
@@ -306,11 +311,20 @@ def main() -> None:
     parser.add_argument("--small", type=int, help="--whole-job: a second, smaller size (marginal CPU per event)")
     parser.add_argument("--name", default="spark_whole_job", help="--whole-job: results/NAME.json and .png")
     parser.add_argument("--masters", help="--whole-job: some of local[1],local[2],standalone (default: all three)")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="--whole-job: a Spark setting for every run, e.g. spark.driver.extraJavaOptions=-XX:+UseG1GC "
+        "(the JVM's defaults instead of sharp-cer's lean start)",
+    )
     args = parser.parse_args()
     if args.whole_job:
         sizes = sorted({args.events or 200_000, *([args.small] if args.small else [])})
         masters = tuple(args.masters.split(",")) if args.masters else WHOLE_JOB_MASTERS
-        result = whole_job(sizes, args.workload, tuple(STANDALONE if m == "standalone" else m for m in masters))
+        chosen = tuple(STANDALONE if m == "standalone" else m for m in masters)
+        result = whole_job(sizes, args.workload, chosen, tuple(args.conf))
         RESULTS.mkdir(exist_ok=True)
         stem = RESULTS / args.name
         stem.with_suffix(".json").write_text(json.dumps(result, indent=1))

@@ -4,7 +4,14 @@ org.apache.spark.deploy.master.Master`` / ``...deploy.worker.Worker``),
 all on loopback, every port chosen by the system (the master's URL read
 from its log), their logs and work folders under one folder, and all of
 them stopped on the way out, whatever happened (each daemon in a process
-group of its own, so the executors a worker started go with it).
+group of its own, so the executors a worker started go with it). The
+daemons live in process groups of their own, so a signal to the caller's
+group does not reach them: if the caller ends without leaving the
+``with`` (``sys.exit`` elsewhere, an uncaught error in a thread's end),
+an ``atexit`` hook stops them, and if it is killed (SIGTERM, SIGKILL:
+a test run stopped by ``timeout`` or CI), Linux sends each daemon
+SIGTERM as its parent dies (``PR_SET_PDEATHSIG``), and a worker stops
+its executors as it goes.
 
     with standalone(tmp, workers=2, cores=1) as cluster:
         ... sharp-cer run WORKLOAD --events FILE --master {cluster.url} ...
@@ -17,10 +24,14 @@ running one): on one machine, the same venv, so they import sharp-cer.
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import functools
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -86,17 +97,39 @@ def _await(path: Path, pattern: str, limit: float, process: subprocess.Popen[byt
         time.sleep(0.1)
 
 
-def _start(root: Path, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    with open(root / f"{name}.log", "wb") as log:  # the child keeps its own descriptor
+#: prctl's option: the signal a process gets when the thread that started it ends (Linux)
+_PR_SET_PDEATHSIG = 1
+
+
+def _detached_but_tied() -> None:
+    """In the child before it runs: a session (and process group) of its
+    own, so it is stopped whole, executors included, and a signal to the
+    caller's group does not reach it; and SIGTERM when its parent dies, so
+    a killed caller leaves no daemon behind (Linux; elsewhere only the
+    ``atexit`` hook and the ``with`` stop it). The parent is the thread
+    that started it: ``standalone`` runs in the thread that uses the cluster."""
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        with suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def _spawn(argv: list[str], log_path: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """A daemon running ``argv``, its output in ``log_path`` (see ``_detached_but_tied``)."""
+    with open(log_path, "wb") as log:  # the child keeps its own descriptor
         return subprocess.Popen(
-            [str(spark_class()), *args],
+            argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
-            cwd=root,
-            start_new_session=True,  # a process group of its own: stopped whole, executors included
+            cwd=cwd,
+            preexec_fn=_detached_but_tied,  # the daemon is a shell script: nothing of ours runs in it
         )
+
+
+def _start(root: Path, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return _spawn([str(spark_class()), *args], root / f"{name}.log", env, root)
 
 
 def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 10.0) -> None:
@@ -139,6 +172,8 @@ def standalone(
     env.pop("SPARK_HOME", None)  # spark-class finds pyspark's own
     common = ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0", "--properties-file", str(defaults)]
     processes: list[subprocess.Popen[bytes]] = []
+    hook = functools.partial(_stop, processes)
+    atexit.register(hook)  # the caller ends without leaving the ``with``
     try:
         master = _start(root, "master", [MASTER, *common], env)
         processes.append(master)
@@ -155,3 +190,4 @@ def standalone(
         yield Cluster(url, root, processes)
     finally:
         _stop(processes)
+        atexit.unregister(hook)

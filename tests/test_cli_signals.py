@@ -107,6 +107,46 @@ def test_without_cancel_the_caller_gets_the_request_and_stops_at_its_boundary() 
         assert guard.asked.signal == "SIGTERM"  # nothing raised: the stream summarizes what it committed
 
 
+def test_without_cancel_an_error_after_the_request_is_raised_as_it_is() -> None:
+    """A stream's stop request cancels nothing: an error after it (a bug, a
+    failed micro-batch) is not the stop's and must not read "stopped by
+    Ctrl-C before the stream started" (issue 38)."""
+    guard = SignalGuard()
+    with guard, pytest.raises(RuntimeError, match="an internal error"), guard.spark_calls() as asked:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert asked.wait(5)
+        raise RuntimeError("an internal error")
+    assert guard.asked.signal == "SIGINT"
+
+
+def test_a_stream_command_shows_an_error_raised_after_its_stop_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the command: a stream whose run fails after Ctrl-C says the
+    failure and exits as an error, not as a stop "before the stream started"."""
+    pytest.importorskip("pyspark")
+    import sharp_cer.spark.session as session
+    import sharp_cer.spark.stream as streaming
+    from sharp_cer.errors import SurfaceError
+
+    def failing_run(*args: object, stop: object = None, **kwargs: object) -> object:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop is not None and stop.wait(5)  # type: ignore[attr-defined]
+        raise SurfaceError("error: the stream failed: a worker's bug")
+
+    monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
+    monkeypatch.setattr(streaming, "run_stream", failing_run)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.toml").write_text(
+        '[workload]\nname = "w"\nschema = "CREATE STREAM S { EVENT A { x:int, t:primary_time } }"\n'
+        '[[query]]\nname = "q"\ntext = "SELECT * WHERE A"\n'
+    )
+    (tmp_path / "src").mkdir()
+    assert main(["stream", "w.toml", "--source", "src", "--checkpoint", "ck", "--out", "o"]) == 2
+    _, err = capsys.readouterr()
+    assert err.splitlines()[1:] == ["error: the stream failed: a worker's bug"]
+
+
 def test_the_session_starts_off_the_main_thread_and_a_signal_meanwhile_stops_at_once() -> None:
     started_on: list[bool] = []
     release, started_done = threading.Event(), threading.Event()

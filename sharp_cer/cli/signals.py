@@ -123,9 +123,11 @@ class SignalGuard:
     @contextmanager
     def spark_calls(self, cancel: Callable[[], Any] | None = None) -> Iterator[StopRequest]:
         """While inside, a signal is recorded (and, with ``cancel``, Spark's
-        jobs are cancelled); an error the stop caused becomes ``Stopped``.
-        Without ``cancel`` the caller stops at its next boundary (it gets
-        the request) and nothing is raised after."""
+        jobs are cancelled); an error the stop caused (a cancelled job's)
+        becomes ``Stopped``. Without ``cancel`` the caller stops at its next
+        boundary (it gets the request) and nothing is raised after: nothing
+        was cancelled, so an error raised inside is not the stop's and is
+        raised as it is (turned into a stop it would hide a real failure)."""
         self.check()
         before = self._mode, self._cancel, self._left, self._cancelling
         left = threading.Event()
@@ -134,7 +136,7 @@ class SignalGuard:
         try:
             yield self.asked
         except Exception:
-            if self.asked.is_set():
+            if self.asked.is_set() and cancel is not None:
                 raise Stopped(self.asked.signal or "SIGINT") from None
             raise
         finally:

@@ -4,6 +4,13 @@ Workers run Python: ``PYSPARK_PYTHON`` (and the driver's) is set to the
 running interpreter unless the user set it, so executors import the same
 sharp-cer. The default master is ``local[*]``; a cluster URL works
 unchanged when executors can import sharp-cer (README: running on a cluster).
+
+Spark's fixed cost of a job is mostly its JVM warming up (C2 compiling
+Spark's own code, G1's threads, the web UI), paid on every run, so a driver
+JVM started here starts lean (``LEAN_START``): on ``local`` masters, where
+the executors run in that JVM, it is most of a short job's CPU. A setting
+the caller gives (``spark_session(**conf)``, ``--conf`` on the command
+line) replaces ours; ``SPARK_LAUNCHER_OPTS`` set in the environment, too.
 """
 
 from __future__ import annotations
@@ -20,6 +27,24 @@ if TYPE_CHECKING:
 
 DEFAULT_MASTER = "local[*]"
 
+#: the driver JVM's options: its JIT stops at C1 (the client compiler) and
+#: it collects garbage on one thread. Most of a short job's CPU is the JVM
+#: compiling Spark's own code with C2 and running G1's threads, once per
+#: run: on ``local`` masters, where the executors run in the driver's JVM,
+#: these halve the JVM's CPU of a 20k-event ``run`` (about 29 to 16 CPU s)
+#: and the per-event work stays in the Python workers, so long jobs lose
+#: nothing measurable (README: Spark's start-up; the figures in
+#: ``benchmarks/bench_spark.py --whole-job``). Executors on a cluster keep
+#: their own (``spark.executor.extraJavaOptions``, untouched).
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: what ``spark_session`` sets unless the caller's ``conf`` does: the JVM
+#: options above, and no web UI (a Jetty server and the listeners that feed
+#: it, per job and task; ``spark.ui.enabled=true`` brings it back)
+LEAN_START = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, "spark.ui.enabled": "false"}
+#: the same for the short-lived JVM that ``spark-submit`` runs first to
+#: build the driver's command line (``SPARK_LAUNCHER_OPTS``, unless set)
+LAUNCHER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 def spark_session(
     master: str | None = None, app: str = "sharp-cer", *, log: str | None = None, **conf: str
@@ -28,7 +53,11 @@ def spark_session(
 
     Shuffle partitions default to four per core (not Spark's 200, which
     costs more than it brings on one machine); Spark's console progress bar
-    and INFO logs are off (sharp-cer prints its own). With ``log``, a JVM
+    and INFO logs are off (sharp-cer prints its own). A driver JVM started
+    here gets ``LEAN_START``: C1-only JIT, serial GC, no web UI (Spark's
+    fixed cost of a job halved on local masters); any of those keys in
+    ``conf`` replaces ours (``spark.driver.extraJavaOptions`` whole, so
+    ``-XX:+UseG1GC`` alone gives the JVM's defaults back). With ``log``, a JVM
     started here writes its output, and its Python workers', to that file
     instead of the terminal (the streaming workers print a few lines per
     micro-batch).
@@ -38,14 +67,8 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app).master(master or DEFAULT_MASTER)
-    settings = {
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # coalescing would put every key of a small job in one task: no parallelism
-        "spark.sql.adaptive.coalescePartitions.enabled": "false",
-        "spark.python.worker.reuse": "true",
-        **conf,
-    }
+    settings = session_settings(conf)
+    os.environ.setdefault("SPARK_LAUNCHER_OPTS", LAUNCHER_JAVA_OPTIONS)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with _jvm_ignores_signals(log):
@@ -55,6 +78,28 @@ def spark_session(
         cores = session.sparkContext.defaultParallelism
         session.conf.set("spark.sql.shuffle.partitions", str(max(4, 4 * cores)))
     return session
+
+
+def session_settings(conf: dict[str, str]) -> dict[str, str]:
+    """The settings ``spark_session`` gives the builder: ours, then the
+    caller's ``conf``, which wins key by key.
+
+    >>> lean = session_settings({})
+    >>> lean["spark.driver.extraJavaOptions"], lean["spark.ui.enabled"]
+    ('-XX:TieredStopAtLevel=1 -XX:+UseSerialGC', 'false')
+    >>> mine = session_settings({"spark.driver.extraJavaOptions": "-XX:+UseG1GC", "spark.ui.enabled": "true"})
+    >>> mine["spark.driver.extraJavaOptions"], mine["spark.ui.enabled"], mine["spark.python.worker.reuse"]
+    ('-XX:+UseG1GC', 'true', 'true')
+    """
+    return {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # coalescing would put every key of a small job in one task: no parallelism
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.python.worker.reuse": "true",
+        **LEAN_START,
+        **conf,
+    }
 
 
 @contextmanager
