@@ -25,7 +25,9 @@ every process of ``sharp-cer run WORKLOAD --events FILE --master M``
 on the standalone cluster also its executors and their Python workers,
 which are the cluster's workers' children, and what the daemons spent
 meanwhile), Spark's start included, against ``sharp-cer match WORKLOAD
---events FILE --count`` (one process, the same events), per event; and the
+--events FILE --out FILE`` (one process, the same events, its matches
+written; not ``--count``, which keeps every query group in the pure-Python
+engine while Spark's workers run the compiled core), per event; and the
 wall time of each, for ``local[1]``, ``local[2]`` and a standalone cluster
 of two 1-core workers on this machine (``spark_cluster``, started once
 before the runs). The events are the workload's generator's
@@ -211,9 +213,10 @@ def whole_job(
         for events in sizes:
             path = Path(tmp) / f"events_{events}.csv"
             write_core_csv(generate(workload.generator, events, seed=0), types, path)
-            found = timed_command(["match", workload_path, "--events", str(path), "--count"], Path.cwd())
-            result["runs"].append({"master": "in-process (match --count)", "events": events, **found})
-            print(f"{events:,} events, in-process (match --count): {found}; load {os.getloadavg()[0]:.1f}", flush=True)
+            written = Path(tmp) / f"in_process_{events}.jsonl"
+            found = timed_command(["match", workload_path, "--events", str(path), "--out", str(written)], Path.cwd())
+            result["runs"].append({"master": "in-process (match)", "events": events, **found})
+            print(f"{events:,} events, in-process (match): {found}; load {os.getloadavg()[0]:.1f}", flush=True)
             for master in masters:
                 url = cluster.url if master == STANDALONE and cluster is not None else master
                 out = Path(tmp) / f"{master.split()[0]}_{events}"
