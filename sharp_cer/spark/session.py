@@ -43,7 +43,7 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 LEAN_START = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, "spark.ui.enabled": "false"}
 #: the same for the short-lived JVM that ``spark-submit`` runs first to
 #: build the driver's command line (``SPARK_LAUNCHER_OPTS``, unless set)
-LAUNCHER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+LAUNCHER_JAVA_OPTIONS = DRIVER_JAVA_OPTIONS
 
 
 def spark_session(
