@@ -137,11 +137,7 @@ def test_a_stream_command_shows_an_error_raised_after_its_stop_request(
     monkeypatch.setattr(session, "spark_session", lambda *args, **kwargs: object())
     monkeypatch.setattr(streaming, "run_stream", failing_run)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "w.toml").write_text(
-        '[workload]\nname = "w"\nschema = "CREATE STREAM S { EVENT A { x:int, t:primary_time } }"\n'
-        '[[query]]\nname = "q"\ntext = "SELECT * WHERE A"\n'
-    )
-    (tmp_path / "src").mkdir()
+    _tiny_workload(tmp_path)
     assert main(["stream", "w.toml", "--source", "src", "--checkpoint", "ck", "--out", "o"]) == 2
     _, err = capsys.readouterr()
     assert err.splitlines()[1:] == ["error: the stream failed: a worker's bug"]
@@ -203,11 +199,7 @@ def test_a_command_stopped_while_its_session_starts_prints_one_line(
 
     monkeypatch.setattr(session, "spark_session", spark_session)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "w.toml").write_text(
-        '[workload]\nname = "w"\nschema = "CREATE STREAM S { EVENT A { x:int, t:primary_time } }"\n'
-        '[[query]]\nname = "q"\ntext = "SELECT * WHERE A"\n'
-    )
-    (tmp_path / "src").mkdir()
+    _tiny_workload(tmp_path)
     (tmp_path / "src" / "e.csv").write_text("A,1,1\n")
     if command == "stream":
         argv = ["stream", "w.toml", "--source", "src", "--checkpoint", "ck", "--out", "o"]
@@ -237,3 +229,12 @@ def test_the_jvm_starts_with_sigint_and_sigterm_ignored() -> None:
     ignored = int(text.split()[1], 16)
     assert ignored & (1 << (signal.SIGINT - 1)) and ignored & (1 << (signal.SIGTERM - 1))
     assert java_gateway.Popen is subprocess.Popen  # type: ignore[attr-defined]  # put back
+
+
+def _tiny_workload(folder: Path) -> None:
+    """``w.toml`` (one query over one event type) and an empty ``src/`` in ``folder``."""
+    (folder / "w.toml").write_text(
+        '[workload]\nname = "w"\nschema = "CREATE STREAM S { EVENT A { x:int, t:primary_time } }"\n'
+        '[[query]]\nname = "q"\ntext = "SELECT * WHERE A"\n'
+    )
+    (folder / "src").mkdir()
