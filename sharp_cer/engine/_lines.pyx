@@ -203,3 +203,100 @@ def lines(
         made += count
         waiting += count
     return out, splits
+
+
+cdef Py_ssize_t _distinct(vector[Py_ssize_t] &idx, vector[Py_ssize_t] &tmp) noexcept nogil:
+    """How many distinct (start, positions) the matches ``idx`` hold (``g_match``/``g_at``)."""
+    cdef Py_ssize_t i, n = idx.size(), found
+    if n == 0:
+        return 0
+    _sort(idx, tmp)
+    found = 1
+    for i in range(1, n):
+        if _cmp(idx[i - 1], idx[i]) != 0:
+            found += 1
+    return found
+
+
+def counts(
+    const int64_t[:, ::1] records,
+    const int64_t[:, ::1] matches,
+    const int64_t[::1] at,
+    const int64_t[::1] labels,
+    list queries,
+    int64_t event_block,
+):
+    """Per query of a group, the matches a piece's ``records`` put out (``--count``), counted as the
+    output path would write them, without a Python object per match: one per start and shown
+    events (``selection.distinct``), taken per block of ``event_block`` matches in walk order where
+    every candidate is a match (``QueryGroupRunner._plain``), else over the record's candidates with
+    the query's LIMIT after (``native._chosen``). ``queries[q]``: (plain, LIMIT or -1, per mark label
+    whether a match shows its event, or None: every marked event)."""
+    cdef Py_ssize_t n_rec = records.shape[0], n_q = len(queries), r, i, j, k, lo, hi, f, nm
+    cdef int64_t q, first, count, limit, lab, found
+    cdef vector[bint] plain
+    cdef vector[int64_t] limits
+    cdef vector[bint] every
+    cdef vector[vector[char]] shows
+    cdef vector[int64_t] totals
+    cdef vector[Py_ssize_t] idx, tmp
+    cdef vector[int64_t] kmatch, kat  # a record's matches with only their shown events, for ``_cmp``
+    cdef const int64_t *all_match = NULL
+    cdef const int64_t *all_at = NULL
+    global g_match, g_at
+    for entry in queries:
+        plain.push_back(entry[0])
+        limits.push_back(entry[1])
+        every.push_back(entry[2] is None)
+        shows.push_back(entry[2] if entry[2] is not None else b"")
+    totals.assign(n_q, 0)
+    if matches.shape[0]:
+        all_match = &matches[0, 0]
+    if at.shape[0]:
+        all_at = &at[0]
+    for r in range(n_rec):
+        q, first, count = records[r, 0], records[r, 2], records[r, 3]
+        if count <= 0:
+            continue
+        if q < 0 or q >= n_q:
+            raise ValueError(f"a record of query {q} in a group of {n_q}")
+        if every[q]:
+            g_match, g_at = all_match, all_at
+            lo = first
+        else:
+            kmatch.clear()
+            kat.clear()
+            for i in range(first, first + count):
+                f, nm = matches[i, 1], matches[i, 2]
+                kmatch.push_back(matches[i, 0])
+                kmatch.push_back(<int64_t>kat.size())
+                for j in range(nm):
+                    lab = labels[f + j]
+                    if lab < 0 or lab >= <int64_t>shows[q].size():
+                        raise ValueError(f"a mark label {lab} query {q} does not know")
+                    if shows[q][lab]:
+                        kat.push_back(at[f + j])
+                kmatch.push_back(<int64_t>kat.size() - kmatch[kmatch.size() - 1])
+            g_match = kmatch.data()
+            g_at = kat.data()
+            lo = 0
+        if plain[q]:
+            found = 0
+            k = 0
+            while k < count:
+                hi = k + event_block if k + event_block < count else count
+                idx.clear()
+                for i in range(lo + k, lo + hi):
+                    idx.push_back(i)
+                found += _distinct(idx, tmp)
+                k = hi
+        else:
+            idx.clear()
+            for i in range(lo, lo + count):
+                idx.push_back(i)
+            found = _distinct(idx, tmp)
+            limit = limits[q]
+            if limit >= 0 and found > limit:
+                found = limit
+        totals[q] += found
+    return [totals[k] for k in range(n_q)]

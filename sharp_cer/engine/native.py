@@ -116,8 +116,11 @@ def ineligible(runner: QueryGroupRunner) -> str | None:
         return f"a window by {compiled.group.window[0]}"
     if engine.shedder is not None:
         return "a shedder"
-    if engine.debug or engine.count_only or engine.order is not None:
-        return "debug, count_only or an enumeration order"
+    if engine.debug or engine.order is not None:
+        return "debug or an enumeration order"
+    if engine.count_only and any(q.counted for q in compiled.queries):
+        # counted on the tECS without a walk (``QueryGroupRunner.counting``): the core would enumerate them
+        return "a query counted without enumeration (count_only)"
     return None
 
 
@@ -399,7 +402,9 @@ class NativeGroup:
         core.evicted = core.hits = core.late = core.transitions = core.created_total = core.consume_steps = 0
         core.accepted_queries = set()
         observers = engine.observers
-        core.observed = observed = observers.latency is not None or observers.queue is not None
+        observed = observers.latency is not None or observers.queue is not None
+        # counting walks as the Python path then does (``_enumerate``: each query alone), so the steps agree
+        core.observed = observed or engine.count_only
         self.deferred = []  # (a batch stopped by an error leaves its pieces unbooked: they are not this batch's)
         # no group reads the units of an event as it runs when every one runs in the core: book them later
         self.settles_later = (
@@ -473,9 +478,11 @@ class NativeGroup:
         """The last ``run``'s units booked and matches put out; its update units. Observed, the
         units go to the observers too (the run began at ``began``, ``perf_counter``'s time)."""
         records, matches, marks_at, marks_label, spent = self.core.take()
+        engine = self.runner.engine
         # each event's units: its update units, and its enumeration steps
         update = int(spent[:, 1].sum()) if len(spent) else 0
-        observed = _Observed(self, batch, records, spent, began) if self.core.observed and len(spent) else None
+        watched = engine.observers.latency is not None or engine.observers.queue is not None
+        observed = _Observed(self, batch, records, spent, began) if watched and len(spent) else None
         if observed is not None and lockstep and not self.settles_later:
             # event by event, as the Python groups read the units of the events they are at
             yield from self._observed_lockstep(
@@ -494,7 +501,9 @@ class NativeGroup:
             np.add.at(added_units, spent[:, 0], spent[:, 1])
             if len(records):
                 np.add.at(added_units, records[:, 1], records[:, 4])
-        if len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
+        if engine.count_only and len(records):
+            self._count(batch, records, matches, marks_at, marks_label, out, limits)
+        elif len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
@@ -687,6 +696,44 @@ class NativeGroup:
                     put(q, row, first, count)
             if len(out) >= flush_at and engine._emit is not None:
                 engine.flush(out)
+
+    def _count(
+        self,
+        batch: EventBatch,
+        records: np.ndarray,
+        matches: np.ndarray,
+        marks_at: np.ndarray,
+        marks_label: np.ndarray,
+        out: list[Any],
+        limits: tuple[int, int],
+    ) -> None:
+        """Book a piece's walks and matches where the engine only counts (``count_only``): each record's
+        matches counted in C as the output path would put them out (``_lines.counts``), no Python object
+        per match; the Python way (``_put``, which books without putting out) where ``_lines`` is not built."""
+        if _LINES is None:
+            at, labels = marks_at.tolist(), marks_label.tolist()
+            for _ in self._put(batch, records, matches, at, labels, out, False, limits):
+                pass  # not in lockstep: it stops nowhere
+            return
+        compiled = self.runner.compiled
+        queries = []
+        for query in compiled.queries:
+            projection = compiled.projections[query.id]
+            limit = query.query.limit
+            shows: bytes | None = None
+            if not projection.every_event:
+                selected = set(projection.selected or ())
+                variables = projection.variables
+                shows = bytes(
+                    int(any(v in selected for v in variables[label])) for label in range(len(compiled.variables))
+                )
+            queries.append((projection.plain, -1 if limit is None else int(limit), shows))
+        found = _LINES.counts(records, matches, marks_at, marks_label, queries, limits[1])
+        self._book(records, with_matches=False)
+        per_query = self.runner.engine.clock.per_query
+        for query, n in zip(compiled.queries, found, strict=True):
+            if n:
+                per_query[query.name].matches += n
 
     def _book(self, records: np.ndarray, with_matches: bool) -> None:
         """The bookings of ``QueryGroupRunner._out``/``_book`` for ``records``, summed per query: steps and
