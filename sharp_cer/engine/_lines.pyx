@@ -14,9 +14,11 @@ tenant) and each variable's quoted key come from Python (``json.dumps``, so
 ASCII): only integers are written here.
 
 A record's matches are put in (start, events) order, as ``native._lines``
-orders them; a record whose query is not lined, with more matches than the
-event block, or with two matches of equal start and events (the Python path
-then picks one by its variables) makes the whole piece go the Python way.
+orders them (with an emit, a record of more matches than the event block in
+blocks of that many, as ``QueryGroupRunner._plain`` puts them); a record
+whose query is not lined, or with two matches of equal start and events in
+one block (the Python path then picks one by its variables) makes the whole
+piece go the Python way.
 """
 
 from libc.stdint cimport int64_t, uint64_t
@@ -100,6 +102,59 @@ cdef inline void _int(string &s, int64_t v) noexcept nogil:
     s.append(&buf[at], 24 - at)
 
 
+cdef int _put_lines(
+    list out,
+    vector[Py_ssize_t] &idx,
+    const int64_t[:, ::1] matches,
+    const int64_t[::1] at,
+    const int64_t[::1] labels,
+    string &head,
+    vector[string] &keys,
+    vector[uint64_t] &masks,
+    int64_t end,
+    string &line,
+) except -1:
+    """Append the lines of the matches ``idx`` (sorted, their labels checked) to ``out``."""
+    cdef Py_ssize_t i, j, k, f, nm, v, n_keys = keys.size()
+    cdef int64_t lab
+    cdef bint any_held, opened
+    for i in range(<Py_ssize_t>idx.size()):
+        k = idx[i]
+        f, nm = matches[k, 1], matches[k, 2]
+        line.clear()
+        line.append(head)
+        _int(line, matches[k, 0])
+        line.append(b', "end": ')
+        _int(line, end)
+        line.append(b', "events": [')
+        for j in range(nm):
+            if j:
+                line.append(b", ")
+            _int(line, at[f + j])
+        line.append(b'], "vars": {')
+        any_held = False
+        for v in range(n_keys):
+            opened = False
+            for j in range(nm):
+                lab = labels[f + j]
+                if masks[lab] >> v & 1:
+                    if not opened:
+                        if any_held:
+                            line.append(b", ")
+                        line.append(keys[v])
+                        line.append(b"[")
+                        opened = True
+                        any_held = True
+                    else:
+                        line.append(b", ")
+                    _int(line, at[f + j])
+            if opened:
+                line.append(b"]")
+        line.append(b"}}")
+        out.append(PyUnicode_DecodeASCII(line.c_str(), line.size(), NULL))
+    return 0
+
+
 def lines(
     const int64_t[:, ::1] records,
     const int64_t[:, ::1] matches,
@@ -110,29 +165,35 @@ def lines(
     int64_t event_block,
     Py_ssize_t already,
     Py_ssize_t flush_at,
-    bint emit,
+    object flush,
 ):
     """The lines of a piece's ``records`` (query, row, first match, matches,
-    steps, candidates), in record order, and where the Python path would
-    flush ``emit`` between them: ``(lines, splits)``, a flush before
-    ``lines[s]`` for each ``s`` of ``splits`` (``already`` lines waiting,
-    a flush once ``flush_at`` wait when an event's records begin). None if
-    the piece must go the Python way (see the module). ``tables[q]``: None
-    (query ``q`` is not lined) or (head bytes, quoted keys in name order,
-    per mark label a bit mask of the keys it holds)."""
-    cdef Py_ssize_t n_rec = records.shape[0], r, k, i, j, first, count, f, nm
-    cdef int64_t q, row, last = -1, lab, end
-    cdef Py_ssize_t waiting = already, made = 0
-    cdef vector[Py_ssize_t] idx, tmp
+    steps, candidates), in record order. With ``flush`` (an emit is set),
+    the lines go to ``flush(lines, crowded)`` where the Python path flushes
+    the emit between them (``already`` lines waiting, a flush once
+    ``flush_at`` wait when an event's records begin), so only those since
+    the last flush are held (a piece's lines all at once filled memory the
+    allocator kept asking the kernel for again); ``crowded`` is the end
+    position of a block put out ahead of its event's last, else -1: a
+    record of more than ``event_block`` matches goes out as
+    ``QueryGroupRunner._plain`` puts it, in blocks of that many in walk
+    order, each sorted and flushed, but the last. Returns the lines not
+    flushed, or None if the piece must go the Python way (see the module),
+    decided before any line is made. ``tables[q]``: None (query ``q`` is
+    not lined) or (head bytes, quoted keys in name order, per mark label a
+    bit mask of the keys it holds)."""
+    cdef Py_ssize_t n_rec = records.shape[0], r, i, j, first, count, lo, hi, at_order
+    cdef int64_t q, row, last = -1, end, lab
+    cdef Py_ssize_t waiting = already
+    cdef bint emit = flush is not None
+    cdef vector[Py_ssize_t] idx, tmp, order
     cdef string line
     # the tables in C++ once per call: a piece has many records, a group few queries
     cdef vector[bint] lined
     cdef vector[string] heads
     cdef vector[vector[string]] keys_of
     cdef vector[vector[uint64_t]] masks_of
-    cdef Py_ssize_t n_keys, v, n_labels
-    cdef bint any_held, opened
-    cdef list out = [], splits = []
+    cdef list out = []
     global g_match, g_at
     for table in tables:
         lined.push_back(table is not None)
@@ -143,66 +204,60 @@ def lines(
         g_match = &matches[0, 0]
     if at.shape[0]:
         g_at = &at[0]
+    # first every record's blocks sorted and checked: nothing goes out of a piece that goes the Python way
+    for r in range(n_rec):
+        q, first, count = records[r, 0], records[r, 2], records[r, 3]
+        if q < 0 or q >= <int64_t>lined.size() or not lined[q]:
+            return None
+        lo = first
+        while lo < first + count:
+            hi = first + count
+            if emit and hi - lo > event_block:  # blocks of ``event_block`` in walk order (the last may be full)
+                hi = lo + event_block
+            idx.clear()
+            for i in range(lo, hi):
+                idx.push_back(i)
+                for j in range(matches[i, 1], matches[i, 1] + matches[i, 2]):
+                    lab = labels[j]
+                    if lab < 0 or lab >= <int64_t>masks_of[q].size():
+                        return None
+            _sort(idx, tmp)
+            for i in range(1, <Py_ssize_t>idx.size()):
+                if _cmp(idx[i - 1], idx[i]) == 0:
+                    return None  # two share start and events: the Python path picks one by its variables
+            for i in range(<Py_ssize_t>idx.size()):
+                order.push_back(idx[i])
+            lo = hi
+    at_order = 0
     for r in range(n_rec):
         q, row, first, count = records[r, 0], records[r, 1], records[r, 2], records[r, 3]
-        if q < 0 or q >= <int64_t>lined.size() or not lined[q] or count > event_block:
-            return None
         if row != last:
             if last >= 0 and emit and waiting >= flush_at:
-                splits.append(made)
+                flush(out, -1)
+                out = []
                 waiting = 0
             last = row
         if count == 0:
             continue
-        n_keys = keys_of[q].size()
-        n_labels = masks_of[q].size()
-        idx.clear()
-        for i in range(first, first + count):
-            idx.push_back(i)
-        _sort(idx, tmp)
-        for i in range(1, count):
-            if _cmp(idx[i - 1], idx[i]) == 0:
-                return None
         end = positions[row]
-        for i in range(count):
-            k = idx[i]
-            f, nm = matches[k, 1], matches[k, 2]
-            line.clear()
-            line.append(heads[q])
-            _int(line, matches[k, 0])
-            line.append(b', "end": ')
-            _int(line, end)
-            line.append(b', "events": [')
-            for j in range(nm):
-                if j:
-                    line.append(b", ")
-                _int(line, at[f + j])
-            line.append(b'], "vars": {')
-            any_held = False
-            for v in range(n_keys):
-                opened = False
-                for j in range(nm):
-                    lab = labels[f + j]
-                    if lab < 0 or lab >= n_labels:
-                        return None
-                    if masks_of[q][lab] >> v & 1:
-                        if not opened:
-                            if any_held:
-                                line.append(b", ")
-                            line.append(keys_of[q][v])
-                            line.append(b"[")
-                            opened = True
-                            any_held = True
-                        else:
-                            line.append(b", ")
-                        _int(line, at[f + j])
-                if opened:
-                    line.append(b"]")
-            line.append(b"}}")
-            out.append(PyUnicode_DecodeASCII(line.c_str(), line.size(), NULL))
-        made += count
-        waiting += count
-    return out, splits
+        lo = 0
+        while lo < count:
+            hi = count
+            if emit and hi - lo > event_block:
+                hi = lo + event_block
+            idx.clear()
+            for i in range(at_order + lo, at_order + hi):
+                idx.push_back(order[i])
+            _put_lines(out, idx, matches, at, labels, heads[q], keys_of[q], masks_of[q], end, line)
+            if hi < count:  # a block ahead of the event's last: out at once (``_plain``)
+                flush(out, end)
+                out = []
+                waiting = 0
+            else:
+                waiting += hi - lo
+            lo = hi
+        at_order += count
+    return out
 
 
 cdef Py_ssize_t _distinct(vector[Py_ssize_t] &idx, vector[Py_ssize_t] &tmp) noexcept nogil:

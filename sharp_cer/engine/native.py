@@ -547,22 +547,26 @@ class NativeGroup:
         if _LINES is None or engine._lines is None or engine.count_only:
             return False
         flush_at, event_block = limits
-        emit = engine._emit is not None
         tables = self._tables(engine._lines, tuple(np.unique(marks_label).tolist()))
         positions = np.ascontiguousarray(batch.positions, dtype=np.int64)
-        done = _LINES.lines(
-            records, matches, marks_at, marks_label, positions, tables, event_block, len(out), flush_at, emit
-        )
-        if done is None:
-            return False
-        made, splits = done
-        self._book(records, with_matches=True)
-        begun = 0
-        for split in splits:
-            out.extend(made[begun:split])
+
+        def flush(made: list[str], crowded: int) -> None:
+            if crowded >= 0 and engine.crowded_at != crowded:
+                # a block of a crowded event out ahead of its last (``QueryGroupRunner._plain``)
+                engine.crowded_events += 1
+                engine.crowded_at = crowded
+            out.extend(made)
             engine.flush(out)
-            begun = split
-        out.extend(made[begun:] if begun else made)
+
+        emit = engine._emit is not None
+        rest = _LINES.lines(
+            records, matches, marks_at, marks_label, positions, tables, event_block, len(out), flush_at,
+            flush if emit else None,
+        )  # fmt: skip
+        if rest is None:
+            return False
+        self._book(records, with_matches=True)
+        out.extend(rest)
         if len(out) >= flush_at and emit:
             engine.flush(out)
         return True
