@@ -477,6 +477,43 @@ class Detector:
         lines: list[str] = self._process(events, arrivals, quota, tenants, emit)
         return lines
 
+    def feed_ranked_lines(
+        self,
+        events: EventBatch | pd.DataFrame | pa.Table,
+        ranks: Mapping[str, int],
+        *,
+        arrivals: Any = None,
+        quota: int | None = None,
+        emit: Callable[[list[tuple[int, int, str]]], Any] | None = None,
+    ) -> list[tuple[int, int, str]]:
+        """``feed_lines`` for a writer of several queries' lines (``sharp-cer match``): each line as
+        ``(end, rank, line)``, ``rank`` being its query's in ``ranks``, in end order, those of one end
+        and query by start and events; the writer orders one end's by (end, rank). The lines are made
+        without Match objects wherever ``feed_lines`` makes them so, several query groups included.
+
+        >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:int } }")
+        >>> d = Detector.from_queries([("p", "SELECT * WHERE B"), ("q", "SELECT * WHERE A ; B")], s)
+        >>> import pandas as pd
+        >>> [(end, rank) for end, rank, _ in d.feed_ranked_lines(pd.DataFrame({"type": ["A", "B"], "x": [1, 2]}),
+        ...                                                       {"p": 0, "q": 1})]
+        [(1, 0), (1, 1)]
+        """
+        if self._source is not None:
+            self.poll_workload()
+        if self.history or self.version:  # matches kept, or stamped with the version: as Match objects
+            if emit is not None:
+                ranked = emit
+
+                def as_lines(found: list[Match]) -> None:
+                    ranked([(m.end, ranks[m.query], m.to_json()) for m in found])
+
+                self.feed(events, arrivals=arrivals, quota=quota, emit=as_lines)
+                return []
+            return [(m.end, ranks[m.query], m.to_json()) for m in self.feed(events, arrivals=arrivals, quota=quota)]
+        tenants = {q.name: self.tenants.get(q.name) for q in self.plan.queries}
+        lines: list[tuple[int, int, str]] = self._process(events, arrivals, quota, tenants, emit, ranks)
+        return lines
+
     def _process(
         self,
         events: EventBatch | pd.DataFrame | pa.Table,
@@ -484,6 +521,7 @@ class Detector:
         quota: int | None,
         tenants: Mapping[str, str | None] | None,
         emit: Callable[[list[Any]], Any] | None = None,
+        ranks: Mapping[str, int] | None = None,
     ) -> list[Any]:
         """Load, check the order and run the engine (``feed``; with
         ``tenants``, ``feed_lines``): matches, or their lines (none with
@@ -532,7 +570,7 @@ class Detector:
             if tenants is None:
                 found.extend(engine.process(part, at, quota=left, emit=emit))
             else:
-                found.extend(engine.process_lines(part, tenants, at, quota=left, emit=emit))
+                found.extend(engine.process_lines(part, tenants, at, quota=left, emit=emit, ranks=ranks))
         return found
 
     def _forget(self) -> None:

@@ -8,6 +8,7 @@ import argparse
 import io
 import itertools
 import json
+import operator
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -367,16 +368,25 @@ def _write(
 ) -> int | None:
     """Feed the chunks and write their matches as the engine enumerates
     them, in order, up to the limit; the matches the limit has left."""
-    # one query's matches go to JSON Lines without Match objects (Detector.feed_lines)
-    as_lines = not options.with_events and sink.lines and len(inputs.queries) == 1 and not options.count
+    # matches go to JSON Lines without Match objects (Detector.feed_lines), several queries' with each
+    # query's rank to order one end's lines by (Detector.feed_ranked_lines)
+    as_lines = not options.with_events and sink.lines and not options.count
     alerts = detector if options.with_events else None
     writer = _Writer(inputs, sink, options.limit, as_lines, _Crowding(detector, err), alerts)
+    if as_lines and len(inputs.queries) > 1:
+        ranks = writer.order
+
+        def feed(batch: Any, quota: int | None, emit: Any) -> Any:
+            return detector.feed_ranked_lines(batch, ranks, quota=quota, emit=emit)
+
+    else:
+        feed = detector.feed_lines if as_lines else detector.feed
     for batch, report in chunks:
         if writer.left is not None and writer.left <= 0 and not options.count:
             break
         tally.add(report)
         quota = writer.left if not options.count else None  # matches still wanted: the engine stops at them
-        (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota, emit=writer.take)
+        feed(batch, quota=quota, emit=writer.take)
         writer.end_chunk()
     return writer.left
 
@@ -411,7 +421,10 @@ class _Writer:
     with ``emit``): in end order, and at one end by query as given, then
     start and events (the reference's order; one query's come so), at most
     ``left`` of them (None: all). Only the matches of the latest end are
-    held back, as another query group may still add to it."""
+    held back, as another query group may still add to it. With
+    ``as_lines`` and several queries, they come as (end, rank, line)
+    (``Detector.feed_ranked_lines``), one end's and one query's already by
+    start and events: ordered by (end, rank), kept in their order within."""
 
     def __init__(
         self,
@@ -445,12 +458,13 @@ class _Writer:
         if not found:
             return
         pending = self.held + found if self.held else found
-        last, cut = pending[-1].end, len(pending)
-        while cut and pending[cut - 1].end == last:
+        end_of = _RANKED_END if self.as_lines else _MATCH_END
+        last, cut = end_of(pending[-1]), len(pending)
+        while cut and end_of(pending[cut - 1]) == last:
             cut -= 1
         self.held = pending[cut:]
         if cut:
-            self._put(_sorted(pending[:cut], self.order))
+            self._put(self._sorted(pending[:cut]))
         if len(self.held) > self.most:
             self._flush()
 
@@ -461,7 +475,13 @@ class _Writer:
     def _flush(self) -> None:
         held, self.held = self.held, []
         if held:
-            self._put(_sorted(held, self.order))
+            self._put(self._sorted(held))
+
+    def _sorted(self, found: list[Any]) -> list[Any]:
+        """Matches by end, query as given, start and events; ranked lines by (end, rank), as they came within."""
+        if self.as_lines:
+            return sorted(found, key=_RANK)
+        return _sorted(found, self.order)
 
     def _put(self, found: list[Any]) -> None:
         if self.left is not None:
@@ -471,8 +491,15 @@ class _Writer:
             return
         if self.alerts is not None:  # --with-events: the feed's events are at hand while it runs
             self.sink.write(self.alerts.alerts(found), self.alerts.flat_alerts(found))
+        elif self.as_lines and not self.ordered:
+            self.sink.write_lines([line for _, _, line in found])
         else:
             (self.sink.write_lines if self.as_lines else self.sink.write)(found)
+
+
+_RANKED_END = operator.itemgetter(0)
+_RANK = operator.itemgetter(0, 1)
+_MATCH_END = operator.attrgetter("end")
 
 
 def _sorted(found: list[Any], order: dict[str, int]) -> list[Any]:

@@ -113,8 +113,10 @@ cdef int _put_lines(
     vector[uint64_t] &masks,
     int64_t end,
     string &line,
+    object ranked,
 ) except -1:
-    """Append the lines of the matches ``idx`` (sorted, their labels checked) to ``out``."""
+    """Append the lines of the matches ``idx`` (sorted, their labels checked) to ``out``; with
+    ``ranked`` (the end and the query's rank), each as (end, rank, line)."""
     cdef Py_ssize_t i, j, k, f, nm, v, n_keys = keys.size()
     cdef int64_t lab
     cdef bint any_held, opened
@@ -151,7 +153,8 @@ cdef int _put_lines(
             if opened:
                 line.append(b"]")
         line.append(b"}}")
-        out.append(PyUnicode_DecodeASCII(line.c_str(), line.size(), NULL))
+        text = PyUnicode_DecodeASCII(line.c_str(), line.size(), NULL)
+        out.append(text if ranked is None else (ranked[0], ranked[1], text))
     return 0
 
 
@@ -166,6 +169,7 @@ def lines(
     Py_ssize_t already,
     Py_ssize_t flush_at,
     object flush,
+    list ranks=None,
 ):
     """The lines of a piece's ``records`` (query, row, first match, matches,
     steps, candidates), in record order. With ``flush`` (an emit is set),
@@ -181,7 +185,8 @@ def lines(
     flushed, or None if the piece must go the Python way (see the module),
     decided before any line is made. ``tables[q]``: None (query ``q`` is
     not lined) or (head bytes, quoted keys in name order, per mark label a
-    bit mask of the keys it holds)."""
+    bit mask of the keys it holds). With ``ranks`` (per query its rank in
+    the writer's order), each line comes as (end, rank, line)."""
     cdef Py_ssize_t n_rec = records.shape[0], r, i, j, first, count, lo, hi, at_order
     cdef int64_t q, row, last = -1, end, lab
     cdef Py_ssize_t waiting = already
@@ -240,6 +245,7 @@ def lines(
         if count == 0:
             continue
         end = positions[row]
+        ranked = None if ranks is None else (end, ranks[q])
         lo = 0
         while lo < count:
             hi = count
@@ -248,7 +254,7 @@ def lines(
             idx.clear()
             for i in range(at_order + lo, at_order + hi):
                 idx.push_back(order[i])
-            _put_lines(out, idx, matches, at, labels, heads[q], keys_of[q], masks_of[q], end, line)
+            _put_lines(out, idx, matches, at, labels, heads[q], keys_of[q], masks_of[q], end, line, ranked)
             if hi < count:  # a block ahead of the event's last: out at once (``_plain``)
                 flush(out, end)
                 out = []

@@ -503,7 +503,14 @@ class NativeGroup:
                 np.add.at(added_units, records[:, 1], records[:, 4])
         if engine.count_only and len(records):
             self._count(batch, records, matches, marks_at, marks_label, out, limits)
-        elif len(records) and (lockstep or not self._lined(batch, records, matches, marks_at, marks_label, out, limits)):
+        elif len(records):
+            if lockstep:
+                lined = self._lined_lockstep(batch, records, matches, marks_at, marks_label, out, limits)
+                if lined is not None:
+                    yield from lined
+                    return update
+            elif self._lined(batch, records, matches, marks_at, marks_label, out, limits):
+                return update
             at, labels = marks_at.tolist(), marks_label.tolist()
             yield from self._put(batch, records, matches, at, labels, out, lockstep, limits)
         return update
@@ -559,9 +566,10 @@ class NativeGroup:
             engine.flush(out)
 
         emit = engine._emit is not None
+        ranks = engine._ranks
         rest = _LINES.lines(
             records, matches, marks_at, marks_label, positions, tables, event_block, len(out), flush_at,
-            flush if emit else None,
+            flush if emit else None, None if ranks is None else [ranks[q.name] for q in self.runner.compiled.queries],
         )  # fmt: skip
         if rest is None:
             return False
@@ -570,6 +578,59 @@ class NativeGroup:
         if len(out) >= flush_at and emit:
             engine.flush(out)
         return True
+
+    def _lined_lockstep(
+        self,
+        batch: EventBatch,
+        records: np.ndarray,
+        matches: np.ndarray,
+        marks_at: np.ndarray,
+        marks_label: np.ndarray,
+        out: list[Any],
+        limits: tuple[int, int],
+    ) -> Generator[int, None, None] | None:
+        """``_put`` in lockstep with the piece's lines made in C at once (``_lines.pyx``): each event's
+        lines put out when the groups are at it, emit flushed where ``_put`` flushes it; None (nothing
+        done) where ``_put`` must run instead, as where an event has more matches of a query than
+        EVENT_BLOCK (they go out in blocks, flushed amid the event's)."""
+        engine = self.runner.engine
+        if _LINES is None or engine._lines is None or engine.count_only:
+            return None
+        flush_at, event_block = limits
+        counts = records[:, 3]
+        if int(counts.max()) > event_block:
+            return None
+        tables = self._tables(engine._lines, tuple(np.unique(marks_label).tolist()))
+        positions = np.ascontiguousarray(batch.positions, dtype=np.int64)
+        ranks = engine._ranks
+        made = _LINES.lines(
+            records, matches, marks_at, marks_label, positions, tables, event_block, 0, flush_at, None,
+            None if ranks is None else [ranks[q.name] for q in self.runner.compiled.queries],
+        )  # fmt: skip
+        if made is None:
+            return None
+        self._book(records, with_matches=True)
+        kept = records[counts > 0]
+        return self._lined_rows(kept[:, 1].tolist(), np.cumsum(kept[:, 3]).tolist(), made, out, flush_at)
+
+    def _lined_rows(
+        self, rows: list[int], ends: list[int], made: list[Any], out: list[Any], flush_at: int
+    ) -> Generator[int, None, None]:
+        """Each record's lines (``made[ends[k-1]:ends[k]]``) put out at its row, stopping before each row."""
+        engine = self.runner.engine
+        emit = engine._emit is not None
+        last = -1
+        begun = 0
+        for row, end in zip(rows, ends, strict=True):
+            if row != last:
+                if last >= 0 and emit and len(out) >= flush_at:
+                    engine.flush(out)
+                yield row
+                last = row
+            out.extend(made[begun:end])
+            begun = end
+        if emit and len(out) >= flush_at:
+            engine.flush(out)
 
     def _tables(self, tenants: Any, labels: tuple[int, ...]) -> list[Any]:
         """Per query (by id) what ``_lines.lines`` needs to write its lines (None: not lined): the head
@@ -660,6 +721,9 @@ class NativeGroup:
                 # lines without Match objects, as ``_block`` makes them, unless two matches share their events
                 found = _lines(lines.get(query.name), projection, end, rows[first : first + count], at, labels)
                 if found is not None:
+                    if engine._ranks is not None:
+                        rank = engine._ranks[query.name]
+                        found = [(end, rank, line) for line in found]
                     runner._out(query, cost, booked, found, out, 0.0, 0, watched=False)
                     return
             paths = (

@@ -927,7 +927,12 @@ class QueryGroupRunner:
                 rows.sort(key=_START_EVENTS)
                 keys = list(map(_START_EVENTS, rows))  # two that share them are neighbours now
             if len(rows) < 2 or not any(map(operator.eq, keys, keys[1:])):
-                return projection.lines(engine._lines.get(query.name), position, rows)
+                made = projection.lines(engine._lines.get(query.name), position, rows)
+                ranks = engine._ranks
+                if ranks is not None:
+                    rank = ranks[query.name]
+                    return [(position, rank, line) for line in made]
+                return made
             make = projection.match
             matches = [make(start, position, tuple(zip(at, labels, strict=True))) for start, at, labels in rows]
         else:
@@ -945,6 +950,10 @@ class QueryGroupRunner:
         if self.engine._lines is None:
             return matches
         tenant = self.engine._lines.get(query.name)
+        ranks = self.engine._ranks
+        if ranks is not None:
+            rank = ranks[query.name]
+            return [(m.end, rank, replace(m, tenant=tenant).to_json()) for m in matches]
         return [replace(m, tenant=tenant).to_json() for m in matches]
 
     def _out(
@@ -1257,6 +1266,9 @@ class Engine:
         # ``process_lines``), set for the call only
         self._quota: int | None = None
         self._lines: Mapping[str, str | None] | None = None
+        #: with lines of several query groups, each query's rank in the caller's order: each line goes
+        #: out as (end, rank, line), for the caller to order those of one end (``process_lines``)
+        self._ranks: Mapping[str, int] | None = None
         self._emit: Any = None
         #: the compiled core's units and floors of the batch in process, per row, added to the
         #: Python lists once at its end (``added``): two arrays, or None while no core ran
@@ -1344,12 +1356,19 @@ class Engine:
         *,
         quota: int | None = None,
         emit: Any = None,
-    ) -> list[str]:
+        ranks: Mapping[str, int] | None = None,
+    ) -> list[Any]:
         """``process``, returning the matches' output lines
         (``Match.to_json``, each query's tenant from ``tenants``) instead of
         Match objects: for a writer of one query group's matches
         (``Detector.feed_lines``), whose lines are then built without the
         objects where nothing chooses among the matches.
+
+        With ``ranks`` (each query's rank in the writer's order), each line
+        comes as ``(end, rank, line)``, in end order; those of one end and
+        one query in order of start and events (but an event's blocks past
+        EVENT_BLOCK, see ``process``), so the writer orders one end's lines
+        by (end, rank) alone: for a plan of several query groups too.
 
         >>> from sharp_cer.language import Schema, parse_and_check
         >>> from sharp_cer.events.loaders import load_csv
@@ -1359,12 +1378,12 @@ class Engine:
         >>> engine.process_lines(load_csv("A,1\\nB,1\\n", s)[0], {"q": "acme"})
         ['{"query": "q", "tenant": "acme", "start": 0, "end": 1, "events": [0, 1], "vars": {"A": [0], "B": [1]}}']
         """
-        if len(self.runners) > 1:
+        if len(self.runners) > 1 and ranks is None:
             raise EngineError(
                 f"Engine.process_lines needs a plan of one query group, found {len(self.runners)}: the matches "
                 "of several are ordered by their ends\n  hint: use Detector.feed_lines, which handles several queries"
             )
-        return cast(list[str], self._run(batch, arrivals, quota, tenants, emit))
+        return self._run(batch, arrivals, quota, tenants, emit, ranks)
 
     def flush(self, out: list[Any]) -> None:
         """Put the matches held in ``out`` out to the emit, if there is one (``process``)."""
@@ -1379,6 +1398,7 @@ class Engine:
         quota: int | None,
         lines: Mapping[str, str | None] | None,
         emit: Any = None,
+        ranks: Mapping[str, int] | None = None,
     ) -> list[Any]:
         # Python's cycle collector would walk every live node, match and
         # per-event list again and again within a batch (a fourth to a third
@@ -1388,7 +1408,9 @@ class Engine:
         if self.absences is not None and (lines is not None or emit is not None):
             # alerts are decided after enumeration, on the batch's Match objects
             found: list[Any] = self._run(batch, arrivals, quota, None)
-            if lines is not None:
+            if lines is not None and ranks is not None:
+                found = [(m.end, ranks[m.query], replace(m, tenant=lines.get(m.query)).to_json()) for m in found]
+            elif lines is not None:
                 found = [replace(m, tenant=lines.get(m.query)).to_json() for m in found]
             if emit is not None and found:
                 emit(found)
@@ -1397,6 +1419,7 @@ class Engine:
         collecting = gc.isenabled()
         gc.disable()
         self._quota, self._lines, self._emit = quota, lines, emit
+        self._ranks = ranks if lines is not None else None
         try:
             out = self._process(batch, arrivals)
             self.flush(out)
@@ -1407,7 +1430,7 @@ class Engine:
             # the compiled core's std::bad_alloc arrives as a bare MemoryError, the Python engine's too
             raise MatchingMemoryError(len(batch)) from exc
         finally:
-            self._quota = self._lines = self._emit = None
+            self._quota = self._lines = self._emit = self._ranks = None
             if collecting:
                 gc.enable()
 
@@ -1451,7 +1474,8 @@ class Engine:
             units[:] = (np.asarray(units, dtype=np.int64) + added_units).tolist()
             floors[:] = (np.asarray(floors, dtype=np.int64) + added_floors).tolist()
         if len(self.runners) > 1:
-            out.sort(key=lambda m: m.end)  # stable: query groups keep their order at one end
+            # stable: query groups keep their order at one end
+            out.sort(key=_RANKED_END if self._ranks is not None else _MATCH_END)
         if self.absences is not None:
             out = self._trailing(batch, out)
         if self.floors:
@@ -1881,6 +1905,10 @@ class Engine:
         self._next = saved.get("next", self._next)
         for runner in self.runners:
             runner.compiled.set_floors(self.floors)
+
+
+_RANKED_END = operator.itemgetter(0)
+_MATCH_END = operator.attrgetter("end")
 
 
 def run(plan: Plan, batches: Iterable[EventBatch], **options: Any) -> list[Match]:
