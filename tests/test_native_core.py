@@ -127,7 +127,7 @@ def test_eligibility_names_what_runs_where() -> None:
     plain = "SELECT * WHERE A ; B+ ; C PARTITION BY [k] WITHIN 5 EVENTS"
     assert runner(plain).core is not None
     assert native.ineligible(runner(plain)) is None
-    assert native.ineligible(runner(plain, debug=True)) == "debug, count_only or an enumeration order"
+    assert native.ineligible(runner(plain, debug=True)) == "debug or an enumeration order"
     # strategies, LIMIT and CONSUME BY run in the core too (issue 37, tests/test_native_consume.py)
     assert runner("SELECT MAX * WHERE A ; B WITHIN 5 EVENTS").core is not None
     assert runner("SELECT * WHERE A ; B WITHIN 5 EVENTS LIMIT 1").core is not None

@@ -373,14 +373,13 @@ def _write(
     as_lines = not options.with_events and sink.lines and not options.count
     alerts = detector if options.with_events else None
     writer = _Writer(inputs, sink, options.limit, as_lines, _Crowding(detector, err), alerts)
-    if as_lines and len(inputs.queries) > 1:
-        ranks = writer.order
+    ranks = writer.order if as_lines and len(inputs.queries) > 1 else None
 
-        def feed(batch: Any, quota: int | None, emit: Any) -> Any:
+    def feed(batch: Any, quota: int | None, emit: Any) -> Any:
+        if ranks is not None:
             return detector.feed_ranked_lines(batch, ranks, quota=quota, emit=emit)
+        return (detector.feed_lines if as_lines else detector.feed)(batch, quota=quota, emit=emit)
 
-    else:
-        feed = detector.feed_lines if as_lines else detector.feed
     for batch, report in chunks:
         if writer.left is not None and writer.left <= 0 and not options.count:
             break

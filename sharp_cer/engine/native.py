@@ -7,10 +7,21 @@ depth-first enumeration with each query's window, cross-event conditions
 compiled by ``condition_code``, the selection strategies and LIMIT among
 one event's candidates, CONSUME BY with its ghost runs) for a query group
 whose conditions that covers, with no trailing ABSENT, in an engine without
-shedder, debug checks, counting or a custom enumeration order; per batch
-also without a quota, a query that joined while the stream ran
-(``Engine.update``'s floors) or a dropped one. Every other group, or batch,
-runs on the Python path, unchanged.
+shedder, debug checks or a custom enumeration order; per batch also without
+a quota, a query that joined while the stream ran (``Engine.update``'s
+floors) or a dropped one. Every other group, or batch, runs on the Python
+path, unchanged. An engine that only counts (``count_only``) runs a group
+in the core unless a query of it is counted on the tECS without a walk
+(``QueryPlan.counted``: a partition's window sums, per event about the
+update's cost however many matches): the core walks as the Python path then
+does and counts each walk's matches in C as the output path would put them
+out (``_lines.counts``).
+
+Lines (``Engine.process_lines``) are made in C from the core's buffers
+(``_lines.lines``), a piece at a time, flushed to the emit as the Python
+path flushes it, an event's blocks past EVENT_BLOCK included; in lockstep
+(several groups with an emit) made per piece, put out event by event, each
+as (end, rank, line) where the writer orders several queries' lines.
 
 Under latency or queue observers (``Engine.observers``) the core walks as
 the Python path then does (each query alone, a walk booked at every event

@@ -1475,7 +1475,8 @@ class Engine:
             floors[:] = (np.asarray(floors, dtype=np.int64) + added_floors).tolist()
         if len(self.runners) > 1:
             # stable: query groups keep their order at one end
-            out.sort(key=_RANKED_END if self._ranks is not None else _MATCH_END)
+            ordered: list[Any] = out
+            ordered.sort(key=_RANKED_END if self._ranks is not None else _MATCH_END)
         if self.absences is not None:
             out = self._trailing(batch, out)
         if self.floors:
