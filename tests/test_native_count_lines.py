@@ -182,3 +182,28 @@ def test_count_prints_the_lines_out_writes(
     assert engine in captured.err.splitlines()[-1] and engine in written.splitlines()[-1]
     if not pure:  # the groups with no query counted without a walk ran compiled
         assert "compiled core (Cython C++) for 5 of 8 query groups" in captured.err
+
+
+@settings(max_examples=80, **SETTINGS)  # type: ignore[arg-type]
+@given(st.lists(full_queries(), min_size=2, max_size=3), streams(max_size=14), st.sampled_from([1, 2, 5]))
+def test_ranked_lines_of_several_groups_order_as_the_reference(
+    texts: list[str], rows: list[dict[str, Any]], flush_at: int
+) -> None:
+    # what ``sharp-cer match`` writes for several queries: (end, rank, line), ordered by (end, rank)
+    # as they came within, is the reference's order (end, query as given, start, events), both engines
+    named = [(f"q{i}", parse_and_check(text, SCHEMA)) for i, text in enumerate(texts)]
+    batch = to_batch(rows)
+    ranks = {name: len(named) - 1 - k for k, (name, _) in enumerate(named)}  # not the plan's order
+    expected = sorted(evaluate(named, batch).matches, key=lambda m: (m.end, ranks[m.query], m.start, m.events))
+    plan = compile_plan(named)
+    for pure in (False, True):
+        engine = Engine(plan, allowed_lateness=4)
+        if pure:
+            _pure(engine)
+        got: list[Any] = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(runtime, "FLUSH_AT", flush_at)
+            assert engine.process_lines(batch, {}, emit=got.extend, ranks=ranks) == []
+        assert [end for end, _, _ in got] == sorted(end for end, _, _ in got)  # in end order
+        lines = [line for _, _, line in sorted(got, key=lambda item: item[:2])]
+        assert lines == [m.to_json() for m in expected], "the compiled core" if not pure else "the Python engine"
