@@ -25,7 +25,7 @@ from lark.exceptions import UnexpectedInput
 from sharp_cer.language import parse_query, parse_workload
 from sharp_cer.language import parser as parser_module
 from sharp_cer.language.diagnostics import QueryError
-from sharp_cer.language.driver import REFUSED, FusedParser
+from sharp_cer.language.driver import REFUSED, FusedParser, plain_table
 
 ROOT = Path(__file__).parent.parent
 GOLDEN = ROOT / "tests" / "fixtures" / "parse_golden"
@@ -54,6 +54,13 @@ def _outcome(parse: Any) -> Any:
         return ("problem", problem.message, problem.span)
 
 
+def _loop() -> FusedParser:
+    """The loop every parse runs (from the user's cache, or made there)."""
+    loop = parser_module._fused()
+    assert loop is not None
+    return loop
+
+
 def _same_as_lark(loop: FusedParser, kind: str, text: str) -> bool:
     """Whether the loop and lark agree on ``text``: the same outcome, or
     both refuse it. Returns whether lark accepted it."""
@@ -67,8 +74,13 @@ def _same_as_lark(loop: FusedParser, kind: str, text: str) -> bool:
     return True
 
 
-def test_the_loop_gives_lark_s_result_or_refuses_where_lark_raises() -> None:
-    loop = FusedParser(parser_module._lark())
+@pytest.mark.parametrize("made", ["from_lark", "from_kept_json"])
+def test_the_loop_gives_lark_s_result_or_refuses_where_lark_raises(made: str) -> None:
+    # the loop of lark's own objects, and of the plain table as a process loads it from the user's cache
+    loop = FusedParser.from_lark(parser_module._lark())
+    if made == "from_kept_json":
+        table = json.loads(json.dumps(plain_table(parser_module._lark())))
+        loop = FusedParser(table, parser_module._reducers())
     accepted = [_same_as_lark(loop, kind, text) for kind, text in _texts()]
     assert sum(accepted) > 800 and accepted.count(False) > 100  # both sides are exercised
 
@@ -91,7 +103,7 @@ _PIECES = [
 @given(st.lists(st.sampled_from(_PIECES), max_size=14), st.booleans())
 def test_token_soups_are_refused_or_parsed_as_lark_does(pieces: list[str], prefixed: bool) -> None:
     text = ("SELECT * WHERE " if prefixed else "") + " ".join(pieces)
-    _same_as_lark(parser_module._fused(parser_module._lark()), "query", text)
+    _same_as_lark(_loop(), "query", text)
 
 
 class _Counting:
@@ -109,7 +121,7 @@ def _parser_calls(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """(fused loop runs, lark parser runs) while loading ``n`` generated queries."""
     rng = random.Random(11)
     text = workload_text([make_query(rng, i) for i in range(n)])
-    loop = parser_module._fused(parser_module._lark())
+    loop = _loop()
     fused = _Counting(loop.parse)
     lark = _Counting(parser_module._lark().parse)
     monkeypatch.setattr(loop, "parse", fused)
@@ -125,7 +137,7 @@ def test_loading_a_workload_parses_each_query_once_in_the_loop(monkeypatch: pyte
 
 
 def test_a_text_the_loop_refuses_is_explained_by_lark_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    loop = parser_module._fused(parser_module._lark())
+    loop = _loop()
     lark = _Counting(parser_module._lark().parse)
     monkeypatch.setattr(parser_module._lark(), "parse", lark)
     with pytest.raises(QueryError) as caught:

@@ -66,6 +66,52 @@ def partition_keys(group: QueryGroup, batch: EventBatch, rows: Rows = None) -> l
     return list(zip(*(_pick(c.values, rows).tolist() for c in columns if c is not None), strict=True))
 
 
+def key_groups(
+    group: QueryGroup, batch: EventBatch, rows: npt.NDArray[np.intp]
+) -> tuple[list[Any], npt.NDArray[np.intp]] | None:
+    """The distinct partition keys of the events of ``rows`` (which all have
+    one), in order of first sight, and for each event the index of its key
+    among them: a key per distinct value (a batch's events share a few
+    dozen) instead of a tuple per event, with ``partition_codes`` (whose
+    string codes the bulk skipping made already) saying which are equal.
+    None where codes cannot stand for keys: no partition, a missing column,
+    or a double attribute (a NaN key equals no other key; its code does).
+
+    >>> from sharp_cer.language import Schema, parse_and_check
+    >>> from sharp_cer.events.loaders import load_csv
+    >>> from sharp_cer.planner import compile_plan
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int, n:string } }")
+    >>> q = parse_and_check("SELECT * WHERE A ; A PARTITION BY [n, k] WITHIN 5 EVENTS", s)
+    >>> batch = load_csv("A,2,y\\nA,1,x\\nA,2,y\\nA,1,y\\n", s)[0]
+    >>> keys, which = key_groups(compile_plan([("q", q)]).groups[0], batch, np.arange(4))
+    >>> keys, which.tolist()
+    ([(2, 'y'), (1, 'x'), (1, 'y')], [0, 1, 0, 2])
+    """
+    if not group.partition_attributes or len(rows) == 0:
+        return None
+    columns = [batch.columns.get(a) for a in group.partition_attributes]
+    if any(c is None or c.values.dtype.kind not in "biuO" for c in columns):
+        return None
+    codes = partition_codes(group, batch, rows)
+    n = len(codes)
+    low, high = int(codes.min()), int(codes.max())
+    if low >= 0 and high < 4 * n + 1024:
+        # dense codes (strings', several attributes' renumbered): each code's first event without a sort
+        first = np.full(high + 1, n, dtype=np.intp)
+        np.minimum.at(first, codes, np.arange(n, dtype=np.intp))
+        present = (first < n).nonzero()[0]
+        first = first[present]
+        inverse = np.empty(high + 1, dtype=np.intp)
+        inverse[present] = np.arange(len(present))
+        inverse = inverse[codes]
+    else:
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # the distinct keys by first sight, as a per-event loop meets them
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return partition_keys(group, batch, rows[first[order]]), rank[inverse.reshape(-1)]
+
+
 def spread(values: list[Any], rows: Rows) -> Sequence[Any] | dict[int, Any]:
     """Values of ``rows`` indexed by row: the list itself for every row, else
     a dict (when few rows are live, building per-event lists for all would

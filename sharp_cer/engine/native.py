@@ -58,7 +58,7 @@ from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
 from .cost import QueryCost
-from .feed import batch_times, keyed, partition_keys, visible, window_array, window_column
+from .feed import batch_times, key_groups, keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
 from .state import SWEEP_EVERY, Partition, QueryGroupState
 from .symbols import AtomColumns
@@ -403,8 +403,12 @@ class NativeGroup:
             if compiled.relevance is not None:
                 relevant = runner._drop_idle(batch, symbols, measure)
         live = (symbols >= 0).nonzero()[0]
-        keys = partition_keys(group, batch, live)
-        slots = _CORE.assign_slots(keys, self.slots, self.free)
+        grouped = key_groups(group, batch, live)
+        if grouped is None:
+            slots = _CORE.assign_slots(partition_keys(group, batch, live), self.slots, self.free)
+        else:  # a slot per distinct key, in order of first sight (as per event), spread to the events
+            keys, which = grouped
+            slots = np.ascontiguousarray(_CORE.assign_slots(keys, self.slots, self.free)[which])
         values = window_array(measure, live)
         positions = batch.positions[live].astype(np.int64)
         track = runner.index is not None and not relevant

@@ -1469,10 +1469,10 @@ class Engine:
             # only the Python path reads an event's units or floor as it steps, and only with a shedder
             # (which no core runs beside) or latency observers (where the core adds its units itself, in
             # group order: ``native._Observed``): adding the core's at the end is the same
-            added_units, added_floors = self._added
+            added_units, _ = self._added
             self._added = None
             units[:] = (np.asarray(units, dtype=np.int64) + added_units).tolist()
-            floors[:] = (np.asarray(floors, dtype=np.int64) + added_floors).tolist()
+            # ``floors`` is read by no one once the groups are done (a list of this batch's): not made up to date
         if len(self.runners) > 1:
             # stable: query groups keep their order at one end
             ordered: list[Any] = out

@@ -1,4 +1,5 @@
-"""A fast contextual lexer for the CEQL grammar, plugged into lark's LALR parser.
+"""A fast contextual lexer for the CEQL grammar, plugged into lark's LALR parser
+(which parses only the texts the fused loop of ``driver`` refuses, to say why).
 
 lark's own contextual lexer costs most of the parse time. This one scans with
 a single compiled regular expression and decides, per word, between a keyword
@@ -20,27 +21,10 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer, LexerState
 
-# Longest symbols first: Python's alternation takes the first that matches.
-# Blanks before a token are matched with it (one match per token, not two);
-# only line breaks and comments are matched on their own, as SKIP.
-_SCAN = re.compile(
-    r"""
-    [ \t]*
-    (?:
-        (?P<WORD>[A-Za-z_][A-Za-z_0-9]*)
-      | (?P<SKIP>(?:\s+|--[^\n]*|/\*(?:.|\n)*?(?:\*/|\Z))+)
-      | (?P<DOUBLE>\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.?[eE][-+]?\d+)
-      | (?P<INT>\d+)
-      | (?P<QUOTED_NAME>`(?:[^`]|``)+`)
-      | (?P<STRING>'(?:[^']|'')*')
-      | (?P<SYMBOL>\.\.|:\+|<=|>=|==|!=|<>|[;:,*\[\]+()>.{}\-/%<=])
-    )
-    """,
-    re.VERBOSE,
-)
-_BLANKS = re.compile(r"[ \t]*")
-# the kinds of token that may hold a line break
-_MULTILINE = frozenset({"STRING", "QUOTED_NAME"})
+from .scan import BLANKS, MULTILINE, SCAN
+
+# the scan is shared with the fused loop (``driver``), which runs without lark
+_SCAN, _BLANKS, _MULTILINE = SCAN, BLANKS, MULTILINE
 _new_str = str.__new__
 
 

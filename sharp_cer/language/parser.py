@@ -10,10 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
-from typing import Any
-
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING, Any
 
 from sharp_cer.errors import LanguageError, kind_of
 
@@ -27,10 +24,14 @@ from .diagnostics import (
     did_you_mean,
     text_kind,
 )
-from .driver import REFUSED, FusedParser
-from .grammar_cache import cache_file
-from .lexer import CeqlLexer
+from .driver import REFUSED, FusedParser, UnsupportedTable, plain_table
+from .grammar_cache import load_table, save_table, table_file
+from .scan import Token
 from .source import Source, Span, lines_of
+
+if TYPE_CHECKING:  # lark is imported only to explain a refused text (or on a first run, to build the table)
+    from lark import Lark
+    from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 
 @functools.cache
@@ -40,6 +41,11 @@ def _grammar() -> str:
 
 @functools.cache
 def _lark() -> Lark:
+    from lark import Lark
+
+    from .grammar_cache import cache_file
+    from .lexer import CeqlLexer
+
     return Lark(
         _grammar(),
         parser="lalr",
@@ -54,22 +60,52 @@ def _lark() -> Lark:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def _fused(lark: Lark) -> FusedParser:
-    # keyed by the parser: a new one (after _lark.cache_clear()) gets its own loop
-    return FusedParser(lark)
+@functools.cache
+def _fused() -> FusedParser | None:
+    """The fused loop: its plain table from the user's cache (no lark
+    imported), else made from lark's analysis and kept there; None if lark
+    built callbacks the loop cannot run (lark then parses every text)."""
+    path = table_file(_grammar())
+    table = load_table(path) if path is not None else None
+    if table is not None:
+        try:
+            return FusedParser(table, _reducers())
+        except (KeyError, IndexError, TypeError, ValueError):
+            pass  # a damaged file: made again below
+    try:
+        table = plain_table(_lark())
+    except UnsupportedTable:  # pragma: no cover - a lark that wraps callbacks otherwise
+        return None
+    if path is not None:
+        save_table(path, table)
+    return FusedParser(table, _reducers())
 
 
 def _parse(text: str, start: str) -> Any:
     """lark's parse of ``text`` from ``start``, run by the fused loop; where
     that refuses the text, lark's own parser raises the located error."""
-    lark = _lark()
-    if text.__class__ is not str:  # lark says what is wrong with it, as before
-        return lark.parse(text, start=start)
-    root = _fused(lark).parse(text, start)
-    if root is REFUSED:
-        root = lark.parse(text, start=start)
-    return root
+    if text.__class__ is str:  # else lark says what is wrong with it, as before
+        fused = _fused()
+        if fused is not None:
+            root = fused.parse(text, start)
+            if root is not REFUSED:
+                return root
+    return _lark().parse(text, start=start)
+
+
+def _parsed(src: Source, start: str, what: str) -> Any:
+    """The AST of ``src`` parsed from ``start``, or its located QueryError."""
+    try:
+        return _finish(_parse(src.text, start))
+    except _Problem as problem:
+        raise problem.error(src) from None
+    except Exception as exc:
+        # only lark's parser raises its errors: it is imported by then
+        from lark.exceptions import UnexpectedInput
+
+        if isinstance(exc, UnexpectedInput):
+            raise _syntax_error(exc, src, what) from None
+        raise
 
 
 def _token_span(token: Token) -> Span:
@@ -449,7 +485,7 @@ def _reducer(rule: str, method: Any, keep_all: bool, kept_types: frozenset[str])
     def reduce(children: list[Any]) -> _Reduced:
         if len(children) == 1:
             child: Any = children[0]
-            if child.__class__ is Token:
+            if isinstance(child, str):
                 # one token (a literal, an operator): about half the calls
                 token: Any = child  # (not narrowed to Token: its positions are set)
                 kept: list[Any] = [token] if keep_all or token.type in kept_types else []
@@ -587,7 +623,7 @@ def _chain_reducers(bang: frozenset[str], kept_types: frozenset[str]) -> dict[st
         return item[4] == "add_op"  # type: ignore[no-any-return]
 
     def is_not(item: Any) -> bool:
-        return item.__class__ is Token and item.type == "_NOT"  # type: ignore[no-any-return]
+        return isinstance(item, str) and item.type == "_NOT"  # type: ignore[attr-defined,no-any-return]
 
     def arith_chain(children: list[Any]) -> Any:
         return _fold(_prefixed(children, is_sign, negate), arith_level, lambda op, c: arith(c))
@@ -756,6 +792,8 @@ def _syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntax
 
 
 def _located_syntax_error(exc: UnexpectedInput, source: Source, what: str) -> CeqlSyntaxError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
     if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
         line_count = max(1, len(lines_of(source.text)))
         last = source.line_text(line_count)
@@ -878,12 +916,7 @@ def parse_query(text: str, name: str = "<query>", *, source: Source | None = Non
     """
     _expect_text(text, source, "parse_query", "the query's text")
     src = source or Source(text, name)
-    try:
-        result: ast.Query = _finish(_parse(src.text, "query"))
-    except UnexpectedInput as exc:
-        raise _syntax_error(exc, src, "query") from None
-    except _Problem as problem:
-        raise problem.error(src) from None
+    result: ast.Query = _parsed(src, "query", "query")
     return result
 
 
@@ -897,10 +930,5 @@ def parse_stream_declarations(
     """
     _expect_text(text, source, "parse_stream_declarations", "the CREATE STREAM text")
     src = source or Source(text, name)
-    try:
-        result: tuple[ast.StreamDecl, ...] = _finish(_parse(src.text, "schema"))
-    except UnexpectedInput as exc:
-        raise _syntax_error(exc, src, "schema") from None
-    except _Problem as problem:
-        raise problem.error(src) from None
+    result: tuple[ast.StreamDecl, ...] = _parsed(src, "schema", "schema")
     return result
