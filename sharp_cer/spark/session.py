@@ -66,13 +66,20 @@ def spark_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from .class_archive import archive_option, note_jvm
+
     builder = SparkSession.builder.appName(app).master(master or DEFAULT_MASTER)
     settings = session_settings(conf)
+    options = settings["spark.driver.extraJavaOptions"]
+    if "spark.driver.extraJavaOptions" not in conf and not SparkSession.getActiveSession():
+        # a JVM started here maps Spark's classes from the archive, or writes it as it exits (``class_archive``)
+        options = settings["spark.driver.extraJavaOptions"] = f"{options} {archive_option(options)}".strip()
     os.environ.setdefault("SPARK_LAUNCHER_OPTS", LAUNCHER_JAVA_OPTIONS)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with _jvm_ignores_signals(log):
         session = builder.getOrCreate()
+    note_jvm(options, session)
     session.sparkContext.setLogLevel("ERROR")
     if "spark.sql.shuffle.partitions" not in conf:
         cores = session.sparkContext.defaultParallelism
