@@ -245,6 +245,7 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     try:
         assert detection.prepared.cached.rdd.getNumPartitions() > 1
         assert decided == [late]
+
         # a letter late against an earlier split is made in Python's second pass, which knows neither the
         # event's line nor its text (it says the split's first line and the event as JSON): a known fault,
         # left for now; its position, kind and reason are the in-process ones
