@@ -286,7 +286,9 @@ def complete(
     letters, if any, to ``target/PREFIXdead_letters`` (and, ``letters``'
     file given, to it as JSON lines, of the second's events); return its
     summary and release what it kept."""
-    detection.persist()  # the matches and the summary come from one run of the engines
+    # the matches, the dead letters and the summary come from one run of the engines (and of the
+    # input's numbering): the first action keeps the output, which carries the dead letters too
+    detection.persist()
     try:
         if format == "console":
             detection.matches.orderBy("end", "query", "start").show(20, truncate=False)
@@ -297,14 +299,15 @@ def complete(
         (writer.parquet if format == "parquet" else writer.json)(str(target / f"{prefix}matches"))
         if format == "jsonl":
             as_jsonl(target / f"{prefix}matches")
+        summary = detection.summary()  # counts the dead letters too: no job of their own to learn if there are any
         rejected = detection.dead_letters
-        if rejected.limit(1).count():
+        if sum(summary.dead_letters.values()):
             rejected.write.mode("overwrite").json(str(target / f"{prefix}dead_letters"))
             if format == "jsonl":
                 as_jsonl(target / f"{prefix}dead_letters")
         if letters[0] is not None:
             _write_letters(rejected, letters[0], letters[1])
-        return detection.summary()
+        return summary
     finally:
         detection.close()
 

@@ -30,7 +30,21 @@ from sharp_cer.errors import SurfaceError
 from sharp_cer.language import Workload
 from sharp_cer.language.trailing import trailing_absence
 
-from .columns import KEY_GROUP, LANE, MATCH, MATCH_COLUMNS, OUTPUT_DDL, OUTPUT_KIND, POSITIONS, ROUTE, SEQ, TYPE
+from .columns import (
+    DEAD_LETTER,
+    DEAD_LETTERS,
+    KEY_GROUP,
+    LANE,
+    LETTER,
+    MATCH,
+    MATCH_COLUMNS,
+    OUTPUT_DDL,
+    OUTPUT_KIND,
+    POSITIONS,
+    ROUTE,
+    SEQ,
+    TYPE,
+)
 from .lanes import Lane, lanes
 from .prepare import Prepared, attribute_kinds, prepare, read_input
 from .summary import Summary, summarize_rows
@@ -66,8 +80,15 @@ class Detection:
 
     @property
     def dead_letters(self) -> DataFrame:
-        """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``)."""
-        return self.prepared.dead_letters
+        """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``):
+        once ``persist``ed, read from the kept output, which carries them (``letter_rows``)."""
+        if not self._persisted:
+            return self.prepared.dead_letters
+        from pyspark.sql import functions as F
+
+        kept = self.output.where(F.col(OUTPUT_KIND) == DEAD_LETTER)
+        named = {"position": "start", "kind": "name"}
+        return kept.select(*[F.col(f"`{named.get(f, f)}`").alias(f) for f in DEAD_LETTERS.names])
 
     @property
     def events(self) -> DataFrame:
@@ -81,10 +102,14 @@ class Detection:
         return join_events(self.matches, self.events, types)
 
     def persist(self) -> Detection:
-        """Keep the workers' output once computed, so that writing the
-        matches and reading the summary run the engines once."""
+        """Keep the workers' output once computed, with the dead letters
+        carried in it (``letter_rows``), so that writing the matches, the
+        dead letters and reading the summary run the engines, and the
+        numbering of the input, once."""
         from pyspark import StorageLevel
 
+        if not self._persisted:
+            self.output = self.output.unionByName(letter_rows(self.prepared.dead_letters), allowMissingColumns=True)
         self.output = self.output.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(self.output)
         return self
@@ -94,7 +119,9 @@ class Detection:
         bounds, aggregated on the cluster from the workers' telemetry rows
         (see ``summary``; one Spark job, a small collect) and the dead
         letters per kind."""
-        dead = {r["kind"]: r["count"] for r in self.dead_letters.groupBy("kind").count().collect()}
+        dead = None  # persisted: counted in the output, in the telemetry's one collect
+        if not self._persisted:
+            dead = {r["kind"]: r["count"] for r in self.dead_letters.groupBy("kind").count().collect()}
         job = self.job
         # a batch's events arrive all at once: their waits say nothing of a bound in ms (``MS_NOT_JUDGED``)
         return summarize_rows(
@@ -183,6 +210,22 @@ def run_detection(
         ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
         output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
     return Detection(job, found, prepared, output, floor)
+
+
+def letter_rows(letters: DataFrame) -> DataFrame:
+    """Dead letters (``columns.DEAD_LETTERS``) as rows of the workers'
+    output: kind ``dead_letter``, the position in ``start``, the letter's
+    kind in ``name`` and value 1 (so that the summary counts them with the
+    telemetry), its other fields in columns of their own."""
+    from pyspark.sql import functions as F
+
+    return letters.select(
+        F.lit(DEAD_LETTER).alias(OUTPUT_KIND),
+        F.col("position").alias("start"),
+        F.col("kind").alias("name"),
+        F.lit(1.0).alias("value"),
+        *[F.col(f"`{f}`") for f in ("line", *LETTER[1:])],
+    )
 
 
 def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:

@@ -58,9 +58,11 @@ from .columns import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _NONE = np.iinfo(np.int64).min
+#: a partition's summary before its first timed event: no event time yet
+_NONE_LEFT = np.iinfo(np.int64).max
 _SPARK_TYPES = {"int": "bigint", "primary_time": "bigint", "double": "double", "bool": "boolean", "string": "string"}
 _ARROW_TYPES = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
 _ARROW_TYPES["string"] = pa.string()
@@ -144,13 +146,16 @@ def load_partition(
     >>> [(r[ROW_KIND], r[LOCAL], r[LINE], r["x"], r[TS], r[PREV]) for r in out]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('event', 0, 0, 1, 10, None), ('event', 2, 0, 3, 5, 10), ('dead', 1, 2, None, None, None),
-     ('summary', 3, 4, None, 10, None)]
+     ('summary', 3, 4, None, 10, 5)]
     >>> [r[LETTER_COLUMNS[1]] for r in out if r[ROW_KIND] == DEAD]
     ["mistyped attribute 'x' of A: expected an int, found 'oops'"]
     """
     part = _partition_id() if part is None else part
     rows = lines = 0
     latest = _NONE
+    # the least time an earlier partition could make late (``needs_late_check``): the smallest event time,
+    # or the smallest int64 once an event is late against this partition's own earlier batches
+    least = _NONE_LEFT
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -173,7 +178,13 @@ def load_partition(
         yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
         times = events.times()
         if times.valid.any():
-            latest = max(latest, int(times.values[times.valid].max()))
+            timed = times.values[times.valid]
+            earlier = np.full(len(timed), latest)
+            if least != _NONE and late_mask(timed, earlier, np.ones(len(timed), bool), spec.allowed_lateness).any():
+                least = _NONE  # late against an earlier batch here: pass 2 judges it (``number_partition``)
+            elif least != _NONE:
+                least = min(least, int(timed.min()))
+            latest = max(latest, int(timed.max()))
         rows += report.read
         lines += span
     summary = {
@@ -182,6 +193,7 @@ def load_partition(
         LOCAL: [rows],
         LINE: [lines],
         TS: [None if latest == _NONE else latest],
+        PREV: [None if least == _NONE_LEFT else least],
     }
     yield _record(spec.arrow, summary, 1)
 
@@ -378,6 +390,37 @@ def format_of(path: str) -> str:
     return found.pop()
 
 
+def needs_late_check(summaries: list[tuple[int, int, int, int | None, int | None]], lateness: int) -> bool:
+    """Whether an event of pass 1 may still be late (pass 2 must judge it):
+    from the summaries (partition, rows, lines, largest time, least time an
+    earlier partition could make late), some partition holds an event late
+    against its own earlier batches, or one whose time is more than
+    ``lateness`` behind the largest time of the partitions before it. Input
+    in time order never is, and is numbered without a Python pass.
+
+    >>> first = (0, 2, 2, 10, 5)
+    >>> needs_late_check([first, (1, 2, 2, 20, 10)], 0), needs_late_check([first, (1, 2, 2, 20, 8)], 1)
+    (False, True)
+    >>> needs_late_check([(0, 2, 2, 10, int(_NONE))], 0), needs_late_check([(0, 0, 0, None, None), (1, 1, 1, 3, 3)], 0)
+    (True, False)
+    """
+    best: int | None = None
+    for _, _, _, top, least in sorted(summaries):
+        if least == _NONE or (least is not None and best is not None and best - least > lateness):
+            return True
+        if top is not None:
+            best = top if best is None else max(best, top)
+    return False
+
+
+def _by_partition(values: dict[int, int]) -> Column:
+    """A partition's value of ``values`` (pass 1's ``__part`` to an offset) as a Spark column."""
+    from pyspark.sql import functions as F
+
+    pairs = [F.lit(v) for part, offset in sorted(values.items()) for v in (part, offset)]
+    return F.element_at(F.create_map(*pairs), F.col(PART)) if pairs else F.lit(0)
+
+
 def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_lateness: int = 0) -> Prepared:
     """Number and validate the raw input (see the module docstring)."""
     from pyspark import StorageLevel
@@ -387,18 +430,26 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
     ddl = arrow_ddl(spec.arrow)
     first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
     summaries = [
-        (r[PART], r[LOCAL], r[LINE], r[TS])
-        for r in first.where(F.col(ROW_KIND) == SUMMARY).select(PART, LOCAL, LINE, TS).collect()
+        (r[PART], r[LOCAL], r[LINE], r[TS], r[PREV])
+        for r in first.where(F.col(ROW_KIND) == SUMMARY).select(PART, LOCAL, LINE, TS, PREV).collect()
     ]
-    at = offsets(summaries)
+    at = offsets([s[:4] for s in summaries])
     kinds = spec.kinds
-    second_ddl = _ddl(
-        [(ROW_KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), (TYPE, "string")]
-        + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
-        + [(c, "string") for c in LETTER_COLUMNS]
-    )
-    second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
-    events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *[F.col(f"`{n}`") for n in kinds])
+    attributes = [F.col(f"`{n}`") for n in kinds]
+    if needs_late_check(summaries, allowed_lateness):
+        second_ddl = _ddl(
+            [(ROW_KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), (TYPE, "string")]
+            + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
+            + [(c, "string") for c in LETTER_COLUMNS]
+        )
+        second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
+    else:
+        # nothing late to find: the global numbers are Spark expressions, no second trip through Python
+        seq = F.col(LOCAL) + _by_partition(at.rows)
+        line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
+        numbered = first.where(F.col(ROW_KIND) != SUMMARY)
+        second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
+    events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *attributes)
     letters = second.where(F.col(ROW_KIND) == DEAD).select(
         F.col(SEQ).alias("position"),
         F.col(LINE).alias("line"),

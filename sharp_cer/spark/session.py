@@ -60,19 +60,30 @@ def spark_session(
     ``-XX:+UseG1GC`` alone gives the JVM's defaults back). With ``log``, a JVM
     started here writes its output, and its Python workers', to that file
     instead of the terminal (the streaming workers print a few lines per
-    micro-batch).
+    micro-batch). A JVM started here without the caller's JVM options
+    also gets the class archive (``class_archive``: Spark's classes mapped
+    from one file instead of looked up in its jars, written by the first
+    JVM as it exits).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from .class_archive import archive_option, note_jvm
 
     builder = SparkSession.builder.appName(app).master(master or DEFAULT_MASTER)
     settings = session_settings(conf)
+    options = settings["spark.driver.extraJavaOptions"]
+    if "spark.driver.extraJavaOptions" not in conf and SparkContext._gateway is None:
+        # the JVM this starts maps Spark's classes from the archive, or writes it as it exits (``class_archive``)
+        options = settings["spark.driver.extraJavaOptions"] = f"{options} {archive_option(options)}".strip()
     os.environ.setdefault("SPARK_LAUNCHER_OPTS", LAUNCHER_JAVA_OPTIONS)
     for key, value in settings.items():
         builder = builder.config(key, value)
     with _jvm_ignores_signals(log):
         session = builder.getOrCreate()
+    note_jvm(options, session)
     session.sparkContext.setLogLevel("ERROR")
     if "spark.sql.shuffle.partitions" not in conf:
         cores = session.sparkContext.defaultParallelism

@@ -31,8 +31,8 @@ from sharp_cer._extras import require
 from sharp_cer.engine.histogram import LogHistogram, weighted_percentile
 from sharp_cer.engine.queueing import QueueLog
 
-from .columns import BIN, COUNTER, LATENCY, LATENCY_MS
-from .telemetry import CUTS, ENGINE, aggregate
+from .columns import BIN, COUNTER, DEAD_LETTER, LATENCY, LATENCY_MS
+from .telemetry import CUTS, ENGINE, aggregate, aggregate_collected
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -319,14 +319,21 @@ def summarize_rows(
     shedder: str | None,
     bin_width: int,
     rows_read: int,
-    dead: dict[str, int],
+    dead: dict[str, int] | None,
     *,
     ms_judged: bool = True,
 ) -> Summary:
     """The summary of the workers' telemetry rows (``telemetry.aggregate``;
     counters summed, or maxed and minned as ``Aggregated.combined`` says);
+    ``dead`` the dead letters per kind (None: the output carries them as
+    ``DEAD_LETTER`` rows of value 1, counted in the same collect);
     ``ms_judged`` False: bounds in ms are not judged (a batch run)."""
-    rows = aggregate(output, (LATENCY, LATENCY_MS, BIN, COUNTER))
+    kinds = (LATENCY, LATENCY_MS, BIN, COUNTER)
+    # a batch run's rows (dead letters carried: ``dead`` None) are few: summed on the driver, no shuffle
+    rows = aggregate(output, kinds) if dead is not None else aggregate_collected(output, (*kinds, DEAD_LETTER))
+    if dead is None:
+        dead = {r.name or "": int(r.total) for r in rows if r.kind == DEAD_LETTER}
+        rows = [r for r in rows if r.kind != DEAD_LETTER]
     counters: dict[str, dict[str, float]] = {}
     histograms: dict[str, dict[int, float]] = {}
     in_ms: dict[str, dict[int, float]] = {}

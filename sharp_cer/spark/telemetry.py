@@ -116,3 +116,26 @@ def aggregate(output: DataFrame, kinds: Sequence[str] = TELEMETRY_KINDS) -> list
         .collect()
     )
     return [Aggregated(r[OUTPUT_KIND], r["query"], r["bin"], r["name"], r["total"], r["top"], r["least"]) for r in rows]
+
+
+def aggregate_collected(output: DataFrame, kinds: Sequence[str] = TELEMETRY_KINDS) -> list[Aggregated]:
+    """``aggregate``, the rows collected as they are (one Spark job, no
+    shuffle: a batch run's telemetry is a few rows per query, bin and key
+    group) and summed here; the same rows as ``aggregate`` gives, in no order.
+
+    >>> rows = telemetry_table([counter("q", "ms_max", 2.0), counter("q", "ms_max", 5.0), counter("", "engines", 1)])
+    >>> sorted(_sum_table(rows.select([OUTPUT_KIND, *TELEMETRY_ROW.names])), key=lambda r: r.query)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [Aggregated(kind='counter', query='', bin=None, name='engines', total=1.0, top=1.0, least=1.0),
+     Aggregated(kind='counter', query='q', bin=None, name='ms_max', total=7.0, top=5.0, least=2.0)]
+    """
+    from pyspark.sql import functions as F
+
+    return _sum_table(output.where(F.col(OUTPUT_KIND).isin(*kinds)).select(OUTPUT_KIND, *TELEMETRY_ROW.names).toArrow())
+
+
+def _sum_table(table: pa.Table) -> list[Aggregated]:
+    keys = [OUTPUT_KIND, *TELEMETRY_ROW.names[:-1]]
+    summed = table.group_by(keys, use_threads=False).aggregate([("value", "sum"), ("value", "max"), ("value", "min")])
+    columns = [summed.column(c).to_pylist() for c in (*keys, "value_sum", "value_max", "value_min")]
+    return [Aggregated(*row) for row in zip(*columns, strict=True)]
