@@ -10,7 +10,12 @@ The query (``start_stream``):
    ``parse_rows``), each event routed to its lanes and key groups exactly
    as the batch pipeline routes it;
 2. *stage 1*, one stateful key: positions in arrival order and lateness
-   (``stream_processors.Sequencer``);
+   (``stream_processors.Sequencer``); only where it must be: a stream whose
+   workload versions move inside the running query (``--watch``), and
+   ``detect_stream``, whose positions follow a sort of each micro-batch by
+   ``order_by``. Otherwise (the *one-operator plan*, ``_one_operator``)
+   each file's summary row goes to every key group, which numbers its own
+   rows from it exactly as stage 1 would (``stream_input.number_key_group``);
 3. the watermark, on the events' time, ``allowed_lateness`` plus a margin
    behind the latest time (so Spark's own late-row filter never drops a row:
    stage 1 has dead-lettered every late one already);
@@ -33,9 +38,11 @@ workload's versions: a restart with changed queries continues; another
 schema, lateness, capacity or number of key groups is refused, naming the
 difference.
 
-Known limits: stage 1 is one task per micro-batch (it numbers every row);
-files are numbered in name order within a micro-batch, after every file
-of earlier ones.
+Known limits: stage 1, where it runs, is one task per micro-batch (it
+numbers every row); files are numbered in name order within a micro-batch,
+after every file of earlier ones. A one-operator checkpoint refuses a
+workload that adds a lane (its new key groups would lack the stream's
+cursor), and takes a watched change by a graceful restart.
 """
 
 from __future__ import annotations

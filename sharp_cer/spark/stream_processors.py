@@ -25,7 +25,17 @@ sequence is the same (stream order), only sooner. State per key:
   live runs still reach; the plan is rebuilt from the workload where it is
   restored, once per process); a group with a shedder or an updated
   detector is still pickled whole;
-- one timer, at the time of the oldest event still held.
+- one timer, at the time of the oldest event still held;
+- ``cursor`` (value; the one-operator plan only, ``stream._one_operator``):
+  the key group's copy of stage 1's cursor (next position, largest time so
+  far, and the parts of the workload a stream keeps with the fingerprint of
+  the one it runs), updated in each
+  micro-batch that reads files (every key group gets each file's summary).
+
+What a micro-batch writes: Spark calls a key only for its rows and expired
+timers; a key group's engine snapshot and token are written only when it
+released events, fired an absence or switched workloads (a group that only
+buffers writes its buffer; one that neither, nothing but its cursor).
 
 A worker keeps each group's engine in memory after a release, under the
 token it wrote; the next release uses that copy when the state's token is
@@ -110,6 +120,8 @@ from .worker import Job
 RESTORED = "engines_restored"
 #: the key of stage 1's signature naming the version the running query moved to (``stream_versions``)
 MOVED_PART = "workload version moved to"
+#: the key of the workload's fingerprint in a key group's cursor (the one-operator plan)
+FINGERPRINT = "workload fingerprint"
 #: the stream's columns, in order
 COLUMNS = STREAM_OUTPUT.names
 
@@ -244,7 +256,7 @@ class KeyGroups(StatefulProcessor):
         # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
         self.deadline = handle.getValueState("deadline", "at bigint")
         if self.delay_ms is not None:  # the key group's copy of the stream's cursor (``number_key_group``)
-            self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, fingerprint string")
+            self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -297,17 +309,23 @@ class KeyGroups(StatefulProcessor):
         the two-operator plan); and the watermark of the next micro-batch."""
         workload = self.job.workload
         stored = self.cursor.get() if self.cursor.exists() else None
-        fingerprint = self.job.fingerprint
-        cursor = Cursor(0, NONE, fingerprint)
+        # what the cursor keeps of the workload: the parts a stream may not change, and its fingerprint
+        fixed = {**_fixed(workload.signature()), KEY_GROUPS_PART: str(self.job.key_groups)}
+        kept = json.dumps({**fixed, FINGERPRINT: self.job.fingerprint})
+        cursor = Cursor(0, NONE, kept)
         if stored is not None:
             cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
+        saved = json.loads(cursor.signature)
+        ran = saved.pop(FINGERPRINT, None)
+        # the checkpoint's record of the workload is checked on the driver; this is the state's own check
+        check_signature(json.dumps(saved), fixed, "stream state (positions)")
         summaries = int((frame[ROW_KIND] == SUMMARY).sum())
         switch = None
-        if cursor.signature != fingerprint and lane >= 0 and self.engine.exists():
+        if ran != self.job.fingerprint and lane >= 0 and self.engine.exists():
             switch = (cursor.position, self.job)
         numbered, after = number_key_group(frame, cursor, workload.schema, workload.allowed_lateness)
         if summaries or switch is not None:
-            self.cursor.update((after.position, after.latest, fingerprint))
+            self.cursor.update((after.position, after.latest, kept))
         first = numbered[FIRST].astype(object).where(numbered[FIRST].notna(), True).astype(bool)
         letters = numbered[(numbered[ROW_KIND] == DEAD) & first]
         horizon = horizon_ms(after.latest, self.delay_ms or 0)
