@@ -73,6 +73,10 @@ FILE, TEXT, CLOCK, ARRIVED, VALUE, HORIZON = "__file", "__text", "__clock", "__a
 CONTROL = "__control"
 #: the one key of a stream's stage 1, and stage 2's event time
 STREAM_KEY, TIME = "__stream", "__time"
+#: the one-operator plan: whether a row is its event's first route (the key group that dead-letters it if late)
+FIRST = "__first"
+#: the one-operator plan's lane of the rows that only carry a file's time to Spark's watermark
+TICKS = -2
 #: the prefix of a ``detect_stream`` query's ``order_by`` columns (``__order0``, ...)
 ORDER_PREFIX = "__order"
 #: a match's positions of one variable, exploded in ``pipeline.join_events``

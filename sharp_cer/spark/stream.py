@@ -10,7 +10,12 @@ The query (``start_stream``):
    ``parse_rows``), each event routed to its lanes and key groups exactly
    as the batch pipeline routes it;
 2. *stage 1*, one stateful key: positions in arrival order and lateness
-   (``stream_processors.Sequencer``);
+   (``stream_processors.Sequencer``); only where it must be: a stream whose
+   workload versions move inside the running query (``--watch``), and
+   ``detect_stream``, whose positions follow a sort of each micro-batch by
+   ``order_by``. Otherwise (the *one-operator plan*, ``_one_operator``)
+   each file's summary row goes to every key group, which numbers its own
+   rows from it exactly as stage 1 would (``stream_input.number_key_group``);
 3. the watermark, on the events' time, ``allowed_lateness`` plus a margin
    behind the latest time (so Spark's own late-row filter never drops a row:
    stage 1 has dead-lettered every late one already);
@@ -33,9 +38,11 @@ workload's versions: a restart with changed queries continues; another
 schema, lateness, capacity or number of key groups is refused, naming the
 difference.
 
-Known limits: stage 1 is one task per micro-batch (it numbers every row);
-files are numbered in name order within a micro-batch, after every file
-of earlier ones.
+Known limits: stage 1, where it runs, is one task per micro-batch (it
+numbers every row); files are numbered in name order within a micro-batch,
+after every file of earlier ones. A one-operator checkpoint refuses a
+workload that adds a lane (its new key groups would lack the stream's
+cursor), and takes a watched change by a graceful restart.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ from .columns import (
     E2E,
     EVENT,
     FILE,
+    FIRST,
     FLUSH,
     KEY_GROUP,
     LANE,
@@ -79,13 +87,17 @@ from .columns import (
     PREV,
     ROUTE,
     ROW_KIND,
+    SEQ,
     STREAM_DDL,
     STREAM_KEY,
+    SUMMARY,
     TEXT,
     TEXT_VALUE,
+    TICKS,
     TIME,
     TS,
     TYPE,
+    VALUE,
     VERSION,
     arrow_ddl,
 )
@@ -212,11 +224,19 @@ def stream_conf() -> dict[str, str]:
 
 
 def check_checkpoint(
-    checkpoint: str, workload: Workload, key_groups: int | None = None, default: int = 1, shedder: str | None = None
+    checkpoint: str,
+    workload: Workload,
+    key_groups: int | None = None,
+    default: int = 1,
+    shedder: str | None = None,
+    operators: int = 2,
 ) -> int:
     """Refuse a checkpoint written in another format or by another workload
     (naming the difference); remember this workload's signature and the
-    stream's key groups per lane in a new one. Returns the key groups per
+    stream's key groups per lane and its plan's stateful ``operators`` (1:
+    the one-operator plan, whose checkpoint refuses a workload with a new
+    lane: its key groups would lack the stream's cursor) in a new one.
+    Returns the key groups per
     lane to run with: ``key_groups`` if set, else the checkpoint's, else
     ``default`` (so a restart on a machine with another number of cores
     still routes each event to the key group holding its state).
@@ -239,6 +259,8 @@ def check_checkpoint(
         first = _version(0, workload, "the first workload")
         kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload)]
         record = {"format": FORMAT, "signature": signature, "groups": chosen, "versions": [first], "lanes": kept_lanes}
+        if operators == 1:
+            record[OPERATORS] = 1
         path.write_text(json.dumps(record, indent=1))
         return chosen
     stored = json.loads(path.read_text())
@@ -262,9 +284,28 @@ def check_checkpoint(
         versions.append(entry)
         keep = stored.get("lanes") or []
         kept_lanes = [list(lane.partition_attributes) for lane in lanes(workload, keep)]
+        if stored.get(OPERATORS) == 1 and len(kept_lanes) > len(keep):
+            raise SurfaceError(
+                f"{path}: error: this stream runs one stateful operator, and the new workload adds a lane "
+                f"(PARTITION BY {', '.join(kept_lanes[-1]) or 'nothing'})\n"
+                "  expected: the queries' lanes the stream has (each of its key groups keeps the stream's positions)\n"
+                "  hint: give a new --checkpoint (and --out) to start over, or start the stream with --watch "
+                "(two stateful operators: lanes can be added while it runs)"
+            )
         stored.update(signature=signature, versions=versions, lanes=kept_lanes)
         path.write_text(json.dumps(stored, indent=1))
     return chosen
+
+
+#: the checkpoint's key naming its plan's stateful operators (absent: 2, as before the one-operator plan)
+OPERATORS = "stateful_operators"
+
+
+def checkpoint_operators(checkpoint: str) -> int:
+    """The stateful operators of the plan the checkpoint's stream runs: 1
+    (``_one_operator``) or 2 (stage 1 and stage 2)."""
+    path = Path(checkpoint) / SIGNATURE_FILE
+    return int(json.loads(path.read_text()).get(OPERATORS, 2)) if path.exists() else 2
 
 
 def checkpoint_history(checkpoint: str) -> tuple[list[dict[str, Any]], list[tuple[str, ...]]]:
@@ -307,9 +348,19 @@ def request_flush(checkpoint: str) -> None:
 
 
 def start_stream(
-    workload: Workload, source: str, checkpoint: str, out: str, settings: StreamSettings, spark: SparkSession
+    workload: Workload,
+    source: str,
+    checkpoint: str,
+    out: str,
+    settings: StreamSettings,
+    spark: SparkSession,
+    operators: int | None = None,
 ) -> StreamingQuery:
-    """Start the streaming query (see the module docstring)."""
+    """Start the streaming query (see the module docstring). A new
+    checkpoint's stream runs ``operators`` stateful operators (None: one,
+    ``_one_operator``; 2: stage 1 and stage 2, which a stream whose workload
+    versions move inside the running query needs); a checkpoint keeps the
+    plan it started with."""
     from pyspark.sql import functions as F
 
     _check_session(spark)
@@ -319,10 +370,11 @@ def start_stream(
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
     key_groups = check_checkpoint(
-        checkpoint, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder
+        checkpoint, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder, operators or 1
     )
     settings = replace(settings, key_groups=key_groups)
     versions, kept_lanes = checkpoint_history(checkpoint)
+    plan = checkpoint_operators(checkpoint)
     Path(checkpoint, "control").mkdir(parents=True, exist_ok=True)
 
     def files(path: str, control: bool, max_files: int | None) -> DataFrame:
@@ -347,7 +399,7 @@ def start_stream(
         .mapInArrow(lambda batches: parse_files(spec, batches), arrow_ddl(arrow))
     )
     number = max(len(versions) - 1, 0)
-    output = _engines(parsed, workload, settings, spark, None, kept_lanes, number, checkpoint)
+    output = _engines(parsed, workload, settings, spark, None, kept_lanes, number, checkpoint, plan)
     # counted per micro-batch for `watch`: events as they are numbered (once each, in _engines), matches as written
     output = output.observe(MATCHES_OUT, F.count(F.when(F.col(OUTPUT_KIND) == MATCH, 1)).alias("n"))
     writer = (
@@ -525,12 +577,14 @@ def _engines(
     keep: Sequence[Sequence[str]] = (),
     version: int = 0,
     registry: str | None = None,
+    operators: int = 2,
 ) -> DataFrame:
     """Stage 0's rows numbered (stage 1), held until the watermark passes
     them and fed to their key groups' engines (stage 2); ``keep``: the
     lanes of the workload's earlier versions (``lanes.lanes``), ``version``
     its number in the stream's history, ``registry`` the folder of the
-    versions the query may move to while it runs (``stream_versions``)."""
+    versions the query may move to while it runs (``stream_versions``).
+    ``operators`` 1: the one-operator plan (``_one_operator``)."""
     from pyspark.sql import functions as F
 
     from .stream_key_group import check_live_bounds
@@ -540,6 +594,8 @@ def _engines(
     found = lanes(workload, keep)
     key_groups = settings.key_groups_for(spark)
     job = stream_job(workload, settings, key_groups, keep, version)
+    if operators == 1:
+        return _one_operator(parsed, workload, settings, found, key_groups, job)
     # lanes added while a query ran are routed by stage 1 for good (``stream_versions``), not by Spark
     ones = stage_one(registry) if registry is not None else []
     spark_lanes = tuple(
@@ -586,6 +642,72 @@ def _engines(
     return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(
         KeyGroups(job, keyed.columns, registry), STREAM_DDL, "Append", "EventTime"
     )
+
+
+def _one_operator(
+    parsed: DataFrame, workload: Workload, settings: StreamSettings, found: Sequence[Lane], key_groups: int, job: Job
+) -> DataFrame:
+    """Stage 0's rows of files straight to stage 2, one stateful operator:
+    no stage 1. Each file's summary row (its rows and largest time) goes to
+    every lane and key group, so each numbers its own rows as stage 1 would
+    (``stream_input.number_key_group``: positions, lateness, the next
+    micro-batch's watermark) from its copy of the stream's cursor. Lane -1
+    takes the bad rows, the events no lane reads (judged late there) and
+    the rows counter. Only a file's time moves Spark's watermark: every
+    other row's is null, so Spark's late-row filter drops none of them (a
+    late event is judged and dead-lettered by its key group); the times
+    ride on rows of their own (lane ``TICKS``), which nothing reads."""
+    from pyspark.sql import functions as F
+
+    from .stream_processors import KeyGroups
+
+    # every key group, of every lane the stream has numbered (one whose queries are gone too: its cursor stays
+    # current, should they come back), gets each summary; flushes go to the lanes with queries
+    cursors = [n * key_groups + g for n, lane in enumerate(found)
+               for g in range(key_groups if lane.partition_attributes else 1)]  # fmt: skip
+    engines = [n * key_groups + g for n, lane in enumerate(found) if lane.queries
+               for g in range(key_groups if lane.partition_attributes else 1)]  # fmt: skip
+    tick = TICKS * key_groups
+    attributes = list(attribute_kinds(workload.schema))
+    coded = F.transform(routes(tuple(found), attributes, key_groups), lambda r: r[LANE] * key_groups + r[KEY_GROUP])
+    kind = F.col(ROW_KIND)
+    every = F.array(*[F.lit(c).cast("bigint") for c in [*cursors, -key_groups, tick]])
+    route = (
+        F.when(kind == EVENT, coded)
+        .when(kind == SUMMARY, every)
+        .when(kind == FLUSH, F.array(*[F.lit(c).cast("bigint") for c in engines]))
+        .otherwise(F.array().cast("array<bigint>"))
+    )
+    staged = parsed.where(kind != VERSION).select(
+        ROW_KIND, FILE, LOCAL, LINE, ARRIVED, TEXT,
+        F.coalesce(F.col(TS), F.lit(NONE)).alias(TS),
+        F.coalesce(F.col(PREV), F.lit(NONE)).alias(PREV),
+        route.alias(ROUTE),
+        *LETTER_COLUMNS,
+        *_carried(attribute_kinds(workload.schema)),
+    )  # fmt: skip
+    staged = staged.observe(EVENTS_IN, F.count(F.when(kind == EVENT, 1)).alias("n"))
+    code = F.col(CODE)
+    # a file's largest time + 1 ms, as stage 1's clocks (``stream_input.horizon_ms``)
+    clock = (F.greatest(F.col(TS), F.lit(0).cast("bigint")) + F.lit(1_000_000)) / 1000
+    keyed = (
+        staged.select("*", F.posexplode_outer(ROUTE).alias("__pos", CODE))
+        .select(
+            F.coalesce(F.floor(code / key_groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
+            F.coalesce(F.pmod(code, F.lit(key_groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
+            F.when((code == tick) & (F.col(TS) != F.lit(NONE)), F.timestamp_micros(F.floor(clock).cast("bigint")))
+            .otherwise(F.lit(None).cast("timestamp"))
+            .alias(TIME),
+            F.coalesce(F.col("__pos") == 0, F.lit(True)).alias(FIRST),
+            F.lit(None).cast("double").alias(VALUE),
+            F.lit(None).cast("bigint").alias(SEQ),
+            F.lit(None).cast("bigint").alias(CLOCK),
+            *[F.col(f"`{c}`") for c in staged.columns if c != ROUTE],
+        )
+        .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
+    )
+    processor = KeyGroups(job, keyed.columns, None, settings.delay_ms(workload))
+    return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(processor, STREAM_DDL, "Append", "EventTime")
 
 
 def _carried(kinds: dict[str, str]) -> list[Column]:
@@ -837,7 +959,9 @@ def run_stream(
         return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
     floor = _live_floor(workload, source, settings, warn, note)
-    query = start_stream(workload, source, checkpoint, out, settings, spark)
+    # workload versions move inside a watched stream's query: its stage 1 tells them (a new checkpoint's plan)
+    plan = 2 if workload_source is not None else None
+    query = start_stream(workload, source, checkpoint, out, settings, spark, plan)
     print(
         f"stream running {time.monotonic() - launched:.1f} s after the start: reading {source}, a line per micro-batch",
         file=lines,
@@ -857,11 +981,11 @@ def run_stream(
         # a graceful restart from the checkpoint, at a micro-batch boundary: nothing lost or doubled
         began = time.monotonic()
         try:
-            query = start_stream(watcher.next, source, checkpoint, out, settings, spark)
+            query = start_stream(watcher.next, source, checkpoint, out, settings, spark, plan)
             workload = watcher.taken()
         except SurfaceError as error:  # the checkpoint refuses it (another schema, lateness, ...)
             watcher.refuse(error)
-            query = start_stream(watcher.current, source, checkpoint, out, settings, spark)
+            query = start_stream(watcher.current, source, checkpoint, out, settings, spark, plan)
             watcher.started_with(watcher.current)
         watcher.pauses.append(time.monotonic() - began)
         print(f"workload: {watcher.said}; restarted in {watcher.pauses[-1]:.1f} s", file=lines, flush=True)
@@ -879,7 +1003,7 @@ def run_stream(
         workload = watcher.current
     if settings.trigger is None and why == "ended":
         request_flush(checkpoint)
-        query = start_stream(workload, source, checkpoint, out, settings, spark)
+        query = start_stream(workload, source, checkpoint, out, settings, spark, plan)
         why = watch(query, lines, left(), asked=stop, line=line)
         _raise_failure(query)
     summary = stream_summary(spark, out, workload, settings)
@@ -1014,6 +1138,8 @@ class _Watcher:
             problem = (
                 in_stream_problem(self.started, self.running, job, ones) if self.registry is not None else "no registry"
             )
+            if problem is None and self.registry is not None and checkpoint_operators(self.registry) == 1:
+                problem = "the stream runs one stateful operator (no stage 1 to tell the key groups a version)"
             if problem is not None and not self.restart:
                 raise SurfaceError(
                     f"{self.source.path}: error: the running stream cannot take this change: {problem}\n"

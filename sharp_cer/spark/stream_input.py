@@ -315,6 +315,24 @@ def number_rows(
     ts = rows[TS].to_numpy(np.int64)
     late = late_mask(ts, prev, (rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
     rows[SEQ] = seq
+    _dead_lettered(rows, late, seq, prev, ts, schema, lateness)
+    rows[CLOCK] = _clocks(rows, ts, latest)
+    now = max(0 if latest == NONE else latest, 0) + _MS
+    rows[VALUE] = np.nan
+    # a row that is no (longer an) event goes to no lane
+    rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[ROW_KIND], strict=True)]
+    kinds = attribute_kinds(schema)
+    extra = [_count_row("rows", float(done - cursor.position), now) | no_event(kinds)]
+    for _, flush in frame[is_flush].iterrows():
+        extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan} | no_event(kinds))
+    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
+    out[HORIZON] = horizon_ms(latest, delay_ms)
+    return out[numbered_schema(attribute_kinds(schema)).names], Cursor(done, latest, cursor.signature)
+
+
+def _dead_lettered(rows: pd.DataFrame, late: Any, seq: Any, prev: Any, ts: Any, schema: Schema, lateness: int) -> None:
+    """Turn the ``late`` events of ``rows`` into dead letters, in place,
+    as the loaders judge them (the largest time before each: ``prev``)."""
     if late.any():
         by_name = {e.name: e for e in schema.event_types()}
         kind = rows[ROW_KIND].to_numpy(object).copy()
@@ -332,22 +350,46 @@ def number_rows(
         rows[ROW_KIND] = kind
         for column, values in letters.items():
             rows[column] = values
-    # the time the watermark sees: an event's own, else the stream's so far (never behind it);
-    # 1 ms past the epoch at least, as Spark's first watermark (0) drops rows at or before it
+
+
+def _clocks(rows: pd.DataFrame, ts: Any, latest: int) -> Any:
+    """The time the watermark judges each row by (ns): an event's own, else
+    the stream's ``latest`` (never behind it); 1 ms past the epoch at least,
+    as Spark's first watermark (0) drops rows at or before it."""
     now = 0 if latest == NONE else latest
     clock = np.where((rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), ts, now)
-    rows[CLOCK] = np.maximum(clock, 0) + _MS
-    now = max(now, 0) + _MS
-    rows[VALUE] = np.nan
-    # a row that is no (longer an) event goes to no lane
-    rows[ROUTE] = [r if k == EVENT else [] for r, k in zip(rows[ROUTE], rows[ROW_KIND], strict=True)]
-    kinds = attribute_kinds(schema)
-    extra = [_count_row("rows", float(done - cursor.position), now) | no_event(kinds)]
-    for _, flush in frame[is_flush].iterrows():
-        extra.append({**flush.to_dict(), SEQ: done, CLOCK: now, ROUTE: all_routes, VALUE: np.nan} | no_event(kinds))
-    out = pd.concat([rows, pd.DataFrame(extra)], ignore_index=True) if extra else rows
-    out[HORIZON] = horizon_ms(latest, delay_ms)
-    return out[numbered_schema(attribute_kinds(schema)).names], Cursor(done, latest, cursor.signature)
+    return np.maximum(clock, 0) + _MS
+
+
+def number_key_group(frame: pd.DataFrame, cursor: Cursor, schema: Schema, lateness: int) -> tuple[pd.DataFrame, Cursor]:
+    """The one-operator plan's stage 1, inside one key group: its rows of a
+    micro-batch (events, dead letters) numbered from the micro-batch's file
+    summaries, which every key group receives (``SUMMARY`` rows: each file's
+    rows and largest time), and ``cursor``, the key group's copy of the
+    stream's (next position, largest time so far). Every key group sees the
+    same summaries, so each computes the same positions and the same largest
+    time before each row as stage 1 does (``number_rows``): the positions,
+    lateness and clocks of the rows it holds are stage 1's exactly. Returns
+    those rows (late events turned dead letters) and the new cursor.
+
+    >>> s = Schema.parse("CREATE STREAM S { EVENT A { t:primary_time } }")
+    >>> def row(kind, file, local, ts, prev=NONE):
+    ...     return {ROW_KIND: kind, FILE: file, LOCAL: local, LINE: local, TS: ts, PREV: prev, TYPE: "A", "t": ts,
+    ...             "__null0": False} | {c: None for c in LETTER_COLUMNS}
+    >>> frame = pd.DataFrame([row("event", "b", 1, 50, 60), row("summary", "b", 2, 60),
+    ...                       row("summary", "a", 3, 100)])  # this group holds one event of b, none of a
+    >>> out, cursor = number_key_group(frame, Cursor(10, 90, "{}"), s, 20)
+    >>> out[[ROW_KIND, SEQ, TS]].values.tolist(), cursor.position, cursor.latest
+    ([['dead', 14, 50]], 15, 100)
+    """
+    data = frame[frame[ROW_KIND].isin([EVENT, DEAD, SUMMARY])]
+    rows, seq, prev, done, latest = _by_file(data, cursor)
+    ts = rows[TS].to_numpy(np.int64)
+    late = late_mask(ts, prev, (rows[ROW_KIND].to_numpy() == EVENT) & (ts != NONE), lateness)
+    rows[SEQ] = seq
+    _dead_lettered(rows, late, seq, prev, ts, schema, lateness)
+    rows[CLOCK] = _clocks(rows, ts, latest)
+    return rows, Cursor(done, latest, cursor.signature)
 
 
 def horizon_ms(latest: int, delay_ms: int) -> int:

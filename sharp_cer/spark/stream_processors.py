@@ -25,7 +25,17 @@ sequence is the same (stream order), only sooner. State per key:
   live runs still reach; the plan is rebuilt from the workload where it is
   restored, once per process); a group with a shedder or an updated
   detector is still pickled whole;
-- one timer, at the time of the oldest event still held.
+- one timer, at the time of the oldest event still held;
+- ``cursor`` (value; the one-operator plan only, ``stream._one_operator``):
+  the key group's copy of stage 1's cursor (next position, largest time so
+  far, and the parts of the workload a stream keeps with the fingerprint of
+  the one it runs), updated in each
+  micro-batch that reads files (every key group gets each file's summary).
+
+What a micro-batch writes: Spark calls a key only for its rows and expired
+timers; a key group's engine snapshot and token are written only when it
+released events, fired an absence or switched workloads (a group that only
+buffers writes its buffer; one that neither, nothing but its cursor).
 
 A worker keeps each group's engine in memory after a release, under the
 token it wrote; the next release uses that copy when the state's token is
@@ -68,6 +78,7 @@ from .columns import (
     DEAD_LETTER,
     EVENT,
     FILE,
+    FIRST,
     FLUSH,
     HORIZON,
     LETTER,
@@ -78,7 +89,9 @@ from .columns import (
     ROW_KIND,
     SEQ,
     STREAM_OUTPUT,
+    SUMMARY,
     TEXT,
+    TICKS,
     TS,
     TYPE,
     VALUE,
@@ -93,7 +106,9 @@ from .stream_input import (
     Cursor,
     carried_columns,
     check_signature,
+    horizon_ms,
     no_event,
+    number_key_group,
     number_rows,
     python_values,
 )
@@ -105,6 +120,8 @@ from .worker import Job
 RESTORED = "engines_restored"
 #: the key of stage 1's signature naming the version the running query moved to (``stream_versions``)
 MOVED_PART = "workload version moved to"
+#: the key of the workload's fingerprint in a key group's cursor (the one-operator plan)
+FINGERPRINT = "workload fingerprint"
 #: the stream's columns, in order
 COLUMNS = STREAM_OUTPUT.names
 
@@ -218,9 +235,12 @@ class Sequencer(StatefulProcessor):
 class KeyGroups(StatefulProcessor):
     """Stage 2 (see the module docstring)."""
 
-    def __init__(self, job: Job, columns: list[str], registry: str | None = None) -> None:
+    def __init__(self, job: Job, columns: list[str], registry: str | None = None, delay_ms: int | None = None) -> None:
         self.job = job
         self.columns = columns
+        #: the one-operator plan (``stream.ONE``): each key group numbers its own rows (``number_key_group``)
+        #: with the watermark delay ``delay_ms``; None: stage 1 numbered them
+        self.delay_ms = delay_ms
         #: the event's columns (``stream_input.carried_columns``), as the buffer holds them
         self.carried = pa.schema(carried_columns(attribute_kinds(job.workload.schema)))
         #: where the jobs of versions moved to inside the running query are (``stream_versions``)
@@ -235,15 +255,28 @@ class KeyGroups(StatefulProcessor):
         self.buffer = handle.getListState("buffer", f"seq bigint, clock bigint, arrived bigint, {carried}")
         # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
         self.deadline = handle.getValueState("deadline", "at bigint")
+        if self.delay_ms is not None:  # the key group's copy of the stream's cursor (``number_key_group``)
+            self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         lane = int(key[0])
         frame = _named(rows, self.columns)
-        if lane < 0:
+        switch = None
+        if self.delay_ms is not None:
+            if lane == TICKS:  # rows that only move the watermark
+                return
+            frame, switch, letters, horizon = self._numbered(frame, lane)
+            if len(letters):
+                yield _passed_on(letters)
+            if lane < 0:
+                return
+        elif lane < 0:
             yield _passed_on(frame)
             return
+        else:
+            horizon = int(frame[HORIZON].max())
         events = frame[frame[ROW_KIND] == EVENT]
         columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, *self.carried.names)]
         flushes = frame[frame[ROW_KIND] == FLUSH]
@@ -254,14 +287,58 @@ class KeyGroups(StatefulProcessor):
         new = list(zip(*columns, strict=True))
         # a new workload version, for the events from its row's position on (``Sequencer``)
         versions = frame[frame[ROW_KIND] == VERSION]
-        switch = None
         if len(versions):  # one per micro-batch: stage 1 tells the version in force from the batch's first position
             told = versions.iloc[-1]
             number = told[TEXT]
             moved = number is not None and str(number).isdigit() and self.registry is not None
             job = stream_versions.load(self.registry, int(number)) if moved else self.job  # type: ignore[arg-type]
             switch = (int(told[SEQ]), job)
-        yield from self._release(key, timerValues, flush, int(frame[HORIZON].max()), new, latest, switch)
+        yield from self._release(key, timerValues, flush, horizon, new, latest, switch)
+
+    def _numbered(
+        self, frame: pd.DataFrame, lane: int
+    ) -> tuple[pd.DataFrame, tuple[int, Job] | None, pd.DataFrame, int]:
+        """The one-operator plan: the key group's rows numbered by its copy of
+        the stream's cursor (``number_key_group``), flushes at the stream's
+        latest time; the dead letters it writes (lane -1: the bad rows, the
+        late events no lane reads and the rows counter; another: its late
+        events, by the key group of an event's first route only, so that each
+        is one dead letter); a switch to the query's workload from this
+        micro-batch's first position where the group ran another one (a
+        restart with changed queries: what stage 1 tells the key groups in
+        the two-operator plan); and the watermark of the next micro-batch."""
+        workload = self.job.workload
+        stored = self.cursor.get() if self.cursor.exists() else None
+        # what the cursor keeps of the workload: the parts a stream may not change, and its fingerprint
+        fixed = {**_fixed(workload.signature()), KEY_GROUPS_PART: str(self.job.key_groups)}
+        kept = json.dumps({**fixed, FINGERPRINT: self.job.fingerprint})
+        cursor = Cursor(0, NONE, kept)
+        if stored is not None:
+            cursor = Cursor(int(stored[0]), int(stored[1]), str(stored[2]))
+        saved = json.loads(cursor.signature)
+        ran = saved.pop(FINGERPRINT, None)
+        # the checkpoint's record of the workload is checked on the driver; this is the state's own check
+        check_signature(json.dumps(saved), fixed, "stream state (positions)")
+        summaries = int((frame[ROW_KIND] == SUMMARY).sum())
+        switch = None
+        if ran != self.job.fingerprint and lane >= 0 and self.engine.exists():
+            switch = (cursor.position, self.job)
+        numbered, after = number_key_group(frame, cursor, workload.schema, workload.allowed_lateness)
+        if summaries or switch is not None:
+            self.cursor.update((after.position, after.latest, kept))
+        first = numbered[FIRST].astype(object).where(numbered[FIRST].notna(), True).astype(bool)
+        letters = numbered[(numbered[ROW_KIND] == DEAD) & first]
+        horizon = horizon_ms(after.latest, self.delay_ms or 0)
+        if lane < 0:
+            if summaries:  # the rows the micro-batch read (``number_rows``'s counter)
+                counted = {ROW_KIND: COUNT, TEXT: "rows", VALUE: float(after.position - cursor.position)}
+                letters = pd.concat([letters, pd.DataFrame([counted])], ignore_index=True)
+            return numbered.iloc[:0], None, letters, horizon
+        flushes = frame[frame[ROW_KIND] == FLUSH].copy()
+        flushes[SEQ] = after.position
+        flushes[CLOCK] = max(0 if after.latest == NONE else after.latest, 0) + 1_000_000
+        kept = pd.concat([numbered[numbered[ROW_KIND] == EVENT], flushes], ignore_index=True)
+        return kept, switch, letters, horizon
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
