@@ -305,6 +305,8 @@ class QueueLog:
         positions: npt.NDArray[np.int64] | None = None,
     ) -> None:
         """A batch's latencies of ``query`` (and its events' stream positions, for ``bins``)."""
+        # a finish minus an arrival can come out a hair below zero (float cancellation); a latency cannot
+        seconds = np.maximum(seconds, 0.0)
         ms = seconds * 1000
         if self._bin_width is not None and positions is not None and len(ms):
             self._add_bins(query, ms, np.asarray(positions, dtype=np.int64) // self._bin_width)
