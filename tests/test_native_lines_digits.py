@@ -36,9 +36,7 @@ def _expected(query: str, start: int, end: int, events: list[int], labels: list[
         found = [p for p, label in zip(events, labels, strict=True) if name in HELD[label]]
         if found:
             held[name] = found
-    return json.dumps(
-        {"query": query, "tenant": None, "start": start, "end": end, "events": events, "vars": held}
-    )
+    return json.dumps({"query": query, "tenant": None, "start": start, "end": end, "events": events, "vars": held})
 
 
 @settings(max_examples=200, deadline=None)
