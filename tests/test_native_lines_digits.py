@@ -1,4 +1,5 @@
-"""The compiled core's JSON lines (``engine._lines``) write every integer as ``json.dumps`` does.
+"""The compiled core's JSON lines (``engine._lines``) write every integer as ``json.dumps`` does; its
+string codes (``_core.string_codes``) number words by first sight.
 
 ``_lines.lines`` writes a line's integers two digits at a time into a buffer made as long as the
 longest line a match can make; here its lines are compared with ``json.dumps`` of the same match as
@@ -97,3 +98,19 @@ def test_a_hand_made_line() -> None:
         '{"query": "q", "tenant": "acme", "start": -9223372036854775808, "end": 100, '
         '"events": [7, 1234567, 9223372036854775807], "vars": {"a": [7, 9223372036854775807]}}'
     ]
+
+
+_core = pytest.importorskip("sharp_cer.engine._core", reason="the compiled core is not built")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "b", "é", "a "]), st.text(max_size=3)), max_size=40))
+def test_string_codes_number_words_by_first_sight(words: list[str | None]) -> None:
+    # the compiled core's codes of a batch's strings (``feed._codes``): a word's code is how many distinct
+    # words came before its first sight, counted here by hand
+    expected = [len(set(words[: words.index(word)])) for word in words]
+    assert _core.string_codes(list(words)).tolist() == expected
+    column = np.array(words, dtype=object)
+    from sharp_cer.engine import feed
+
+    assert feed._codes(column).tolist() == expected  # the path the engine takes where the core is built
