@@ -44,13 +44,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> int:
     """Parse ``argv`` and run its command on the process's stdout and stderr."""
     given = sys.argv[1:] if argv is None else list(argv)
-    # the command named first gets its flags; none named (``--help``, a typo): every command's
-    parser = build_parser(given[0] if given and given[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
-    command = COMMANDS[args.command]
+    # Importing the command's modules (numpy, pyarrow, the engine) makes ~10^5 objects that live as long
+    # as the process: the cycle collector would walk them all, again and again, for nothing (~10 ms of a
+    # match's start); it is paused until the command runs, and left as it was (the engine and the loaders
+    # pause it themselves where they build much).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        options = command.options(args)
-    except UsageError as exc:
-        parser.error(str(exc))  # exits 2 with the usage, as argparse does
+        # the command named first gets its flags; none named (``--help``, a typo): every command's
+        parser = build_parser(given[0] if given and given[0] in COMMANDS else None)
+        args = parser.parse_args(argv)
+        command = COMMANDS[args.command]
+        try:
+            options = command.options(args)
+        except UsageError as exc:
+            parser.error(str(exc))  # exits 2 with the usage, as argparse does
+    finally:
+        if collecting:
+            gc.enable()
     code: int = command.execute(options, sys.stdout, sys.stderr)
     return code

@@ -2686,3 +2686,22 @@ def assign_slots(list keys, dict slots, list free):
             slots[key] = found
         view[i] = found
     return out
+
+
+def string_codes(list words):
+    """``feed._codes`` of a batch's strings: an int64 per word, equal where the words are equal, by order
+    of first sight (the first distinct word 0, the next 1, ...). One dict look-up per word in C; the
+    Python way (``dict.fromkeys``, then ``map`` into ``np.fromiter``) cost ~500 instructions a word."""
+    cdef Py_ssize_t i, n = len(words)
+    cdef dict index = {}
+    cdef object found
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] view = out
+    for i in range(n):
+        word = words[i]
+        found = index.get(word)
+        if found is None:
+            found = len(index)
+            index[word] = found
+        view[i] = found
+    return out

@@ -220,6 +220,11 @@ def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """
     if values.dtype == object:
         words = values.tolist()
+        from . import native  # (native imports this module)
+
+        if native._CORE is not None:  # the compiled core's loop: the same codes, a dict look-up per word in C
+            found: npt.NDArray[np.int64] = native._CORE.string_codes(words)
+            return found
         # every loop in C: the distinct words in order (``dict.fromkeys``), then a look-up per word (``map``)
         index = {word: k for k, word in enumerate(dict.fromkeys(words))}
         return np.fromiter(map(index.__getitem__, words), dtype=np.int64, count=len(words))

@@ -569,7 +569,7 @@ class NativeGroup:
         if _LINES is None or engine._lines is None or engine.count_only:
             return False
         flush_at, event_block = limits
-        tables = self._tables(engine._lines, tuple(np.unique(marks_label).tolist()))
+        tables = self._tables(engine._lines, _labels_of(marks_label))
         positions = np.ascontiguousarray(batch.positions, dtype=np.int64)
 
         def flush(made: list[str], crowded: int) -> None:
@@ -615,7 +615,7 @@ class NativeGroup:
         counts = records[:, 3]
         if int(counts.max()) > event_block:
             return None
-        tables = self._tables(engine._lines, tuple(np.unique(marks_label).tolist()))
+        tables = self._tables(engine._lines, _labels_of(marks_label))
         positions = np.ascontiguousarray(batch.positions, dtype=np.int64)
         ranks = engine._ranks
         made = _LINES.lines(
@@ -896,7 +896,7 @@ class _Observed:
             )
             if len(records):
                 at, queries = base + self.of, records[:, 0]
-                for q in np.unique(queries).tolist():
+                for q in np.flatnonzero(np.bincount(queries)).tolist():
                     mine = queries == q
                     self.log.walks(
                         self.names[q], at[mine].tolist(), records[mine, 4].tolist(), self.walk_seconds[mine].tolist()
@@ -994,6 +994,16 @@ def _lines(
             return None
     line = projection.line
     return [line(tenant, start, end, events, labelled) for start, events, labelled in found]
+
+
+def _labels_of(marks_label: np.ndarray) -> tuple[int, ...]:
+    """The distinct mark labels of a piece, ascending (labels are small and never negative): counted, not
+    sorted, and without ``np.unique``, whose plain form imports ``numpy.ma`` (~17 ms of a process's start).
+
+    >>> _labels_of(np.array([3, 1, 3, 0])), _labels_of(np.array([], dtype=np.int64))
+    ((0, 1, 3), ())
+    """
+    return tuple(np.flatnonzero(np.bincount(marks_label)).tolist())
 
 
 def _START_EVENTS(row: tuple[int, list[int], tuple[int, ...]]) -> tuple[int, list[int]]:

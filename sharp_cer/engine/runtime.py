@@ -30,7 +30,6 @@ import itertools
 import operator
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -953,8 +952,8 @@ class QueryGroupRunner:
         ranks = self.engine._ranks
         if ranks is not None:
             rank = ranks[query.name]
-            return [(m.end, rank, replace(m, tenant=tenant).to_json()) for m in matches]
-        return [replace(m, tenant=tenant).to_json() for m in matches]
+            return [(m.end, rank, m.line_of(tenant)) for m in matches]
+        return [m.line_of(tenant) for m in matches]
 
     def _out(
         self,
@@ -1409,9 +1408,9 @@ class Engine:
             # alerts are decided after enumeration, on the batch's Match objects
             found: list[Any] = self._run(batch, arrivals, quota, None)
             if lines is not None and ranks is not None:
-                found = [(m.end, ranks[m.query], replace(m, tenant=lines.get(m.query)).to_json()) for m in found]
+                found = [(m.end, ranks[m.query], m.line_of(lines.get(m.query))) for m in found]
             elif lines is not None:
-                found = [replace(m, tenant=lines.get(m.query)).to_json() for m in found]
+                found = [m.line_of(lines.get(m.query)) for m in found]
             if emit is not None and found:
                 emit(found)
                 return []
