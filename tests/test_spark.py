@@ -215,9 +215,9 @@ def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path)
 def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     spark: Any, tmp_path: Path, monkeypatch: Any, late: bool
 ) -> None:
-    """Input whose events are in time order is numbered by Spark's
-    expressions alone (no second pass through Python); with events late
-    across partitions it takes the Python pass. Either way, and once
+    """Input whose events are in time order is read once; with events late
+    across partitions it is read again, each partition judged against the
+    ones before it. Either way the numbers are Spark's expressions, and, and once
     persisted (the dead letters then read from the workers' output, the
     summary counting them in its one collect), the dead letters, matches
     and summary are the in-process ones."""
@@ -246,11 +246,9 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
         assert detection.prepared.cached.rdd.getNumPartitions() > 1
         assert decided == [late]
 
-        # a letter late against an earlier split is made in Python's second pass, which knows neither the
-        # event's line nor its text (it says the split's first line and the event as JSON): a known fault,
-        # left for now; its position, kind and reason are the in-process ones
+        # every field of every letter, a row late against an earlier split's events too (its line and CSV text)
         def fields(position: int, line: int, kind: str, reason: str, raw: str) -> tuple[Any, ...]:
-            return (position, kind, reason) if kind == "late" else (position, line, kind, reason, raw)
+            return (position, line, kind, reason, raw)
 
         truth = sorted(fields(d.position, d.line, d.kind, d.reason, d.raw) for d in report.dead_letters)
         for persisted in (False, True):

@@ -32,11 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
-from sharp_cer.events.loaders import late_letter, load_arrow, load_csv, load_jsonl
+from sharp_cer.events.loaders import StreamProgress, load_arrow, load_csv, load_jsonl
 from sharp_cer.language import Schema
 
 from .columns import (
@@ -136,9 +135,16 @@ def _partition_id() -> int:
 
 
 def load_partition(
-    spec: LoadSpec, batches: Iterator[pa.RecordBatch], part: int | None = None
+    spec: LoadSpec,
+    batches: Iterator[pa.RecordBatch],
+    part: int | None = None,
+    carried: dict[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Pass 1 over one partition (see the module docstring).
+    """Pass 1 over one partition (see the module docstring). Every batch
+    is judged against the partition's earlier ones (the loader's lateness,
+    with each late row's line and text); with ``carried`` (per partition,
+    the largest time of the partitions before it: a second read, see
+    ``prepare``) against the earlier partitions too.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
     >>> lines = pa.record_batch({"value": ["A,1,10", "A,oops,11", "", "A,3,5"]})
@@ -149,42 +155,45 @@ def load_partition(
      ('summary', 3, 4, None, 10, 5)]
     >>> [r[LETTER_COLUMNS[1]] for r in out if r[ROW_KIND] == DEAD]
     ["mistyped attribute 'x' of A: expected an int, found 'oops'"]
+    >>> again = load_partition(LoadSpec(s, "csv", 2), iter([lines]), part=1, carried={1: 8})
+    >>> [(r[LINE], r[LETTER_COLUMNS[0]], r[LETTER_COLUMNS[-1]]) for r in pa.Table.from_batches(again).to_pylist()
+    ...  if r[ROW_KIND] == DEAD]
+    [(2, 'mistyped_attribute', 'A,oops,11'), (4, 'late', 'A,3,5')]
     """
     part = _partition_id() if part is None else part
     rows = lines = 0
-    latest = _NONE
-    # the least time an earlier partition could make late (``needs_late_check``): the smallest event time,
-    # or the smallest int64 once an event is late against this partition's own earlier batches
+    before = (carried or {}).get(part)
+    latest = _NONE if before is None else before  # the largest time before the next batch
+    top = _NONE  # the partition's own largest time
+    # the smallest event time: what an earlier partition could make late (``needs_late_check``)
     least = _NONE_LEFT
     for batch in batches:
         if not batch.num_rows:
             continue
+        # judged against the earlier batches (and partitions, given): the loader's letters say line and text
+        progress = StreamProgress(0, latest)
         if spec.format in TEXT_FORMATS:
             texts = _texts_of(batch.column(TEXT_VALUE))
             text = "\n".join(texts) + "\n"
+            lateness = spec.allowed_lateness
             if spec.format == "csv":
-                first = part == 0 and lines == 0
+                header = None if part == 0 and lines == 0 else False  # a header on the input's first line only
                 events, report = load_csv(
-                    text, spec.schema, header=None if first else False, allowed_lateness=spec.allowed_lateness
+                    text, spec.schema, header=header, allowed_lateness=lateness, progress=progress
                 )
             else:
-                events, report = load_jsonl(text, spec.schema, allowed_lateness=spec.allowed_lateness)
+                events, report = load_jsonl(text, spec.schema, allowed_lateness=lateness, progress=progress)
             span = len(texts)
         else:
-            events, report = load_arrow(
-                pa.Table.from_batches([batch]), spec.schema, allowed_lateness=spec.allowed_lateness
-            )
+            table = pa.Table.from_batches([batch])
+            events, report = load_arrow(table, spec.schema, allowed_lateness=spec.allowed_lateness, progress=progress)
             span = batch.num_rows
         yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
         times = events.times()
         if times.valid.any():
             timed = times.values[times.valid]
-            earlier = np.full(len(timed), latest)
-            if least != _NONE and late_mask(timed, earlier, np.ones(len(timed), bool), spec.allowed_lateness).any():
-                least = _NONE  # late against an earlier batch here: pass 2 judges it (``number_partition``)
-            elif least != _NONE:
-                least = min(least, int(timed.min()))
-            latest = max(latest, int(timed.max()))
+            least, top = min(least, int(timed.min())), max(top, int(timed.max()))
+            latest = max(latest, top)
         rows += report.read
         lines += span
     summary = {
@@ -192,7 +201,7 @@ def load_partition(
         ROW_KIND: [SUMMARY],
         LOCAL: [rows],
         LINE: [lines],
-        TS: [None if latest == _NONE else latest],
+        TS: [None if top == _NONE else top],
         PREV: [None if least == _NONE_LEFT else least],
     }
     yield _record(spec.arrow, summary, 1)
@@ -301,52 +310,6 @@ def offsets(summaries: list[tuple[int, int, int, int | None]]) -> Offsets:
     return Offsets(rows, lines, latest, done_rows)
 
 
-def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Pass 2 over pass 1's rows of one partition: global numbers, lines and lateness."""
-    kinds = spec.kinds
-    by_name = {e.name: e for e in spec.schema.event_types()}
-    out_schema = pa.schema(
-        [(ROW_KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), (TYPE, pa.string())]
-        + [(n, _ARROW_TYPES[k]) for n, k in kinds.items()]
-        + [(c, pa.string()) for c in LETTER_COLUMNS]
-    )
-    lateness = spec.allowed_lateness
-    for batch in batches:
-        table = pa.Table.from_batches([batch])
-        rows = table.filter(pc.not_equal(table[ROW_KIND], SUMMARY))
-        if not rows.num_rows:
-            continue
-        parts = rows[PART].to_numpy()
-        seq = rows[LOCAL].to_numpy() + np.array([at.rows[p] for p in parts.tolist()], dtype=np.int64)
-        line = rows[LINE].to_numpy() + np.array([at.lines[p] for p in parts.tolist()], dtype=np.int64)
-        if spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
-            line = seq + 1
-        carried = np.array([_NONE if at.latest[p] is None else at.latest[p] for p in parts.tolist()], dtype=np.int64)
-        timed = ~np.asarray(rows[TS].is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        ts = np.asarray(rows[TS].fill_null(0).to_numpy(), dtype=np.int64)
-        prev = np.asarray(rows[PREV].fill_null(_NONE).to_numpy(), dtype=np.int64)
-        latest = np.maximum(prev, carried)
-        late = late_mask(ts, latest, timed, lateness)
-        columns: dict[str, Any] = {ROW_KIND: rows[ROW_KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
-        for name in (TYPE, *kinds, *LETTER_COLUMNS):
-            columns[name] = rows[name].combine_chunks()
-        if late.any():  # rare: only then are rows touched one by one
-            kind = rows[ROW_KIND].to_pylist()
-            letters = {c: rows[c].to_pylist() for c in LETTER_COLUMNS}
-            types = rows[TYPE].to_pylist()
-            for i in np.flatnonzero(late).tolist():
-                event = by_name[types[i]]
-                raw = {TYPE: types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
-                letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
-                kind[i] = DEAD
-                for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
-                    letters[column][i] = letter_text(getattr(letter, field))
-            columns[ROW_KIND] = pa.array(kind, pa.string())
-            for column in LETTER_COLUMNS:
-                columns[column] = pa.array(letters[column], pa.string())
-        yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
-
-
 @dataclass
 class Prepared:
     """The numbered events (``__seq``, ``type``, every attribute), the dead
@@ -437,18 +400,18 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
     kinds = spec.kinds
     attributes = [F.col(f"`{n}`") for n in kinds]
     if needs_late_check(summaries, allowed_lateness):
-        second_ddl = _ddl(
-            [(ROW_KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), (TYPE, "string")]
-            + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
-            + [(c, "string") for c in LETTER_COLUMNS]
-        )
-        second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
-    else:
-        # nothing late to find: the global numbers are Spark expressions, no second trip through Python
-        seq = F.col(LOCAL) + _by_partition(at.rows)
-        line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
-        numbered = first.where(F.col(ROW_KIND) != SUMMARY)
-        second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
+        # an event may be late against an earlier partition (rare: input out of time order across its splits):
+        # read again, each partition judged from the start against the largest time before it, so that the
+        # loader writes those letters as in-process (line and text); the rows and lines, and so the numbers, stay
+        carried = functools.partial(load_partition, spec, carried=dict(at.latest))
+        again = raw.mapInArrow(carried, ddl).persist(StorageLevel.MEMORY_AND_DISK)
+        first.unpersist()
+        first = again
+    # the global numbers are Spark expressions: no second trip through Python
+    seq = F.col(LOCAL) + _by_partition(at.rows)
+    line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
+    numbered = first.where(F.col(ROW_KIND) != SUMMARY)
+    second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
     events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *attributes)
     letters = second.where(F.col(ROW_KIND) == DEAD).select(
         F.col(SEQ).alias("position"),
