@@ -21,6 +21,7 @@ the driver.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -125,7 +126,14 @@ class Detection:
         job = self.job
         # a batch's events arrive all at once: their waits say nothing of a bound in ms (``MS_NOT_JUDGED``)
         return summarize_rows(
-            self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead, ms_judged=False
+            self.output,
+            job.workload,
+            job.shedder,
+            job.bin_width,
+            self.prepared.rows,
+            dead,
+            ms_judged=False,
+            latency=job.latency,
         )
 
     def close(self) -> None:
@@ -154,6 +162,7 @@ def run_detection(
     key_groups: int | None = None,
     format: str | None = None,
     groups: int | None = None,
+    latency: bool = True,
 ) -> Detection:
     """Plan the detection of ``workload`` over ``events`` (a DataFrame, or a
     path to .csv, .jsonl or .parquet events read with ``spark``).
@@ -166,7 +175,9 @@ def run_detection(
     statistics are kept in (for the plot); ``key_groups`` the number of key
     groups of a partitioned lane (default: four per shuffle partition, so
     that skewed keys still spread; ``groups``, its name before 0.2.0, is
-    deprecated). Validating the input runs one Spark
+    deprecated). ``latency`` False records no latency per event (the
+    summary's cost units and ms, and the over-bound counts, are then empty;
+    a shedder records it anyway): less work per event. Validating the input runs one Spark
     job; the detection runs when its output is used. ``close()`` the
     result to release the validated input it keeps.
     """
@@ -193,13 +204,14 @@ def run_detection(
     else:
         raw, fmt = events, format or "table"
     prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
-    found = lanes(workload)
+    found = batch_lanes(lanes(workload))
     parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
     count = key_groups or 4 * parts
     width = max(1, -(-prepared.rows // bins))
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
     final_time = prepared.latest_time if trailing else None
     job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count, final_time)
+    job = dataclasses.replace(job, latency=latency or shedder is not None)
     floor = floor_warnings_before(job, _first_events(prepared, workload)) if shedder is not None else []
     for line in floor:
         warnings.warn(line, RuntimeWarning, stacklevel=2)
@@ -259,13 +271,52 @@ def join_events(matches: DataFrame, events: DataFrame, type_names: list[str] | N
     return once.join(events, once["position"] == events[SEQ]).drop(SEQ)
 
 
+def batch_lanes(found: tuple[Lane, ...]) -> tuple[Lane, ...]:
+    """The lanes a batch run gives one engine each per key group: lanes
+    partitioned by attributes some have in common merged into one, split by
+    the attributes they share (each key of a lane falls in one key group
+    still: its events agree on those), so that an event reaches one engine
+    for all of them, which partitions by each query's own key as
+    in-process; the lane with no key stays as it is. (A stream keeps its
+    lanes: its state is kept under their numbers.)
+
+    >>> a, b = Lane(("q1",), ("name",), frozenset("A")), Lane(("q2",), (), frozenset("B"))
+    >>> c, d = Lane(("q3",), ("name", "volume"), frozenset("B")), Lane(("q4",), ("id",), frozenset("A"))
+    >>> [(m.queries, m.partition_attributes, sorted(m.event_types)) for m in batch_lanes((a, b, c, d))]
+    [(('q1', 'q3'), ('name',), ['A', 'B']), (('q2',), (), ['B']), (('q4',), ('id',), ['A'])]
+    """
+    merged: list[Lane] = []
+    for lane in found:
+        for i, other in enumerate(merged):
+            common = tuple(a for a in other.partition_attributes if a in lane.partition_attributes)
+            if lane.partition_attributes and common:
+                merged[i] = Lane(other.queries + lane.queries, common, other.event_types | lane.event_types)
+                break
+        else:
+            merged.append(lane)
+    return tuple(merged)
+
+
 def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> DataFrame:
     """Each event once per lane whose streams hold its type and in which
-    it has a partition key: ``__lane``, ``__group`` (its key's key group; 0 in a
-    lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
+    it has a partition key: ``__lane``, ``__group`` (its key's key group, a
+    hash of the key's values; 0 in a lane without PARTITION BY), ``__seq``,
+    ``type`` and the attributes."""
     from pyspark.sql import functions as F
 
-    lane_of = F.explode(routes(found, attributes, key_groups)).alias(ROUTE)
+    choices = []
+    for number, lane in enumerate(found):
+        names = lane.partition_attributes
+        chosen = F.col(TYPE).isin(sorted(lane.event_types))
+        bucket = F.lit(0).cast("bigint")
+        if names and not set(names) <= set(attributes):
+            chosen = F.lit(False)  # no event type has them all
+        elif names:
+            # the values hashed as they are (no key text made per event): equal keys, one key group
+            chosen = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").isNotNull() for n in names], chosen)
+            bucket = F.pmod(F.xxhash64(*[F.col(f"`{n}`") for n in names]), F.lit(key_groups))
+        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), bucket.alias(KEY_GROUP))))
+    lane_of = F.explode(F.filter(F.array(*choices), lambda c: c.isNotNull())).alias(ROUTE)
     columns = [F.col(f"{ROUTE}.{LANE}"), F.col(f"{ROUTE}.{KEY_GROUP}"), F.col(SEQ), F.col(TYPE)]
     return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
 
