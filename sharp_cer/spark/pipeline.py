@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,18 +37,17 @@ from .columns import (
     DEAD_LETTERS,
     KEY_GROUP,
     LANE,
-    LETTER,
     MATCH,
     MATCH_COLUMNS,
-    OUTPUT_DDL,
     OUTPUT_KIND,
     POSITIONS,
-    ROUTE,
     SEQ,
     TYPE,
+    arrow_ddl,
 )
 from .lanes import Lane, lanes
-from .prepare import Prepared, attribute_kinds, prepare, read_input
+from .prepare import Prepared, prepare, read_input
+from .routing import BATCH_DDL, LETTERS, Routing, letter_output, route_partition, widen
 from .summary import Summary, summarize_rows
 from .worker import Job, KeyGroupRun, floor_warnings_before, run_sorted
 
@@ -82,7 +82,7 @@ class Detection:
     @property
     def dead_letters(self) -> DataFrame:
         """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``):
-        once ``persist``ed, read from the kept output, which carries them (``letter_rows``)."""
+        once ``persist``ed, read from the kept output, which carries them (``routing.LETTERS``)."""
         if not self._persisted:
             return self.prepared.dead_letters
         from pyspark.sql import functions as F
@@ -104,13 +104,11 @@ class Detection:
 
     def persist(self) -> Detection:
         """Keep the workers' output once computed, with the dead letters
-        carried in it (``letter_rows``), so that writing the matches, the
+        it carries (``routing.LETTERS``), so that writing the matches, the
         dead letters and reading the summary run the engines, and the
-        numbering of the input, once."""
+        reading of the input, once."""
         from pyspark import StorageLevel
 
-        if not self._persisted:
-            self.output = self.output.unionByName(letter_rows(self.prepared.dead_letters), allowMissingColumns=True)
         self.output = self.output.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(self.output)
         return self
@@ -215,29 +213,16 @@ def run_detection(
     floor = floor_warnings_before(job, _first_events(prepared, workload)) if shedder is not None else []
     for line in floor:
         warnings.warn(line, RuntimeWarning, stacklevel=2)
-    routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
+    assert prepared.spec is not None and prepared.offsets is not None and prepared.raw is not None
+    plan = Routing(prepared.spec, prepared.offsets, found, count)
+    # read, numbered and routed in one Python pass: the rows meet Spark's row handling once, on the shuffle
+    routed = prepared.raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(plan.schema()))
     if method == "udtf":
         output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
     else:
         ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
-        output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
+        output = ordered.mapInArrow(functools.partial(run_sorted_batch, job), BATCH_DDL)
     return Detection(job, found, prepared, output, floor)
-
-
-def letter_rows(letters: DataFrame) -> DataFrame:
-    """Dead letters (``columns.DEAD_LETTERS``) as rows of the workers'
-    output: kind ``dead_letter``, the position in ``start``, the letter's
-    kind in ``name`` and value 1 (so that the summary counts them with the
-    telemetry), its other fields in columns of their own."""
-    from pyspark.sql import functions as F
-
-    return letters.select(
-        F.lit(DEAD_LETTER).alias(OUTPUT_KIND),
-        F.col("position").alias("start"),
-        F.col("kind").alias("name"),
-        F.lit(1.0).alias("value"),
-        *[F.col(f"`{f}`") for f in ("line", *LETTER[1:])],
-    )
 
 
 def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:
@@ -297,30 +282,6 @@ def batch_lanes(found: tuple[Lane, ...]) -> tuple[Lane, ...]:
     return tuple(merged)
 
 
-def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> DataFrame:
-    """Each event once per lane whose streams hold its type and in which
-    it has a partition key: ``__lane``, ``__group`` (its key's key group, a
-    hash of the key's values; 0 in a lane without PARTITION BY), ``__seq``,
-    ``type`` and the attributes."""
-    from pyspark.sql import functions as F
-
-    choices = []
-    for number, lane in enumerate(found):
-        names = lane.partition_attributes
-        chosen = F.col(TYPE).isin(sorted(lane.event_types))
-        bucket = F.lit(0).cast("bigint")
-        if names and not set(names) <= set(attributes):
-            chosen = F.lit(False)  # no event type has them all
-        elif names:
-            # the values hashed as they are (no key text made per event): equal keys, one key group
-            chosen = functools.reduce(lambda a, b: a & b, [F.col(f"`{n}`").isNotNull() for n in names], chosen)
-            bucket = F.pmod(F.xxhash64(*[F.col(f"`{n}`") for n in names]), F.lit(key_groups))
-        choices.append(F.when(chosen, F.struct(F.lit(number).alias(LANE), bucket.alias(KEY_GROUP))))
-    lane_of = F.explode(F.filter(F.array(*choices), lambda c: c.isNotNull())).alias(ROUTE)
-    columns = [F.col(f"{ROUTE}.{LANE}"), F.col(f"{ROUTE}.{KEY_GROUP}"), F.col(SEQ), F.col(TYPE)]
-    return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
-
-
 def routes(found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> Column:
     """An event's lanes: the array of (``__lane``, ``__group``) of every lane
     whose streams hold its type and in which it has a partition key."""
@@ -350,22 +311,49 @@ def _key(lane: Lane, attributes: set[str]) -> Column:
     return F.when(present, F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names])))
 
 
+def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``worker.run_sorted`` over routed rows (``method="map"``): the dead
+    letters' rows written out as they are, the rest run by the key groups' engines."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    letters: list[pa.Table] = []
+
+    def events() -> Iterator[pa.RecordBatch]:
+        for batch in tables:
+            mask = pc.equal(batch.column(LANE), LETTERS)
+            if pc.any(mask).as_py():
+                letters.append(letter_output(batch.filter(mask)))
+                batch = batch.filter(pc.invert(mask))
+            if batch.num_rows:
+                yield batch
+
+    for out in run_sorted(job, events()):
+        yield from widen(pa.Table.from_batches([out])).to_batches()
+    for table in letters:
+        yield from table.to_batches()
+
+
 def _detect_key_group_udtf(job: Job) -> Any:
     """The Arrow UDTF that runs one lane and key group: a new instance per key group."""
     from pyspark.sql.functions import arrow_udtf
 
-    @arrow_udtf(returnType=OUTPUT_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
+    @arrow_udtf(returnType=BATCH_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
     class DetectKeyGroup:
         def __init__(self) -> None:
             self.run: KeyGroupRun | None = None
 
         def eval(self, batch: pa.RecordBatch) -> Any:
+            lane = batch.column(LANE)[0].as_py()
+            if lane == LETTERS:  # the dead letters' lane: written out as they are
+                yield letter_output(batch)
+                return
             if self.run is None:
-                self.run = KeyGroupRun(job, batch.column(LANE)[0].as_py())
-            yield self.run.feed(batch)
+                self.run = KeyGroupRun(job, lane)
+            yield widen(self.run.feed(batch))
 
         def terminate(self) -> Any:
             if self.run is not None:
-                yield self.run.finish()
+                yield widen(self.run.finish())
 
     return DetectKeyGroup

@@ -139,8 +139,10 @@ def load_partition(
     batches: Iterator[pa.RecordBatch],
     part: int | None = None,
     carried: dict[int, int | None] | None = None,
+    summary_only: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Pass 1 over one partition (see the module docstring). Every batch
+    """Pass 1 over one partition (see the module docstring); with
+    ``summary_only``, its summary row alone (``prepare``'s first job). Every batch
     is judged against the partition's earlier ones (the loader's lateness,
     with each late row's line and text); with ``carried`` (per partition,
     the largest time of the partitions before it: a second read, see
@@ -188,7 +190,8 @@ def load_partition(
             table = pa.Table.from_batches([batch])
             events, report = load_arrow(table, spec.schema, allowed_lateness=spec.allowed_lateness, progress=progress)
             span = batch.num_rows
-        yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
+        if not summary_only:
+            yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
         times = events.times()
         if times.valid.any():
             timed = times.values[times.valid]
@@ -313,19 +316,25 @@ def offsets(summaries: list[tuple[int, int, int, int | None]]) -> Offsets:
 @dataclass
 class Prepared:
     """The numbered events (``__seq``, ``type``, every attribute), the dead
-    letters (``columns.DEAD_LETTERS``), and how many rows were read."""
+    letters (``columns.DEAD_LETTERS``), and how many rows were read; both
+    frames are computed when used (each use reads the input again: a run
+    reads the events through ``number`` instead, once)."""
 
     events: DataFrame
     dead_letters: DataFrame
     rows: int
-    cached: DataFrame
+    #: pass 1's rows, each partition judged against the ones before it (not kept)
+    read: DataFrame
     #: the largest primary time of the input (None: no event has one): the
     #: stream's event time at its end, which trailing absences read
     latest_time: int | None = None
+    #: how pass 1 loads a partition, the raw input, and each partition's offsets (for ``number``)
+    spec: LoadSpec | None = None
+    raw: DataFrame | None = None
+    offsets: Offsets | None = None
 
     def close(self) -> None:
-        """Release pass 1's persisted rows."""
-        self.cached.unpersist()
+        """Nothing is kept: here for the callers that release what a job kept."""
 
 
 def read_input(spark: SparkSession, path: str, format: str | None = None) -> tuple[DataFrame, str]:
@@ -353,29 +362,6 @@ def format_of(path: str) -> str:
     return found.pop()
 
 
-def needs_late_check(summaries: list[tuple[int, int, int, int | None, int | None]], lateness: int) -> bool:
-    """Whether an event of pass 1 may still be late (pass 2 must judge it):
-    from the summaries (partition, rows, lines, largest time, least time an
-    earlier partition could make late), some partition holds an event late
-    against its own earlier batches, or one whose time is more than
-    ``lateness`` behind the largest time of the partitions before it. Input
-    in time order never is, and is numbered without a Python pass.
-
-    >>> first = (0, 2, 2, 10, 5)
-    >>> needs_late_check([first, (1, 2, 2, 20, 10)], 0), needs_late_check([first, (1, 2, 2, 20, 8)], 1)
-    (False, True)
-    >>> needs_late_check([(0, 2, 2, 10, int(_NONE))], 0), needs_late_check([(0, 0, 0, None, None), (1, 1, 1, 3, 3)], 0)
-    (True, False)
-    """
-    best: int | None = None
-    for _, _, _, top, least in sorted(summaries):
-        if least == _NONE or (least is not None and best is not None and best - least > lateness):
-            return True
-        if top is not None:
-            best = top if best is None else max(best, top)
-    return False
-
-
 def _by_partition(values: dict[int, int]) -> Column:
     """A partition's value of ``values`` (pass 1's ``__part`` to an offset) as a Spark column."""
     from pyspark.sql import functions as F
@@ -385,28 +371,21 @@ def _by_partition(values: dict[int, int]) -> Column:
 
 
 def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_lateness: int = 0) -> Prepared:
-    """Number and validate the raw input (see the module docstring)."""
-    from pyspark import StorageLevel
+    """Read the raw input once for its partitions' summaries (one Spark
+    job, a small collect): rows, lines and times per partition; the rest
+    (see the module docstring) is planned, computed when used."""
     from pyspark.sql import functions as F
 
     spec = LoadSpec(schema, format, allowed_lateness)
     ddl = arrow_ddl(spec.arrow)
-    first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
-    summaries = [
-        (r[PART], r[LOCAL], r[LINE], r[TS], r[PREV])
-        for r in first.where(F.col(ROW_KIND) == SUMMARY).select(PART, LOCAL, LINE, TS, PREV).collect()
-    ]
-    at = offsets([s[:4] for s in summaries])
+    counted = raw.mapInArrow(functools.partial(load_partition, spec, summary_only=True), ddl)
+    summaries = [(r[PART], r[LOCAL], r[LINE], r[TS]) for r in counted.select(PART, LOCAL, LINE, TS).collect()]
+    at = offsets(summaries)
+    # read again, each partition judged from its start against the largest time of the ones before it, so
+    # that the loader dead-letters an event late across partitions as in-process (its line and text)
+    first = raw.mapInArrow(functools.partial(load_partition, spec, carried=dict(at.latest)), ddl)
     kinds = spec.kinds
     attributes = [F.col(f"`{n}`") for n in kinds]
-    if needs_late_check(summaries, allowed_lateness):
-        # an event may be late against an earlier partition (rare: input out of time order across its splits):
-        # read again, each partition judged from the start against the largest time before it, so that the
-        # loader writes those letters as in-process (line and text); the rows and lines, and so the numbers, stay
-        carried = functools.partial(load_partition, spec, carried=dict(at.latest))
-        again = raw.mapInArrow(carried, ddl).persist(StorageLevel.MEMORY_AND_DISK)
-        first.unpersist()
-        first = again
     # the global numbers are Spark expressions: no second trip through Python
     seq = F.col(LOCAL) + _by_partition(at.rows)
     line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
@@ -419,4 +398,4 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
         *[F.col(c).alias(f) for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)],
     )
     latest = max((s[3] for s in summaries if s[3] is not None), default=None)
-    return Prepared(events, letters, at.total_rows, first, latest)
+    return Prepared(events, letters, at.total_rows, first, latest, spec, raw, at)
