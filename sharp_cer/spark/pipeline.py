@@ -47,7 +47,7 @@ from .columns import (
 )
 from .lanes import Lane, lanes
 from .prepare import Prepared, prepare, read_input
-from .routing import BATCH_DDL, LETTERS, Routing, letter_output, route_partition, widen
+from .routing import BATCH_DDL, BLOBS, LETTERS, ORDER, Routing, letter_output, route_partition, unpack, widen
 from .summary import Summary, summarize_rows
 from .worker import Job, KeyGroupRun, floor_warnings_before, run_sorted
 
@@ -216,11 +216,11 @@ def run_detection(
     assert prepared.spec is not None and prepared.offsets is not None and prepared.raw is not None
     plan = Routing(prepared.spec, prepared.offsets, found, count)
     # read, numbered and routed in one Python pass: the rows meet Spark's row handling once, on the shuffle
-    routed = prepared.raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(plan.schema()))
+    routed = prepared.raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
     if method == "udtf":
-        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
+        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(ORDER))
     else:
-        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
+        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, ORDER)
         output = ordered.mapInArrow(functools.partial(run_sorted_batch, job), BATCH_DDL)
     return Detection(job, found, prepared, output, floor)
 
@@ -312,21 +312,21 @@ def _key(lane: Lane, attributes: set[str]) -> Column:
 
 
 def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``worker.run_sorted`` over routed rows (``method="map"``): the dead
-    letters' rows written out as they are, the rest run by the key groups' engines."""
+    """``worker.run_sorted`` over routed rows (``method="map"``; ``BLOBS``
+    sorted by lane, key group and input order): the dead letters' rows
+    written out as they are, the rest run by the key groups' engines."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     letters: list[pa.Table] = []
 
     def events() -> Iterator[pa.RecordBatch]:
-        for batch in tables:
-            mask = pc.equal(batch.column(LANE), LETTERS)
-            if pc.any(mask).as_py():
-                letters.append(letter_output(batch.filter(mask)))
-                batch = batch.filter(pc.invert(mask))
-            if batch.num_rows:
-                yield batch
+        for blobs in tables:
+            lanes = blobs.column(LANE).to_pylist()
+            for lane, rows in zip(lanes, unpack(blobs), strict=True):
+                if lane == LETTERS:
+                    letters.append(letter_output(rows))
+                else:
+                    yield from rows.to_batches()
 
     for out in run_sorted(job, events()):
         yield from widen(pa.Table.from_batches([out])).to_batches()
@@ -343,14 +343,15 @@ def _detect_key_group_udtf(job: Job) -> Any:
         def __init__(self) -> None:
             self.run: KeyGroupRun | None = None
 
-        def eval(self, batch: pa.RecordBatch) -> Any:
-            lane = batch.column(LANE)[0].as_py()
-            if lane == LETTERS:  # the dead letters' lane: written out as they are
-                yield letter_output(batch)
-                return
-            if self.run is None:
-                self.run = KeyGroupRun(job, lane)
-            yield widen(self.run.feed(batch))
+        def eval(self, blobs: pa.RecordBatch) -> Any:
+            lane = blobs.column(LANE)[0].as_py()
+            for rows in unpack(blobs):
+                if lane == LETTERS:  # the dead letters' lane: written out as they are
+                    yield letter_output(rows)
+                    continue
+                if self.run is None:
+                    self.run = KeyGroupRun(job, lane)
+                yield widen(self.run.feed(rows))
 
         def terminate(self) -> Any:
             if self.run is not None:

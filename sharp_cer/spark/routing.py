@@ -4,8 +4,10 @@ against the partitions before it), its rows numbered from the offsets the
 first read counted, and each event sent, as one row, to every lane that
 reads it, with its key group there (a hash of its key's values); each dead
 letter goes, once, to the letters' own lane (``LETTERS``), whose worker
-writes it out as an output row. So the rows pass through Spark's row
-handling once, on their way to the workers (no cache, no explode).
+writes it out as an output row. Each input batch's rows of one lane and
+key group travel as one row of Arrow IPC bytes (``BLOBS``): Spark's row
+handling moves a few rows per batch, not one per event and lane (no cache,
+no explode, no per-event shuffle or sort).
 Nothing here imports PySpark.
 
 >>> from sharp_cer.language import Schema
@@ -16,7 +18,8 @@ Nothing here imports PySpark.
 >>> lanes = (Lane(("q",), ("k",), frozenset({"A"})), Lane(("r",), (), frozenset({"A", "B"})))
 >>> lines = pa.record_batch({"value": ["A,1,10", "B,oops", "B,12", "A,1,13"]})
 >>> plan = Routing(spec, offsets([(0, 4, 4, 13)]), lanes, 4)
->>> out = pa.Table.from_batches(route_partition(plan, iter([lines]), part=0))
+>>> blobs = pa.Table.from_batches(route_partition(plan, iter([lines]), part=0))
+>>> out = pa.concat_tables(list(unpack(blobs)))
 >>> [(r[LANE], r[SEQ], r[TYPE]) for r in out.to_pylist()]
 [(0, 0, 'A'), (0, 3, 'A'), (1, 0, 'A'), (1, 2, 'B'), (1, 3, 'A'), (-1, 1, None)]
 >>> len(set(out.column(KEY_GROUP).to_pylist()[:2]))  # one key, one key group
@@ -61,6 +64,9 @@ from .prepare import _ARROW_TYPES, TEXT_FORMATS, LoadSpec, Offsets, load_partiti
 LETTERS = -1
 #: a dead letter's line and fields as one JSON text (null on an event's row): one column, not eight
 PACKED = "__letter"
+#: the rows a batch run shuffles: a lane, a key group, the input order (partition << 32 | batch), the rows
+ORDER, BLOB = "__order", "__blob"
+BLOBS = pa.schema([(LANE, pa.int32()), (KEY_GROUP, pa.int64()), (ORDER, pa.int64()), (BLOB, pa.binary())])
 #: what a batch worker writes: ``OUTPUT`` and a dead letter's fields (its position in ``start``, kind in ``name``)
 BATCH_OUTPUT = pa.schema([*OUTPUT, pa.field("line", pa.int64()), *(pa.field(f, pa.string()) for f in LETTER[1:])])
 
@@ -86,43 +92,85 @@ class Routing:
 def route_partition(
     routing: Routing, batches: Iterator[pa.RecordBatch], part: int | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """One input partition, read, numbered and routed (see the module docstring)."""
+    """One input partition, read, numbered and routed (see the module
+    docstring), as ``BLOBS`` rows: per input batch, one row per lane and
+    key group it reaches, holding that key group's rows as Arrow IPC bytes."""
     at = routing.offsets
     schema = routing.schema()
+    index = 0
     for rows in load_partition(routing.spec, batches, part, carried=dict(at.latest)):
         kinds = rows.column(ROW_KIND).to_numpy(zero_copy_only=False)
         if not len(kinds) or kinds[0] not in (EVENT, DEAD):  # the partition's summary: counted before
             continue
         where = int(rows.column(PART)[0].as_py())
-        seq = rows.column(LOCAL).to_numpy() + at.rows[where]
-        out = []
-        events = np.flatnonzero(kinds == EVENT)
-        types = rows.column(TYPE)
-        for number, lane in enumerate(routing.lanes):
-            chosen = np.asarray(pc.is_in(types, pa.array(sorted(lane.event_types))).to_numpy(zero_copy_only=False))
-            group = np.zeros(len(kinds), dtype=np.int64)
-            if lane.partition_attributes:
-                keyed, group = _key_groups(rows, lane.partition_attributes, routing.key_groups)
-                chosen &= keyed
-            take = events[chosen[events]]
-            if len(take):
-                out.append(_routed(schema, rows, take, number, group[take], seq[take]))
-        dead = np.flatnonzero(kinds == DEAD)
-        if len(dead):
-            lines = rows.column(LINE).to_numpy() + (at.lines[where] if routing.spec.format in TEXT_FORMATS else 0)
-            if routing.spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
-                lines = seq + 1
-            letters = {f: rows.column(c).to_pylist() for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)}
-            packed = [
-                json.dumps({"line": int(lines[i]), **{f: v[i] for f, v in letters.items()}}) for i in dead.tolist()
-            ]
-            letter_rows = {LANE: pa.array(np.full(len(dead), LETTERS, np.int32)), SEQ: pa.array(seq[dead])}
-            letter_rows[KEY_GROUP] = pa.array(np.zeros(len(dead), np.int64))
-            letter_rows[PACKED] = pa.array(packed, pa.string())
-            out.append(pa.RecordBatch.from_arrays(
-                [letter_rows.get(f.name, pa.nulls(len(dead), f.type)) for f in schema], schema=schema
-            ))  # fmt: skip
-        yield from out
+        order = (where << 32) + index  # the input's order: partition, then batch within it
+        index += 1
+        pieces: list[tuple[int, int, pa.RecordBatch]] = []
+        for lane, group, piece in _route(routing, schema, rows, kinds, where):
+            pieces.append((lane, group, piece))
+        if pieces:
+            blobs = [_ipc(piece) for _, _, piece in pieces]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([p[0] for p in pieces], pa.int32()),
+                    pa.array([p[1] for p in pieces], pa.int64()),
+                    pa.array([order] * len(pieces), pa.int64()),
+                    pa.array(blobs, pa.binary()),
+                ],
+                schema=BLOBS,
+            )
+
+
+def _ipc(piece: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, piece.schema) as writer:
+        writer.write_batch(piece)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def unpack(blobs: pa.RecordBatch | pa.Table) -> Iterator[pa.Table]:
+    """The routed rows of ``BLOBS`` rows, in their order."""
+    for blob in blobs.column(BLOB).to_pylist():
+        yield pa.ipc.open_stream(blob).read_all()
+
+
+def _route(
+    routing: Routing, schema: pa.Schema, rows: pa.RecordBatch, kinds: Any, where: int
+) -> Iterator[tuple[int, int, pa.RecordBatch]]:
+    """One input batch's rows by lane and key group (each piece in input order)."""
+    at = routing.offsets
+    seq = rows.column(LOCAL).to_numpy() + at.rows[where]
+    events = np.flatnonzero(kinds == EVENT)
+    types = rows.column(TYPE)
+    for number, lane in enumerate(routing.lanes):
+        chosen = np.asarray(pc.is_in(types, pa.array(sorted(lane.event_types))).to_numpy(zero_copy_only=False))
+        group = np.zeros(len(kinds), dtype=np.int64)
+        if lane.partition_attributes:
+            keyed, group = _key_groups(rows, lane.partition_attributes, routing.key_groups)
+            chosen &= keyed
+        take = events[chosen[events]]
+        if not len(take):
+            continue
+        # each key group's rows together, in input order within it
+        take = take[np.argsort(group[take], kind="stable")]
+        routed = _routed(schema, rows, take, number, group[take], seq[take])
+        groups = group[take]
+        edges = np.flatnonzero(np.diff(groups)) + 1
+        for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(take)], strict=True):
+            yield number, int(groups[lo]), routed.slice(lo, hi - lo)
+    dead = np.flatnonzero(kinds == DEAD)
+    if len(dead):
+        lines = rows.column(LINE).to_numpy() + (at.lines[where] if routing.spec.format in TEXT_FORMATS else 0)
+        if routing.spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
+            lines = seq + 1
+        letters = {f: rows.column(c).to_pylist() for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)}
+        packed = [json.dumps({"line": int(lines[i]), **{f: v[i] for f, v in letters.items()}}) for i in dead.tolist()]
+        letter_rows = {LANE: pa.array(np.full(len(dead), LETTERS, np.int32)), SEQ: pa.array(seq[dead])}
+        letter_rows[KEY_GROUP] = pa.array(np.zeros(len(dead), np.int64))
+        letter_rows[PACKED] = pa.array(packed, pa.string())
+        yield LETTERS, 0, pa.RecordBatch.from_arrays(
+            [letter_rows.get(f.name, pa.nulls(len(dead), f.type)) for f in schema], schema=schema
+        )
 
 
 def _routed(
