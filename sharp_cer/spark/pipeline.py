@@ -171,8 +171,8 @@ def run_detection(
     update floor, measured on the input's first 2,000 events, is said before
     the run, as a ``RuntimeWarning`` and in ``floor_warnings``. ``bins`` is the number of time bins the
     statistics are kept in (for the plot); ``key_groups`` the number of key
-    groups of a partitioned lane (default: four per shuffle partition, so
-    that skewed keys still spread; ``groups``, its name before 0.2.0, is
+    groups of a partitioned lane (default: one per two shuffle partitions,
+    two per core, so that keys still spread over the cores; ``groups``, its name before 0.2.0, is
     deprecated). ``latency`` False records no latency per event (the
     summary's cost units and ms, and the over-bound counts, are then empty;
     a shedder records it anyway): less work per event. Validating the input runs one Spark
@@ -204,7 +204,9 @@ def run_detection(
     prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
     found = batch_lanes(lanes(workload))
     parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
-    count = key_groups or 4 * parts
+    # few engines cost less (each runs every query of its lanes over its keys, as in-process), and a few
+    # more than the cores still spread the keys: half a shuffle partition's worth (two per core, by default)
+    count = key_groups or max(2, parts // 2)
     width = max(1, -(-prepared.rows // bins))
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
     final_time = prepared.latest_time if trailing else None
