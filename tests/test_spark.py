@@ -215,9 +215,9 @@ def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path)
 def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     spark: Any, tmp_path: Path, late: bool
 ) -> None:
-    """Input whose events are in time order is read once; with events late
-    across partitions it is read again, each partition judged against the
-    ones before it. Either way the numbers are Spark's expressions, and, and once
+    """Each partition is judged against the largest time of the ones before
+    it (counted by a first read), so an event late across partitions gets
+    the letter in-process gives it: its line and CSV text. Before and once
     persisted (the dead letters then read from the workers' output, the
     summary counting them in its one collect), the dead letters, matches
     and summary are the in-process ones."""

@@ -2,23 +2,25 @@
 
 The stream order is the input's order (a file's rows in order, a
 DataFrame's partitions in order), exactly as the in-process loaders read
-it. Two narrow passes over the input's partitions, with one small collect
-between them:
+it. Each partition is loaded by the in-process loaders (CSV and JSONL
+lines as text, anything else as Arrow batches), which validate every row
+and dead-letter the bad ones (``load_partition``). The input is read twice:
 
-1. each partition is loaded by the in-process loaders (CSV and JSONL lines
-   as text, anything else as Arrow batches), which validate every row and
-   dead-letter the bad ones; it emits its events and dead letters numbered
-   within the partition, each event's primary time and the largest time
-   before it, and one summary row (rows, lines, largest time);
-2. from the summaries the driver computes, per partition, how many rows and
-   lines come before it and the largest time before it; then every row gets
-   its dense global number ``__seq`` (the event's position, as in-process:
-   dead-lettered rows count) and an event more than ``allowed_lateness``
-   behind the largest time before it is dead-lettered as ``late``.
+1. a first read keeps only each partition's summary (rows, lines, largest
+   and least time), collected by the driver (``offsets``): how many rows
+   and lines come before each partition and the largest time before it;
+2. the second read judges each partition from its start against that
+   largest time, so an event more than ``allowed_lateness`` behind it is
+   dead-lettered by the loader as in-process (its line and text), and
+   numbers every row densely (``__seq``, the event's position, as
+   in-process: dead-lettered rows count). A batch run routes its rows in
+   the same pass (``routing``); ``Prepared.events`` and ``dead_letters``
+   number them with Spark expressions.
 
-Pass 1's output is persisted, so the input is read once. CSV and JSONL rows
-must each be one line (Spark splits text files at line breaks); a CSV header
-is recognised on the first line of the input only.
+Nothing is cached: reading and validating again costs less than Spark's
+cache of every row. CSV and JSONL rows must each be one line (Spark splits
+text files at line breaks); a CSV header is recognised on the first line
+of the input only.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def load_partition(
     before = (carried or {}).get(part)
     latest = _NONE if before is None else before  # the largest time before the next batch
     top = _NONE  # the partition's own largest time
-    # the smallest event time: what an earlier partition could make late (``needs_late_check``)
+    # the smallest event time (the summary's ``__prev``): what an earlier partition could make late
     least = _NONE_LEFT
     for batch in batches:
         if not batch.num_rows:
