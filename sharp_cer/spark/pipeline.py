@@ -1,22 +1,27 @@
 """Batch detection on Spark: events in, matches out, one engine per key group.
 
-``run_detection`` numbers and validates the events (``prepare``), sends
-each event to every lane that reads it, with the key group of its partition
-key there (a hash of the key into ``key_groups`` buckets; ``lanes``), and runs
-one engine per lane and key group on the workers (``worker``):
+``run_detection`` counts the input's partitions (``prepare``: one small
+job), then reads, validates, numbers and routes the events in one Python
+pass (``routing``): each event goes to every lane that reads it (lanes whose
+partition attributes overlap merged, ``batch_lanes``), with the key group
+of its partition key there (a hash of the key's values into ``key_groups``
+buckets), and each input batch's rows of one lane and key group travel as
+one row of Arrow IPC bytes. The workers run one engine per lane and key
+group (``worker``):
 
 - ``method="udtf"`` (default): the Arrow Python UDTF over
-  ``TABLE(events) PARTITION BY (lane, key group) ORDER BY seq``; Spark
-  guarantees each call one key group's rows, in order;
+  ``TABLE(blobs) PARTITION BY (lane, key group) ORDER BY`` the input's
+  order; Spark guarantees each call one key group's rows, in order;
 - ``method="map"``: the fallback, ``repartition(lane, key group)``,
-  ``sortWithinPartitions(lane, key group, seq)`` and ``mapInArrow``, one engine
-  at a time per task.
+  ``sortWithinPartitions(lane, key group, order)`` and ``mapInArrow``, one
+  engine at a time per task.
 
-Rows are ordered by ``seq``, the input order: it is the order the
-in-process loaders give, and in it positions (``WITHIN n EVENTS``) and
-lateness are judged; for input in time order it is the time order too.
-Nothing but per-partition summaries and the aggregated statistics reach
-the driver.
+Rows come in the input order (``seq``): it is the order the in-process
+loaders give, and in it positions (``WITHIN n EVENTS``) and lateness are
+judged; for input in time order it is the time order too. The dead
+letters travel in a lane of their own (``routing.LETTERS``) and come out
+with the matches. Nothing but per-partition summaries and the aggregated
+statistics reach the driver.
 """
 
 from __future__ import annotations
@@ -177,7 +182,7 @@ def run_detection(
     summary's cost units and ms, and the over-bound counts, are then empty;
     a shedder records it anyway): less work per event. Validating the input runs one Spark
     job; the detection runs when its output is used. ``close()`` the
-    result to release the validated input it keeps.
+    result to release what ``persist`` kept.
     """
     if groups is not None:
         warnings.warn(

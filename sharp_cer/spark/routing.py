@@ -168,9 +168,8 @@ def _route(
         letter_rows = {LANE: pa.array(np.full(len(dead), LETTERS, np.int32)), SEQ: pa.array(seq[dead])}
         letter_rows[KEY_GROUP] = pa.array(np.zeros(len(dead), np.int64))
         letter_rows[PACKED] = pa.array(packed, pa.string())
-        yield LETTERS, 0, pa.RecordBatch.from_arrays(
-            [letter_rows.get(f.name, pa.nulls(len(dead), f.type)) for f in schema], schema=schema
-        )
+        columns = [letter_rows.get(f.name, pa.nulls(len(dead), f.type)) for f in schema]
+        yield LETTERS, 0, pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _routed(
