@@ -72,7 +72,7 @@ def test_example_workloads_match_the_in_process_engine_exactly(spark: Any, name:
     assert sum(truth.values()) > 0
     detection = run_detection(str(path), workload, spark=spark)
     try:
-        assert detection.prepared.cached.rdd.getNumPartitions() > 1  # the file was split
+        assert detection.prepared.read.rdd.getNumPartitions() > 1  # the file was split
         assert collected(detection) == truth
         text = plan_text(detection.matches)
         assert "ArrowEvalPythonUDTF" in text and "Exchange hashpartitioning" in text
@@ -201,7 +201,7 @@ def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path)
     assert {"mistyped_attribute", "late"} <= set(report.counts)
     detection = run_detection(str(path), workload, spark=spark)
     try:
-        assert detection.prepared.cached.rdd.getNumPartitions() > 1
+        assert detection.prepared.read.rdd.getNumPartitions() > 1
         letters = sorted((r["position"], r["line"], r["kind"], r["reason"]) for r in detection.dead_letters.collect())
         assert letters == [(d.position, d.line, d.kind, d.reason) for d in report.dead_letters]
         assert collected(detection) == expected(workload, batch, allowed_lateness=workload.allowed_lateness)
@@ -213,15 +213,15 @@ def test_dead_letters_and_lateness_across_partitions(spark: Any, tmp_path: Path)
 
 @pytest.mark.parametrize("late", [False, True])
 def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
-    spark: Any, tmp_path: Path, monkeypatch: Any, late: bool
+    spark: Any, tmp_path: Path, late: bool
 ) -> None:
-    """Input whose events are in time order is numbered by Spark's
-    expressions alone (no second pass through Python); with events late
-    across partitions it takes the Python pass. Either way, and once
+    """Each partition is judged against the largest time of the ones before
+    it (counted by a first read), so an event late across partitions gets
+    the letter in-process gives it: its line and CSV text. Before and once
     persisted (the dead letters then read from the workers' output, the
     summary counting them in its one collect), the dead letters, matches
     and summary are the in-process ones."""
-    from sharp_cer.spark import prepare, run_detection
+    from sharp_cer.spark import run_detection
 
     workload = parse_workload(HAND_MADE.replace('name = "hand-made"', 'name = "late"\nallowed_lateness = 2000000000'))
     path = csv_file(workload, hand_made_events(3000, 11), tmp_path / "events.csv")
@@ -238,19 +238,13 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     path.write_text("\n".join(lines) + "\n")
     batch, report = load_csv(str(path), workload.schema, allowed_lateness=workload.allowed_lateness)
     assert ("late" in report.counts) == late and report.counts["mistyped_attribute"] > 1
-    decided: list[bool] = []
-    judge = prepare.needs_late_check
-    monkeypatch.setattr(prepare, "needs_late_check", lambda *a: decided.append(judge(*a)) or decided[-1])
     detection = run_detection(str(path), workload, spark=spark)
     try:
-        assert detection.prepared.cached.rdd.getNumPartitions() > 1
-        assert decided == [late]
+        assert detection.prepared.read.rdd.getNumPartitions() > 1
 
-        # a letter late against an earlier split is made in Python's second pass, which knows neither the
-        # event's line nor its text (it says the split's first line and the event as JSON): a known fault,
-        # left for now; its position, kind and reason are the in-process ones
+        # every field of every letter, a row late against an earlier split's events too (its line and CSV text)
         def fields(position: int, line: int, kind: str, reason: str, raw: str) -> tuple[Any, ...]:
-            return (position, kind, reason) if kind == "late" else (position, line, kind, reason, raw)
+            return (position, line, kind, reason, raw)
 
         truth = sorted(fields(d.position, d.line, d.kind, d.reason, d.raw) for d in report.dead_letters)
         for persisted in (False, True):
@@ -324,7 +318,12 @@ def test_summary_counts_latency_and_bounds(spark: Any) -> None:
     assert any(line.startswith("query no_c_between: its bound") for line in shedding.floor_warnings)
 
 
-def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("latency", [False, True])
+def test_cli_run_writes_matches_summary_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], latency: bool
+) -> None:
+    from sharp_cer.spark.summary import LATENCY_NOT_RECORDED
+
     out = tmp_path / "run"
     code = main(
         [
@@ -338,6 +337,7 @@ def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.
             "jsonl",
             "--master",
             "local[2]",
+            *(["--latency"] if latency else []),
         ]
     )
     printed = capsys.readouterr().out
@@ -354,6 +354,10 @@ def test_cli_run_writes_matches_summary_and_plot(tmp_path: Path, capsys: pytest.
     summary = json.loads((out / "summary.json").read_text())
     assert {q: v["matches"] for q, v in summary["queries"].items()} == truth.counts
     assert (out / "latency.png").stat().st_size > 10_000
+    # latency per event only when asked (--latency): then every event its engines saw, in ms too
+    assert summary["latency_recorded"] is latency and (LATENCY_NOT_RECORDED in printed) is not latency
+    seen = [v["latency_ms"].get("events", 0) for v in summary["queries"].values()]
+    assert all(n > 0 for n in seen) if latency else not any(seen)
     for q in workload.queries:
         assert q.name in printed
 

@@ -192,8 +192,8 @@ def test_a_stop_request_ends_a_stream_whose_micro_batches_run_back_to_back() -> 
     )
 
 
-def test_pass_two_of_the_batch_pipeline_runs_in_a_fresh_python_worker() -> None:
-    """A Spark Python worker that runs ``prepare.number_partition`` first
+def test_the_second_read_of_the_batch_pipeline_runs_in_a_fresh_python_worker() -> None:
+    """A Spark Python worker that runs ``prepare.load_partition`` first
     has imported nothing but what unpickling the task imports: the function
     must import what it uses (``pyarrow.compute``; seen failing on local[2]
     as "module 'pyarrow' has no attribute 'compute'")."""
@@ -205,13 +205,15 @@ def test_pass_two_of_the_batch_pipeline_runs_in_a_fresh_python_worker() -> None:
     import pyarrow as pa
 
     from sharp_cer.language import Schema
-    from sharp_cer.spark.prepare import LoadSpec, Offsets, number_partition
+    from sharp_cer.spark.prepare import LoadSpec, load_partition
 
-    spec = LoadSpec(Schema.parse("CREATE STREAM S { EVENT A { x:int } }"), "csv", 0)
-    task = pickle.dumps(functools.partial(number_partition, spec, Offsets({}, {}, {}, 0)))
+    spec = LoadSpec(Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }"), "csv", 0)
+    # the second read (events late across partitions): each partition judged against the ones before it
+    task = pickle.dumps(functools.partial(load_partition, spec, part=1, carried={1: 9}))
     sink = pa.BufferOutputStream()  # the rows come as Arrow IPC, as from the JVM
-    with pa.ipc.new_stream(sink, spec.arrow) as writer:
-        writer.write_batch(pa.RecordBatch.from_pylist([], schema=spec.arrow))
+    lines = pa.schema([("value", pa.string())])
+    with pa.ipc.new_stream(sink, lines) as writer:
+        writer.write_batch(pa.record_batch({"value": ["A,1,10", "A,2,5"]}, schema=lines))
     rows = sink.getvalue().to_pybytes()
     code = f"""
 import pickle, sys
@@ -222,4 +224,4 @@ print(len(list(task(iter(batches)))))
 """
     done = subprocess.run([sys.executable, "-c", code], input=rows, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout.decode().strip() == "0"
+    assert done.stdout.decode().strip() == "2"  # the rows (one late), then the summary

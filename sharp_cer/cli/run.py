@@ -50,6 +50,8 @@ class RunOptions:
     conf: tuple[str, ...] = ()
     #: where every dead letter goes, one JSON line each (``letters``), besides OUT/dead_letters
     dead_letters: str | None = None
+    #: record each event's latency for the summary and the plot (a shedder records it anyway)
+    latency: bool = False
 
 
 def add_parser(sub: Any) -> None:
@@ -86,6 +88,12 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="also write every rejected row to FILE as a JSON line: file, line, column, kind, reason and raw text",
     )
+    run_spark.add_argument(
+        "--latency",
+        action="store_true",
+        help="record each event's latency (cost units and ms) for the summary and the plot, and count the events "
+        "over each bound: more work per event (a --shedder records it anyway)",
+    )
 
 
 def options(args: argparse.Namespace) -> RunOptions:
@@ -103,6 +111,7 @@ def options(args: argparse.Namespace) -> RunOptions:
         args.plot,
         tuple(args.conf),
         args.dead_letters,
+        args.latency,
     )
 
 
@@ -253,7 +262,13 @@ def _detect(options: RunOptions, workload: Workload, spark: Any, target: Path, e
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the floor's, said below
         detection = run_detection(
-            events, workload, spark=spark, shedder=options.shedder, seed=options.seed, method=options.method
+            events,
+            workload,
+            spark=spark,
+            shedder=options.shedder,
+            seed=options.seed,
+            method=options.method,
+            latency=options.latency,
         )
     for line in detection.floor_warnings:
         print(f"warning: {line}", file=err)

@@ -160,6 +160,7 @@ def load_csv(
     strict: bool = False,
     allowed_lateness: int = 0,
     stream: str | None = None,
+    progress: StreamProgress | None = None,
 ) -> tuple[EventBatch, LoadReport]:
     """Load CORE-style CSV: each row is an event type and then that type's
     attributes in declaration order (rows of different types may differ in
@@ -180,10 +181,11 @@ def load_csv(
     >>> report.summary()
     '<csv text>: 3 rows read, 2 accepted, 1 dead-lettered (field_count 1); 1 line skipped'
     """
-    return collect(
-        iter_csv(source, schema, header=header, strict=strict, allowed_lateness=allowed_lateness, stream=stream),
-        _source_name(source, "<csv text>"),
-    )
+    chunks = iter_csv(
+        source, schema, header=header, strict=strict, allowed_lateness=allowed_lateness, stream=stream,
+        progress=progress,
+    )  # fmt: skip
+    return collect(chunks, _source_name(source, "<csv text>"))
 
 
 def iter_csv(
@@ -195,11 +197,14 @@ def iter_csv(
     allowed_lateness: int = 0,
     stream: str | None = None,
     block_bytes: int = BLOCK_BYTES,
+    progress: StreamProgress | None = None,
 ) -> Iterator[tuple[EventBatch, LoadReport]]:
     """:func:`load_csv` block by block: each block of about ``block_bytes``
     bytes gives its batch and its report, with positions and lateness
     running on across blocks, so memory stays with a few blocks (the next
     ones are read and judged in threads while the caller uses one).
+    ``progress`` (as ``load_arrow``'s): where an earlier piece of the
+    stream left off, its position and largest time, which it advances.
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
@@ -217,7 +222,7 @@ def iter_csv(
             return True
         return False
 
-    progress = StreamProgress()
+    progress = progress if progress is not None else StreamProgress()
     with _open_bytes(source, name) as data:
         layouts = {e.name: tuple(e.attributes) for e in etypes}
         # fields arrow parses exactly as the patterns do (hexadecimal refused by the reader)
@@ -260,6 +265,7 @@ def load_jsonl(
     strict: bool = False,
     allowed_lateness: int = 0,
     stream: str | None = None,
+    progress: StreamProgress | None = None,
 ) -> tuple[EventBatch, LoadReport]:
     """Load JSON Lines: one object per line with a ``type`` key and one key
     per attribute (other keys are ignored; blank lines are not rows).
@@ -272,7 +278,9 @@ def load_jsonl(
     >>> batch.row(0), report.dead_letters[0].kind
     ({'type': 'A', 'position': 0, 'attributes': {'x': 1, 't': 1709544600000000000}}, 'malformed_json')
     """
-    chunks = iter_jsonl(source, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream)
+    chunks = iter_jsonl(
+        source, schema, strict=strict, allowed_lateness=allowed_lateness, stream=stream, progress=progress
+    )
     return collect(chunks, _source_name(source, "<jsonl text>"))
 
 
@@ -284,9 +292,11 @@ def iter_jsonl(
     allowed_lateness: int = 0,
     stream: str | None = None,
     block_bytes: int = BLOCK_BYTES,
+    progress: StreamProgress | None = None,
 ) -> Iterator[tuple[EventBatch, LoadReport]]:
     """:func:`load_jsonl` in blocks of about ``block_bytes`` bytes, each
-    giving its batch and report (positions and lateness run on).
+    giving its batch and report (positions and lateness run on, from
+    ``progress`` if given, as :func:`iter_csv`'s).
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int } }")
@@ -297,7 +307,7 @@ def iter_jsonl(
     etypes, kinds = _layout(schema, stream)
     lateness = _check_lateness(allowed_lateness)
     name = _source_name(source, "<jsonl text>")
-    progress = StreamProgress()
+    progress = progress if progress is not None else StreamProgress()
     with _open_bytes(source, name) as data:
         for block, first_line in line_blocks(data, block_bytes):
             fast = _read_jsonl_block(block, name, etypes, first_line)

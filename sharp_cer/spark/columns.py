@@ -134,6 +134,7 @@ def _spark_type(t: pa.DataType) -> str:
     if pa.types.is_map(t):
         return f"map<{_spark_type(t.key_type)}, {_spark_type(t.item_type)}>"
     names: dict[Any, str] = {pa.int32(): "int", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean"}
+    names[pa.binary()] = "binary"
     return names.get(t, "string")
 
 

@@ -1,28 +1,35 @@
 """Batch detection on Spark: events in, matches out, one engine per key group.
 
-``run_detection`` numbers and validates the events (``prepare``), sends
-each event to every lane that reads it, with the key group of its partition
-key there (a hash of the key into ``key_groups`` buckets; ``lanes``), and runs
-one engine per lane and key group on the workers (``worker``):
+``run_detection`` counts the input's partitions (``prepare``: one small
+job), then reads, validates, numbers and routes the events in one Python
+pass (``routing``): each event goes to every lane that reads it (lanes whose
+partition attributes overlap merged, ``batch_lanes``), with the key group
+of its partition key there (a hash of the key's values into ``key_groups``
+buckets), and each input batch's rows of one lane and key group travel as
+one row of Arrow IPC bytes. The workers run one engine per lane and key
+group (``worker``):
 
 - ``method="udtf"`` (default): the Arrow Python UDTF over
-  ``TABLE(events) PARTITION BY (lane, key group) ORDER BY seq``; Spark
-  guarantees each call one key group's rows, in order;
+  ``TABLE(blobs) PARTITION BY (lane, key group) ORDER BY`` the input's
+  order; Spark guarantees each call one key group's rows, in order;
 - ``method="map"``: the fallback, ``repartition(lane, key group)``,
-  ``sortWithinPartitions(lane, key group, seq)`` and ``mapInArrow``, one engine
-  at a time per task.
+  ``sortWithinPartitions(lane, key group, order)`` and ``mapInArrow``, one
+  engine at a time per task.
 
-Rows are ordered by ``seq``, the input order: it is the order the
-in-process loaders give, and in it positions (``WITHIN n EVENTS``) and
-lateness are judged; for input in time order it is the time order too.
-Nothing but per-partition summaries and the aggregated statistics reach
-the driver.
+Rows come in the input order (``seq``): it is the order the in-process
+loaders give, and in it positions (``WITHIN n EVENTS``) and lateness are
+judged; for input in time order it is the time order too. The dead
+letters travel in a lane of their own (``routing.LETTERS``) and come out
+with the matches. Nothing but per-partition summaries and the aggregated
+statistics reach the driver.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,18 +42,17 @@ from .columns import (
     DEAD_LETTERS,
     KEY_GROUP,
     LANE,
-    LETTER,
     MATCH,
     MATCH_COLUMNS,
-    OUTPUT_DDL,
     OUTPUT_KIND,
     POSITIONS,
-    ROUTE,
     SEQ,
     TYPE,
+    arrow_ddl,
 )
 from .lanes import Lane, lanes
-from .prepare import Prepared, attribute_kinds, prepare, read_input
+from .prepare import Prepared, prepare, read_input
+from .routing import BATCH_DDL, BLOBS, LETTERS, ORDER, Routing, letter_output, route_partition, unpack, widen
 from .summary import Summary, summarize_rows
 from .worker import Job, KeyGroupRun, floor_warnings_before, run_sorted
 
@@ -81,7 +87,7 @@ class Detection:
     @property
     def dead_letters(self) -> DataFrame:
         """The rows that were not events, with their reasons (``columns.DEAD_LETTERS``):
-        once ``persist``ed, read from the kept output, which carries them (``letter_rows``)."""
+        once ``persist``ed, read from the kept output, which carries them (``routing.LETTERS``)."""
         if not self._persisted:
             return self.prepared.dead_letters
         from pyspark.sql import functions as F
@@ -103,13 +109,11 @@ class Detection:
 
     def persist(self) -> Detection:
         """Keep the workers' output once computed, with the dead letters
-        carried in it (``letter_rows``), so that writing the matches, the
+        it carries (``routing.LETTERS``), so that writing the matches, the
         dead letters and reading the summary run the engines, and the
-        numbering of the input, once."""
+        reading of the input, once."""
         from pyspark import StorageLevel
 
-        if not self._persisted:
-            self.output = self.output.unionByName(letter_rows(self.prepared.dead_letters), allowMissingColumns=True)
         self.output = self.output.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(self.output)
         return self
@@ -125,7 +129,14 @@ class Detection:
         job = self.job
         # a batch's events arrive all at once: their waits say nothing of a bound in ms (``MS_NOT_JUDGED``)
         return summarize_rows(
-            self.output, job.workload, job.shedder, job.bin_width, self.prepared.rows, dead, ms_judged=False
+            self.output,
+            job.workload,
+            job.shedder,
+            job.bin_width,
+            self.prepared.rows,
+            dead,
+            ms_judged=False,
+            latency=job.latency,
         )
 
     def close(self) -> None:
@@ -154,6 +165,7 @@ def run_detection(
     key_groups: int | None = None,
     format: str | None = None,
     groups: int | None = None,
+    latency: bool = True,
 ) -> Detection:
     """Plan the detection of ``workload`` over ``events`` (a DataFrame, or a
     path to .csv, .jsonl or .parquet events read with ``spark``).
@@ -164,11 +176,13 @@ def run_detection(
     update floor, measured on the input's first 2,000 events, is said before
     the run, as a ``RuntimeWarning`` and in ``floor_warnings``. ``bins`` is the number of time bins the
     statistics are kept in (for the plot); ``key_groups`` the number of key
-    groups of a partitioned lane (default: four per shuffle partition, so
-    that skewed keys still spread; ``groups``, its name before 0.2.0, is
-    deprecated). Validating the input runs one Spark
+    groups of a partitioned lane (default: one per two shuffle partitions,
+    two per core, so that keys still spread over the cores; ``groups``, its name before 0.2.0, is
+    deprecated). ``latency`` False records no latency per event (the
+    summary's cost units and ms, and the over-bound counts, are then empty;
+    a shedder records it anyway): less work per event. Validating the input runs one Spark
     job; the detection runs when its output is used. ``close()`` the
-    result to release the validated input it keeps.
+    result to release what ``persist`` kept.
     """
     if groups is not None:
         warnings.warn(
@@ -193,39 +207,29 @@ def run_detection(
     else:
         raw, fmt = events, format or "table"
     prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
-    found = lanes(workload)
+    found = batch_lanes(lanes(workload))
     parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
-    count = key_groups or 4 * parts
+    # few engines cost less (each runs every query of its lanes over its keys, as in-process), and a few
+    # more than the cores still spread the keys: half a shuffle partition's worth (two per core, by default)
+    count = key_groups or max(2, parts // 2)
     width = max(1, -(-prepared.rows // bins))
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
     final_time = prepared.latest_time if trailing else None
     job = Job(workload, tuple(lane.queries for lane in found), width, shedder, seed, count, final_time)
+    job = dataclasses.replace(job, latency=latency or shedder is not None)
     floor = floor_warnings_before(job, _first_events(prepared, workload)) if shedder is not None else []
     for line in floor:
         warnings.warn(line, RuntimeWarning, stacklevel=2)
-    routed = route(prepared.events, found, list(attribute_kinds(workload.schema)), count)
+    assert prepared.spec is not None and prepared.offsets is not None and prepared.raw is not None
+    plan = Routing(prepared.spec, prepared.offsets, found, count)
+    # read, numbered and routed in one Python pass: the rows meet Spark's row handling once, on the shuffle
+    routed = prepared.raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
     if method == "udtf":
-        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(SEQ))
+        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(ORDER))
     else:
-        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, SEQ)
-        output = ordered.mapInArrow(functools.partial(run_sorted, job), OUTPUT_DDL)
+        ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, ORDER)
+        output = ordered.mapInArrow(functools.partial(run_sorted_batch, job), BATCH_DDL)
     return Detection(job, found, prepared, output, floor)
-
-
-def letter_rows(letters: DataFrame) -> DataFrame:
-    """Dead letters (``columns.DEAD_LETTERS``) as rows of the workers'
-    output: kind ``dead_letter``, the position in ``start``, the letter's
-    kind in ``name`` and value 1 (so that the summary counts them with the
-    telemetry), its other fields in columns of their own."""
-    from pyspark.sql import functions as F
-
-    return letters.select(
-        F.lit(DEAD_LETTER).alias(OUTPUT_KIND),
-        F.col("position").alias("start"),
-        F.col("kind").alias("name"),
-        F.lit(1.0).alias("value"),
-        *[F.col(f"`{f}`") for f in ("line", *LETTER[1:])],
-    )
 
 
 def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:
@@ -259,15 +263,30 @@ def join_events(matches: DataFrame, events: DataFrame, type_names: list[str] | N
     return once.join(events, once["position"] == events[SEQ]).drop(SEQ)
 
 
-def route(events: DataFrame, found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> DataFrame:
-    """Each event once per lane whose streams hold its type and in which
-    it has a partition key: ``__lane``, ``__group`` (its key's key group; 0 in a
-    lane without PARTITION BY), ``__seq``, ``type`` and the attributes."""
-    from pyspark.sql import functions as F
+def batch_lanes(found: tuple[Lane, ...]) -> tuple[Lane, ...]:
+    """The lanes a batch run gives one engine each per key group: lanes
+    partitioned by attributes some have in common merged into one, split by
+    the attributes they share (each key of a lane falls in one key group
+    still: its events agree on those), so that an event reaches one engine
+    for all of them, which partitions by each query's own key as
+    in-process; the lane with no key stays as it is. (A stream keeps its
+    lanes: its state is kept under their numbers.)
 
-    lane_of = F.explode(routes(found, attributes, key_groups)).alias(ROUTE)
-    columns = [F.col(f"{ROUTE}.{LANE}"), F.col(f"{ROUTE}.{KEY_GROUP}"), F.col(SEQ), F.col(TYPE)]
-    return events.select(lane_of, "*").select(*columns, *[F.col(f"`{a}`") for a in attributes])
+    >>> a, b = Lane(("q1",), ("name",), frozenset("A")), Lane(("q2",), (), frozenset("B"))
+    >>> c, d = Lane(("q3",), ("name", "volume"), frozenset("B")), Lane(("q4",), ("id",), frozenset("A"))
+    >>> [(m.queries, m.partition_attributes, sorted(m.event_types)) for m in batch_lanes((a, b, c, d))]
+    [(('q1', 'q3'), ('name',), ['A', 'B']), (('q2',), (), ['B']), (('q4',), ('id',), ['A'])]
+    """
+    merged: list[Lane] = []
+    for lane in found:
+        for i, other in enumerate(merged):
+            common = tuple(a for a in other.partition_attributes if a in lane.partition_attributes)
+            if lane.partition_attributes and common:
+                merged[i] = Lane(other.queries + lane.queries, common, other.event_types | lane.event_types)
+                break
+        else:
+            merged.append(lane)
+    return tuple(merged)
 
 
 def routes(found: tuple[Lane, ...], attributes: list[str], key_groups: int) -> Column:
@@ -299,22 +318,50 @@ def _key(lane: Lane, attributes: set[str]) -> Column:
     return F.when(present, F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names])))
 
 
+def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``worker.run_sorted`` over routed rows (``method="map"``; ``BLOBS``
+    sorted by lane, key group and input order): the dead letters' rows
+    written out as they are, the rest run by the key groups' engines."""
+    import pyarrow as pa
+
+    letters: list[pa.Table] = []
+
+    def events() -> Iterator[pa.RecordBatch]:
+        for blobs in tables:
+            lanes = blobs.column(LANE).to_pylist()
+            for lane, rows in zip(lanes, unpack(blobs), strict=True):
+                if lane == LETTERS:
+                    letters.append(letter_output(rows))
+                else:
+                    yield from rows.to_batches()
+
+    for out in run_sorted(job, events()):
+        yield from widen(pa.Table.from_batches([out])).to_batches()
+    for table in letters:
+        yield from table.to_batches()
+
+
 def _detect_key_group_udtf(job: Job) -> Any:
     """The Arrow UDTF that runs one lane and key group: a new instance per key group."""
     from pyspark.sql.functions import arrow_udtf
 
-    @arrow_udtf(returnType=OUTPUT_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
+    @arrow_udtf(returnType=BATCH_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
     class DetectKeyGroup:
         def __init__(self) -> None:
             self.run: KeyGroupRun | None = None
 
-        def eval(self, batch: pa.RecordBatch) -> Any:
-            if self.run is None:
-                self.run = KeyGroupRun(job, batch.column(LANE)[0].as_py())
-            yield self.run.feed(batch)
+        def eval(self, blobs: pa.RecordBatch) -> Any:
+            lane = blobs.column(LANE)[0].as_py()
+            for rows in unpack(blobs):
+                if lane == LETTERS:  # the dead letters' lane: written out as they are
+                    yield letter_output(rows)
+                    continue
+                if self.run is None:
+                    self.run = KeyGroupRun(job, lane)
+                yield widen(self.run.feed(rows))
 
         def terminate(self) -> Any:
             if self.run is not None:
-                yield self.run.finish()
+                yield widen(self.run.finish())
 
     return DetectKeyGroup

@@ -2,23 +2,25 @@
 
 The stream order is the input's order (a file's rows in order, a
 DataFrame's partitions in order), exactly as the in-process loaders read
-it. Two narrow passes over the input's partitions, with one small collect
-between them:
+it. Each partition is loaded by the in-process loaders (CSV and JSONL
+lines as text, anything else as Arrow batches), which validate every row
+and dead-letter the bad ones (``load_partition``). The input is read twice:
 
-1. each partition is loaded by the in-process loaders (CSV and JSONL lines
-   as text, anything else as Arrow batches), which validate every row and
-   dead-letter the bad ones; it emits its events and dead letters numbered
-   within the partition, each event's primary time and the largest time
-   before it, and one summary row (rows, lines, largest time);
-2. from the summaries the driver computes, per partition, how many rows and
-   lines come before it and the largest time before it; then every row gets
-   its dense global number ``__seq`` (the event's position, as in-process:
-   dead-lettered rows count) and an event more than ``allowed_lateness``
-   behind the largest time before it is dead-lettered as ``late``.
+1. a first read keeps only each partition's summary (rows, lines, largest
+   and least time), collected by the driver (``offsets``): how many rows
+   and lines come before each partition and the largest time before it;
+2. the second read judges each partition from its start against that
+   largest time, so an event more than ``allowed_lateness`` behind it is
+   dead-lettered by the loader as in-process (its line and text), and
+   numbers every row densely (``__seq``, the event's position, as
+   in-process: dead-lettered rows count). A batch run routes its rows in
+   the same pass (``routing``); ``Prepared.events`` and ``dead_letters``
+   number them with Spark expressions.
 
-Pass 1's output is persisted, so the input is read once. CSV and JSONL rows
-must each be one line (Spark splits text files at line breaks); a CSV header
-is recognised on the first line of the input only.
+Nothing is cached: reading and validating again costs less than Spark's
+cache of every row. CSV and JSONL rows must each be one line (Spark splits
+text files at line breaks); a CSV header is recognised on the first line
+of the input only.
 """
 
 from __future__ import annotations
@@ -32,11 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
-from sharp_cer.events.loaders import late_letter, load_arrow, load_csv, load_jsonl
+from sharp_cer.events.loaders import StreamProgress, load_arrow, load_csv, load_jsonl
 from sharp_cer.language import Schema
 
 from .columns import (
@@ -136,9 +137,18 @@ def _partition_id() -> int:
 
 
 def load_partition(
-    spec: LoadSpec, batches: Iterator[pa.RecordBatch], part: int | None = None
+    spec: LoadSpec,
+    batches: Iterator[pa.RecordBatch],
+    part: int | None = None,
+    carried: dict[int, int | None] | None = None,
+    summary_only: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Pass 1 over one partition (see the module docstring).
+    """Pass 1 over one partition (see the module docstring); with
+    ``summary_only``, its summary row alone (``prepare``'s first job). Every batch
+    is judged against the partition's earlier ones (the loader's lateness,
+    with each late row's line and text); with ``carried`` (per partition,
+    the largest time of the partitions before it: a second read, see
+    ``prepare``) against the earlier partitions too.
 
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
     >>> lines = pa.record_batch({"value": ["A,1,10", "A,oops,11", "", "A,3,5"]})
@@ -149,42 +159,46 @@ def load_partition(
      ('summary', 3, 4, None, 10, 5)]
     >>> [r[LETTER_COLUMNS[1]] for r in out if r[ROW_KIND] == DEAD]
     ["mistyped attribute 'x' of A: expected an int, found 'oops'"]
+    >>> again = load_partition(LoadSpec(s, "csv", 2), iter([lines]), part=1, carried={1: 8})
+    >>> [(r[LINE], r[LETTER_COLUMNS[0]], r[LETTER_COLUMNS[-1]]) for r in pa.Table.from_batches(again).to_pylist()
+    ...  if r[ROW_KIND] == DEAD]
+    [(2, 'mistyped_attribute', 'A,oops,11'), (4, 'late', 'A,3,5')]
     """
     part = _partition_id() if part is None else part
     rows = lines = 0
-    latest = _NONE
-    # the least time an earlier partition could make late (``needs_late_check``): the smallest event time,
-    # or the smallest int64 once an event is late against this partition's own earlier batches
+    before = (carried or {}).get(part)
+    latest = _NONE if before is None else before  # the largest time before the next batch
+    top = _NONE  # the partition's own largest time
+    # the smallest event time (the summary's ``__prev``): what an earlier partition could make late
     least = _NONE_LEFT
     for batch in batches:
         if not batch.num_rows:
             continue
+        # judged against the earlier batches (and partitions, given): the loader's letters say line and text
+        progress = StreamProgress(0, latest)
         if spec.format in TEXT_FORMATS:
             texts = _texts_of(batch.column(TEXT_VALUE))
             text = "\n".join(texts) + "\n"
+            lateness = spec.allowed_lateness
             if spec.format == "csv":
-                first = part == 0 and lines == 0
+                header = None if part == 0 and lines == 0 else False  # a header on the input's first line only
                 events, report = load_csv(
-                    text, spec.schema, header=None if first else False, allowed_lateness=spec.allowed_lateness
+                    text, spec.schema, header=header, allowed_lateness=lateness, progress=progress
                 )
             else:
-                events, report = load_jsonl(text, spec.schema, allowed_lateness=spec.allowed_lateness)
+                events, report = load_jsonl(text, spec.schema, allowed_lateness=lateness, progress=progress)
             span = len(texts)
         else:
-            events, report = load_arrow(
-                pa.Table.from_batches([batch]), spec.schema, allowed_lateness=spec.allowed_lateness
-            )
+            table = pa.Table.from_batches([batch])
+            events, report = load_arrow(table, spec.schema, allowed_lateness=spec.allowed_lateness, progress=progress)
             span = batch.num_rows
-        yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
+        if not summary_only:
+            yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
         times = events.times()
         if times.valid.any():
             timed = times.values[times.valid]
-            earlier = np.full(len(timed), latest)
-            if least != _NONE and late_mask(timed, earlier, np.ones(len(timed), bool), spec.allowed_lateness).any():
-                least = _NONE  # late against an earlier batch here: pass 2 judges it (``number_partition``)
-            elif least != _NONE:
-                least = min(least, int(timed.min()))
-            latest = max(latest, int(timed.max()))
+            least, top = min(least, int(timed.min())), max(top, int(timed.max()))
+            latest = max(latest, top)
         rows += report.read
         lines += span
     summary = {
@@ -192,7 +206,7 @@ def load_partition(
         ROW_KIND: [SUMMARY],
         LOCAL: [rows],
         LINE: [lines],
-        TS: [None if latest == _NONE else latest],
+        TS: [None if top == _NONE else top],
         PREV: [None if least == _NONE_LEFT else least],
     }
     yield _record(spec.arrow, summary, 1)
@@ -301,68 +315,28 @@ def offsets(summaries: list[tuple[int, int, int, int | None]]) -> Offsets:
     return Offsets(rows, lines, latest, done_rows)
 
 
-def number_partition(spec: LoadSpec, at: Offsets, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Pass 2 over pass 1's rows of one partition: global numbers, lines and lateness."""
-    kinds = spec.kinds
-    by_name = {e.name: e for e in spec.schema.event_types()}
-    out_schema = pa.schema(
-        [(ROW_KIND, pa.string()), (SEQ, pa.int64()), (LINE, pa.int64()), (TYPE, pa.string())]
-        + [(n, _ARROW_TYPES[k]) for n, k in kinds.items()]
-        + [(c, pa.string()) for c in LETTER_COLUMNS]
-    )
-    lateness = spec.allowed_lateness
-    for batch in batches:
-        table = pa.Table.from_batches([batch])
-        rows = table.filter(pc.not_equal(table[ROW_KIND], SUMMARY))
-        if not rows.num_rows:
-            continue
-        parts = rows[PART].to_numpy()
-        seq = rows[LOCAL].to_numpy() + np.array([at.rows[p] for p in parts.tolist()], dtype=np.int64)
-        line = rows[LINE].to_numpy() + np.array([at.lines[p] for p in parts.tolist()], dtype=np.int64)
-        if spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
-            line = seq + 1
-        carried = np.array([_NONE if at.latest[p] is None else at.latest[p] for p in parts.tolist()], dtype=np.int64)
-        timed = ~np.asarray(rows[TS].is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        ts = np.asarray(rows[TS].fill_null(0).to_numpy(), dtype=np.int64)
-        prev = np.asarray(rows[PREV].fill_null(_NONE).to_numpy(), dtype=np.int64)
-        latest = np.maximum(prev, carried)
-        late = late_mask(ts, latest, timed, lateness)
-        columns: dict[str, Any] = {ROW_KIND: rows[ROW_KIND].combine_chunks(), SEQ: pa.array(seq), LINE: pa.array(line)}
-        for name in (TYPE, *kinds, *LETTER_COLUMNS):
-            columns[name] = rows[name].combine_chunks()
-        if late.any():  # rare: only then are rows touched one by one
-            kind = rows[ROW_KIND].to_pylist()
-            letters = {c: rows[c].to_pylist() for c in LETTER_COLUMNS}
-            types = rows[TYPE].to_pylist()
-            for i in np.flatnonzero(late).tolist():
-                event = by_name[types[i]]
-                raw = {TYPE: types[i], **{a: rows[a][i].as_py() for a in event.attributes}}
-                letter = late_letter(event, int(seq[i]), int(line[i]), int(ts[i]), int(latest[i]), lateness, raw)
-                kind[i] = DEAD
-                for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
-                    letters[column][i] = letter_text(getattr(letter, field))
-            columns[ROW_KIND] = pa.array(kind, pa.string())
-            for column in LETTER_COLUMNS:
-                columns[column] = pa.array(letters[column], pa.string())
-        yield pa.RecordBatch.from_arrays([columns[f.name] for f in out_schema], schema=out_schema)
-
-
 @dataclass
 class Prepared:
     """The numbered events (``__seq``, ``type``, every attribute), the dead
-    letters (``columns.DEAD_LETTERS``), and how many rows were read."""
+    letters (``columns.DEAD_LETTERS``), and how many rows were read; both
+    frames are computed when used (each use reads the input again: a run
+    reads the events through ``number`` instead, once)."""
 
     events: DataFrame
     dead_letters: DataFrame
     rows: int
-    cached: DataFrame
+    #: pass 1's rows, each partition judged against the ones before it (not kept)
+    read: DataFrame
     #: the largest primary time of the input (None: no event has one): the
     #: stream's event time at its end, which trailing absences read
     latest_time: int | None = None
+    #: how pass 1 loads a partition, the raw input, and each partition's offsets (for ``number``)
+    spec: LoadSpec | None = None
+    raw: DataFrame | None = None
+    offsets: Offsets | None = None
 
     def close(self) -> None:
-        """Release pass 1's persisted rows."""
-        self.cached.unpersist()
+        """Nothing is kept: here for the callers that release what a job kept."""
 
 
 def read_input(spark: SparkSession, path: str, format: str | None = None) -> tuple[DataFrame, str]:
@@ -390,29 +364,6 @@ def format_of(path: str) -> str:
     return found.pop()
 
 
-def needs_late_check(summaries: list[tuple[int, int, int, int | None, int | None]], lateness: int) -> bool:
-    """Whether an event of pass 1 may still be late (pass 2 must judge it):
-    from the summaries (partition, rows, lines, largest time, least time an
-    earlier partition could make late), some partition holds an event late
-    against its own earlier batches, or one whose time is more than
-    ``lateness`` behind the largest time of the partitions before it. Input
-    in time order never is, and is numbered without a Python pass.
-
-    >>> first = (0, 2, 2, 10, 5)
-    >>> needs_late_check([first, (1, 2, 2, 20, 10)], 0), needs_late_check([first, (1, 2, 2, 20, 8)], 1)
-    (False, True)
-    >>> needs_late_check([(0, 2, 2, 10, int(_NONE))], 0), needs_late_check([(0, 0, 0, None, None), (1, 1, 1, 3, 3)], 0)
-    (True, False)
-    """
-    best: int | None = None
-    for _, _, _, top, least in sorted(summaries):
-        if least == _NONE or (least is not None and best is not None and best - least > lateness):
-            return True
-        if top is not None:
-            best = top if best is None else max(best, top)
-    return False
-
-
 def _by_partition(values: dict[int, int]) -> Column:
     """A partition's value of ``values`` (pass 1's ``__part`` to an offset) as a Spark column."""
     from pyspark.sql import functions as F
@@ -422,33 +373,26 @@ def _by_partition(values: dict[int, int]) -> Column:
 
 
 def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_lateness: int = 0) -> Prepared:
-    """Number and validate the raw input (see the module docstring)."""
-    from pyspark import StorageLevel
+    """Read the raw input once for its partitions' summaries (one Spark
+    job, a small collect): rows, lines and times per partition; the rest
+    (see the module docstring) is planned, computed when used."""
     from pyspark.sql import functions as F
 
     spec = LoadSpec(schema, format, allowed_lateness)
     ddl = arrow_ddl(spec.arrow)
-    first = raw.mapInArrow(functools.partial(load_partition, spec), ddl).persist(StorageLevel.MEMORY_AND_DISK)
-    summaries = [
-        (r[PART], r[LOCAL], r[LINE], r[TS], r[PREV])
-        for r in first.where(F.col(ROW_KIND) == SUMMARY).select(PART, LOCAL, LINE, TS, PREV).collect()
-    ]
-    at = offsets([s[:4] for s in summaries])
+    counted = raw.mapInArrow(functools.partial(load_partition, spec, summary_only=True), ddl)
+    summaries = [(r[PART], r[LOCAL], r[LINE], r[TS]) for r in counted.select(PART, LOCAL, LINE, TS).collect()]
+    at = offsets(summaries)
+    # read again, each partition judged from its start against the largest time of the ones before it, so
+    # that the loader dead-letters an event late across partitions as in-process (its line and text)
+    first = raw.mapInArrow(functools.partial(load_partition, spec, carried=dict(at.latest)), ddl)
     kinds = spec.kinds
     attributes = [F.col(f"`{n}`") for n in kinds]
-    if needs_late_check(summaries, allowed_lateness):
-        second_ddl = _ddl(
-            [(ROW_KIND, "string"), (SEQ, "bigint"), (LINE, "bigint"), (TYPE, "string")]
-            + [(n, _SPARK_TYPES[k]) for n, k in kinds.items()]
-            + [(c, "string") for c in LETTER_COLUMNS]
-        )
-        second = first.mapInArrow(functools.partial(number_partition, spec, at), second_ddl)
-    else:
-        # nothing late to find: the global numbers are Spark expressions, no second trip through Python
-        seq = F.col(LOCAL) + _by_partition(at.rows)
-        line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
-        numbered = first.where(F.col(ROW_KIND) != SUMMARY)
-        second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
+    # the global numbers are Spark expressions: no second trip through Python
+    seq = F.col(LOCAL) + _by_partition(at.rows)
+    line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
+    numbered = first.where(F.col(ROW_KIND) != SUMMARY)
+    second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
     events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *attributes)
     letters = second.where(F.col(ROW_KIND) == DEAD).select(
         F.col(SEQ).alias("position"),
@@ -456,4 +400,4 @@ def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_laten
         *[F.col(c).alias(f) for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)],
     )
     latest = max((s[3] for s in summaries if s[3] is not None), default=None)
-    return Prepared(events, letters, at.total_rows, first, latest)
+    return Prepared(events, letters, at.total_rows, first, latest, spec, raw, at)

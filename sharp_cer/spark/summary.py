@@ -86,6 +86,9 @@ class Summary:
     #: whether bounds in ms are judged: not on a batch run, whose events all arrive at once, each waiting
     #: behind its whole key group (``MS_NOT_JUDGED``)
     ms_bounds_judged: bool = True
+    #: whether the key groups recorded each event's latency (``run_detection(latency=...)``); if not, the
+    #: latency columns and the over-bound counts are empty
+    latency_recorded: bool = True
 
     @property
     def tenants(self) -> dict[str, int]:
@@ -107,6 +110,7 @@ class Summary:
             "tenants": self.tenants,
             "queries": {q.name: {k: v for k, v in q.__dict__.items() if k != "name"} for q in self.queries},
             "ms_bounds_judged": self.ms_bounds_judged,
+            "latency_recorded": self.latency_recorded,
         }
 
     def render(self) -> str:
@@ -128,13 +132,18 @@ class Summary:
             over = "-" if q.over_bound_share is None else f"{q.over_bound_share:.1%}"
             ms = " / ".join(f"{q.latency_ms[k]:.2f}" for k in ("mean", "p50", "p99", "max")) if q.latency_ms else "-"
             cuts = " / ".join(f"{q.cuts.get(k, 0):,}" for k in CUTS)
+            units = f"{q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f}"
+            if not self.latency_recorded:
+                units = f"{'-':>7} {'-':>8} {'-':>9}"
             lines.append(
                 f"  {q.name:<{wide}} {q.tenant:<{tenant_wide}} {q.matches:>9,} "
-                f"{q.p50:>7.0f} {q.p99:>8.0f} {q.max:>9.0f} "
+                f"{units} "
                 f"{ms:<30} {q.bound:>18} {over:>7} {cuts}"
             )
         lines += self._shedding_lines()
-        if not self.ms_bounds_judged and any(q.bound.endswith("ms") for q in self.queries):
+        if not self.latency_recorded:
+            lines.append(f"  {LATENCY_NOT_RECORDED}")
+        elif not self.ms_bounds_judged and any(q.bound.endswith("ms") for q in self.queries):
             lines.append(f"  {MS_NOT_JUDGED}")
         lines.append(
             "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
@@ -313,6 +322,13 @@ MS_NOT_JUDGED = (
 )
 
 
+#: what a summary says when the key groups recorded no latency
+LATENCY_NOT_RECORDED = (
+    "latency not recorded (less work per event): `sharp-cer run --latency` records each event's, in cost units "
+    "and ms, and counts the events over each bound"
+)
+
+
 def summarize_rows(
     output: DataFrame,
     workload: Workload,
@@ -322,12 +338,14 @@ def summarize_rows(
     dead: dict[str, int] | None,
     *,
     ms_judged: bool = True,
+    latency: bool = True,
 ) -> Summary:
     """The summary of the workers' telemetry rows (``telemetry.aggregate``;
     counters summed, or maxed and minned as ``Aggregated.combined`` says);
     ``dead`` the dead letters per kind (None: the output carries them as
     ``DEAD_LETTER`` rows of value 1, counted in the same collect);
-    ``ms_judged`` False: bounds in ms are not judged (a batch run)."""
+    ``ms_judged`` False: bounds in ms are not judged (a batch run);
+    ``latency`` False: the key groups recorded no latency."""
     kinds = (LATENCY, LATENCY_MS, BIN, COUNTER)
     # a batch run's rows (dead letters carried: ``dead`` None) are few: summed on the driver, no shuffle
     rows = aggregate(output, kinds) if dead is not None else aggregate_collected(output, (*kinds, DEAD_LETTER))
@@ -417,6 +435,7 @@ def summarize_rows(
         bin_width,
         per_bin,
         ms_judged,
+        latency,
     )
 
 

@@ -82,6 +82,8 @@ class Job:
     final_time: int | None = None
     #: the workload's version in the stream's history (``stream.check_checkpoint``): matches carry it
     version: int = 0
+    #: whether each event's latency is recorded (cost units and ms, the over-bound counts): a shedder needs it
+    latency: bool = True
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -154,6 +156,7 @@ class KeyGroupRun:
         config = DetectorConfig(shedder=job.shedder or None, seed=job.seed)
         self.builder = DetectorBuilder.for_workload(self.workload, config, plan=self.plan)
         self.match_bins: Counter[tuple[str, int]] = Counter()
+        self.fed = 0  # the events fed: what each query saw, when no latency log counts them
         self.held: list[EventBatch] | None = [] if self.builder.needs_reference else None
         self.shedder: Any = None
         self.detector: Detector | None = None
@@ -163,7 +166,8 @@ class KeyGroupRun:
     def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
         builder = self.builder
-        detector = Detector.from_builder(builder, reference_ms=reference_ms, history=False, record_latency=True)
+        record = self.job.latency or self.job.shedder is not None
+        detector = Detector.from_builder(builder, reference_ms=reference_ms, history=False, record_latency=record)
         if detector.engine.queue is not None:  # ms per time bin, for the plot against bounds in ms
             detector.engine.queue.bin_by(self.job.bin_width)
         self.shedder = detector.shedder
@@ -172,6 +176,7 @@ class KeyGroupRun:
     def feed(self, rows: pa.RecordBatch | pa.Table) -> pa.Table:
         """Process the key group's next events; return their matches."""
         batch = self._batch(rows)
+        self.fed += len(batch)
         if self.held is not None:
             self.held.append(batch)
             return _empty()
@@ -217,31 +222,32 @@ class KeyGroupRun:
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
         log, queue = engine.observers.latency, engine.observers.queue
-        assert log is not None
         report = self.shedder.report() if self.shedder is not None else {}
         counts = detector.counts
         summaries = query_summaries(engine, self.shedder)
         out: list[tuple[str, str, int | None, str | None, float]] = []  # kind, query, bin, name, value
         for runner in engine.runners:  # the query groups running now (``Detector.update`` adds and drops some)
             g = runner.number
-            bins, inverse = np.unique(log.positions(g) // width, return_inverse=True)
+            if log is not None:
+                bins, inverse = np.unique(log.positions(g) // width, return_inverse=True)
             for query in runner.queries:
                 if query.id in runner.dropped:
                     continue
                 name = query.name
-                units = log.units(g, name)
-                values, times = np.unique(units, return_counts=True)
-                out += [(LATENCY, name, int(v), None, float(c)) for v, c in zip(values, times, strict=True)]
-                for what, per_bin in (
-                    ("events", np.bincount(inverse)),
-                    ("units_sum", np.bincount(inverse, weights=units)),
-                    ("units_max", _max_by(inverse, units, len(bins))),
-                ):
-                    out += [(BIN, name, int(b), what, float(v)) for b, v in zip(bins, per_bin, strict=True)]
+                if log is not None:
+                    units = log.units(g, name)
+                    values, times = np.unique(units, return_counts=True)
+                    out += [(LATENCY, name, int(v), None, float(c)) for v, c in zip(values, times, strict=True)]
+                    for what, per_bin in (
+                        ("events", np.bincount(inverse)),
+                        ("units_sum", np.bincount(inverse, weights=units)),
+                        ("units_max", _max_by(inverse, units, len(bins))),
+                    ):
+                        out += [(BIN, name, int(b), what, float(v)) for b, v in zip(bins, per_bin, strict=True)]
                 shed = report.get(name, {})
                 counters = {
                     "matches": counts[name],
-                    "events": len(units),
+                    "events": len(units) if log is not None else self.fed,
                     **{k: v for k, v in shed.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
                 }
                 if shed:  # the summary says why a bound was missed (``summary.Summary``)

@@ -1,0 +1,241 @@
+"""A batch run's events numbered and routed where they are read, in
+Python: each input partition is read (``prepare.load_partition``, judged
+against the partitions before it), its rows numbered from the offsets the
+first read counted, and each event sent, as one row, to every lane that
+reads it, with its key group there (a hash of its key's values); each dead
+letter goes, once, to the letters' own lane (``LETTERS``), whose worker
+writes it out as an output row. Each input batch's rows of one lane and
+key group travel as one row of Arrow IPC bytes (``BLOBS``): Spark's row
+handling moves a few rows per batch, not one per event and lane (no cache,
+no explode, no per-event shuffle or sort).
+Nothing here imports PySpark.
+
+>>> from sharp_cer.language import Schema
+>>> from .lanes import Lane
+>>> from .prepare import LoadSpec, offsets
+>>> s = Schema.parse("CREATE STREAM S { EVENT A { k:int, t:primary_time }, EVENT B { t:primary_time } }")
+>>> spec = LoadSpec(s, "csv", 0)
+>>> lanes = (Lane(("q",), ("k",), frozenset({"A"})), Lane(("r",), (), frozenset({"A", "B"})))
+>>> lines = pa.record_batch({"value": ["A,1,10", "B,oops", "B,12", "A,1,13"]})
+>>> plan = Routing(spec, offsets([(0, 4, 4, 13)]), lanes, 4)
+>>> blobs = pa.Table.from_batches(route_partition(plan, iter([lines]), part=0))
+>>> out = pa.concat_tables(list(unpack(blobs)))
+>>> [(r[LANE], r[SEQ], r[TYPE]) for r in out.to_pylist()]
+[(0, 0, 'A'), (0, 3, 'A'), (1, 0, 'A'), (1, 2, 'B'), (1, 3, 'A'), (-1, 1, None)]
+>>> len(set(out.column(KEY_GROUP).to_pylist()[:2]))  # one key, one key group
+1
+>>> json.loads(out.column(PACKED)[-1].as_py())["raw"]
+'B,oops'
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import (
+    DEAD,
+    DEAD_LETTER,
+    EVENT,
+    KEY_GROUP,
+    LANE,
+    LETTER,
+    LETTER_COLUMNS,
+    LINE,
+    LOCAL,
+    OUTPUT,
+    PART,
+    ROW_KIND,
+    SEQ,
+    TYPE,
+    arrow_ddl,
+)
+from .lanes import Lane
+from .prepare import _ARROW_TYPES, TEXT_FORMATS, LoadSpec, Offsets, load_partition
+
+#: the lane of the dead letters' rows: its worker writes them out, no engine runs there
+LETTERS = -1
+#: a dead letter's line and fields as one JSON text (null on an event's row): one column, not eight
+PACKED = "__letter"
+#: the rows a batch run shuffles: a lane, a key group, the input order (partition << 32 | batch), the rows
+ORDER, BLOB = "__order", "__blob"
+BLOBS = pa.schema([(LANE, pa.int32()), (KEY_GROUP, pa.int64()), (ORDER, pa.int64()), (BLOB, pa.binary())])
+#: what a batch worker writes: ``OUTPUT`` and a dead letter's fields (its position in ``start``, kind in ``name``)
+BATCH_OUTPUT = pa.schema([*OUTPUT, pa.field("line", pa.int64()), *(pa.field(f, pa.string()) for f in LETTER[1:])])
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What ``route_partition`` needs: how to read a partition, each
+    partition's offsets (``prepare.offsets``), the lanes and how many key
+    groups a partitioned lane has."""
+
+    spec: LoadSpec
+    offsets: Offsets
+    lanes: tuple[Lane, ...]
+    key_groups: int
+
+    def schema(self) -> pa.Schema:
+        """The routed rows: lane, key group, position, type, attributes, the packed letter."""
+        attributes = [(n, _ARROW_TYPES[k]) for n, k in self.spec.kinds.items()]
+        head = [(LANE, pa.int32()), (KEY_GROUP, pa.int64()), (SEQ, pa.int64()), (TYPE, pa.string())]
+        return pa.schema([*head, *attributes, (PACKED, pa.string())])
+
+
+def route_partition(
+    routing: Routing, batches: Iterator[pa.RecordBatch], part: int | None = None
+) -> Iterator[pa.RecordBatch]:
+    """One input partition, read, numbered and routed (see the module
+    docstring), as ``BLOBS`` rows: per input batch, one row per lane and
+    key group it reaches, holding that key group's rows as Arrow IPC bytes."""
+    at = routing.offsets
+    schema = routing.schema()
+    index = 0
+    for rows in load_partition(routing.spec, batches, part, carried=dict(at.latest)):
+        kinds = rows.column(ROW_KIND).to_numpy(zero_copy_only=False)
+        if not len(kinds) or kinds[0] not in (EVENT, DEAD):  # the partition's summary: counted before
+            continue
+        where = int(rows.column(PART)[0].as_py())
+        order = (where << 32) + index  # the input's order: partition, then batch within it
+        index += 1
+        pieces: list[tuple[int, int, pa.RecordBatch]] = []
+        for lane, group, piece in _route(routing, schema, rows, kinds, where):
+            pieces.append((lane, group, piece))
+        if pieces:
+            blobs = [_ipc(piece) for _, _, piece in pieces]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([p[0] for p in pieces], pa.int32()),
+                    pa.array([p[1] for p in pieces], pa.int64()),
+                    pa.array([order] * len(pieces), pa.int64()),
+                    pa.array(blobs, pa.binary()),
+                ],
+                schema=BLOBS,
+            )
+
+
+def _ipc(piece: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, piece.schema) as writer:
+        writer.write_batch(piece)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def unpack(blobs: pa.RecordBatch | pa.Table) -> Iterator[pa.Table]:
+    """The routed rows of ``BLOBS`` rows, in their order."""
+    for blob in blobs.column(BLOB).to_pylist():
+        yield pa.ipc.open_stream(blob).read_all()
+
+
+def _route(
+    routing: Routing, schema: pa.Schema, rows: pa.RecordBatch, kinds: Any, where: int
+) -> Iterator[tuple[int, int, pa.RecordBatch]]:
+    """One input batch's rows by lane and key group (each piece in input order)."""
+    at = routing.offsets
+    seq = rows.column(LOCAL).to_numpy() + at.rows[where]
+    events = np.flatnonzero(kinds == EVENT)
+    types = rows.column(TYPE)
+    for number, lane in enumerate(routing.lanes):
+        chosen = np.asarray(pc.is_in(types, pa.array(sorted(lane.event_types))).to_numpy(zero_copy_only=False))
+        group = np.zeros(len(kinds), dtype=np.int64)
+        if lane.partition_attributes:
+            keyed, group = _key_groups(rows, lane.partition_attributes, routing.key_groups)
+            chosen &= keyed
+        take = events[chosen[events]]
+        if not len(take):
+            continue
+        # each key group's rows together, in input order within it
+        take = take[np.argsort(group[take], kind="stable")]
+        routed = _routed(schema, rows, take, number, group[take], seq[take])
+        groups = group[take]
+        edges = np.flatnonzero(np.diff(groups)) + 1
+        for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(take)], strict=True):
+            yield number, int(groups[lo]), routed.slice(lo, hi - lo)
+    dead = np.flatnonzero(kinds == DEAD)
+    if len(dead):
+        lines = rows.column(LINE).to_numpy() + (at.lines[where] if routing.spec.format in TEXT_FORMATS else 0)
+        if routing.spec.format not in TEXT_FORMATS:  # table rows: the line is the row number
+            lines = seq + 1
+        letters = {f: rows.column(c).to_pylist() for f, c in zip(LETTER, LETTER_COLUMNS, strict=True)}
+        packed = [json.dumps({"line": int(lines[i]), **{f: v[i] for f, v in letters.items()}}) for i in dead.tolist()]
+        letter_rows = {LANE: pa.array(np.full(len(dead), LETTERS, np.int32)), SEQ: pa.array(seq[dead])}
+        letter_rows[KEY_GROUP] = pa.array(np.zeros(len(dead), np.int64))
+        letter_rows[PACKED] = pa.array(packed, pa.string())
+        columns = [letter_rows.get(f.name, pa.nulls(len(dead), f.type)) for f in schema]
+        yield LETTERS, 0, pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _routed(
+    schema: pa.Schema, rows: pa.RecordBatch, take: np.ndarray[Any, Any], lane: int, group: Any, seq: Any
+) -> pa.RecordBatch:
+    index = pa.array(take)
+    columns = {LANE: pa.array(np.full(len(take), lane, np.int32)), KEY_GROUP: pa.array(group), SEQ: pa.array(seq)}
+    arrays = [
+        columns[f.name] if f.name in columns
+        else pa.nulls(len(take), f.type) if f.name == PACKED
+        else rows.column(f.name).take(index)
+        for f in schema
+    ]  # fmt: skip
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _key_groups(rows: pa.RecordBatch, names: tuple[str, ...], count: int) -> tuple[Any, Any]:
+    """Which rows have a key (every attribute not null) and each row's key
+    group: a hash of the key's values, the same in every process (not
+    Python's ``hash``, which each process seeds its own way), each distinct
+    value hashed once per batch."""
+    keyed = np.ones(rows.num_rows, dtype=bool)
+    mixed = np.zeros(rows.num_rows, dtype=np.uint64)
+    for name in names:
+        column = rows.column(name)
+        keyed &= ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        encoded = pc.dictionary_encode(column)
+        codes = np.asarray(encoded.indices.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        hashed = np.array([_stable_hash(v) for v in encoded.dictionary.to_pylist()] or [0], dtype=np.uint64)
+        mixed = mixed * np.uint64(1_000_003) ^ hashed[codes]
+    return keyed, (mixed % np.uint64(count)).astype(np.int64)
+
+
+def _stable_hash(value: Any) -> int:
+    """A value's hash, equal for equal values (0.0 and -0.0, 1 and 1.0 too).
+
+    >>> _stable_hash(0.0) == _stable_hash(-0.0), _stable_hash(2) == _stable_hash(2.0)
+    (True, True)
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return zlib.crc32(repr(value).encode("utf-8", "surrogatepass"))
+
+
+def letter_output(rows: pa.RecordBatch | pa.Table) -> pa.Table:
+    """The letters' lane's rows as output rows (``BATCH_OUTPUT``)."""
+    letters = [json.loads(t) for t in rows.column(PACKED).to_pylist()]
+    n = len(letters)
+    columns: dict[str, Any] = {"kind": [DEAD_LETTER] * n, "start": rows.column(SEQ), "value": [1.0] * n}
+    columns["name"] = [d["kind"] for d in letters]
+    columns["line"] = [d["line"] for d in letters]
+    for field in LETTER[1:]:
+        columns[field] = [d[field] for d in letters]
+    return pa.table(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in BATCH_OUTPUT], schema=BATCH_OUTPUT
+    )
+
+
+def widen(table: pa.Table) -> pa.Table:
+    """A worker's ``OUTPUT`` rows with the letter columns (null) of ``BATCH_OUTPUT``."""
+    n = table.num_rows
+    return pa.table(
+        [table.column(f.name) if f.name in table.column_names else pa.nulls(n, f.type) for f in BATCH_OUTPUT],
+        schema=BATCH_OUTPUT,
+    )
+
+
+#: ``BATCH_OUTPUT`` in Spark's DDL
+BATCH_DDL = arrow_ddl(BATCH_OUTPUT)
