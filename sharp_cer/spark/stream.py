@@ -127,6 +127,8 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+NO_DATA_MICRO_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 SIGNATURE_FILE = "sharp-cer-workload.json"
 
 
@@ -412,13 +414,24 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
-    # the query takes the session's settings as it starts (a restart: the checkpoint's)
-    before = str(spark.conf.get("spark.sql.shuffle.partitions"))
-    spark.conf.set("spark.sql.shuffle.partitions", str(settings.shuffle_partitions(spark)))
+    # the query takes the session's settings as it starts (a restart: the checkpoint's partitions)
+    wanted = {SHUFFLE_PARTITIONS: str(settings.shuffle_partitions(spark))}
+    if plan == 1:
+        # every key group reads every file's summary, so it releases (and fires) in the micro-batch that
+        # reads a file all that the next watermark would: a micro-batch with no data would only move the
+        # watermark and find nothing to do (its timers lie past it), at the whole fixed cost of one
+        wanted[NO_DATA_MICRO_BATCHES] = "false"
+    before = {name: spark.conf.get(name, None) for name in wanted}
+    for name, value in wanted.items():
+        spark.conf.set(name, value)
     try:
         return writer.start()
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
+        for name, value in before.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)
 
 
 def detect_stream(
