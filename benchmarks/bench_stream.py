@@ -61,6 +61,7 @@ from sharp_cer.spark.stream_processors import RESTORED
 
 ROOT = Path(__file__).resolve().parent
 KEY_GROUPS: int | None = None  # key groups per lane (None: the stream's default)
+PARTITIONS: int | None = None  # the stream's shuffle partitions (None: the stream's default)
 
 
 def write_file(folder: Path, name: str, part: pd.DataFrame) -> None:
@@ -151,7 +152,7 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
@@ -167,8 +168,7 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
             read, *after = _runs(progress(query))[before : before + 2]
             release = after[0]["durationMs"]["triggerExecution"] if after and not after[0]["numInputRows"] else 0
             print(
-                f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms, "
-                f"CPU {spent:.2f} s",
+                f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms, CPU {spent:.2f} s",
                 flush=True,
             )
             if k:
@@ -222,7 +222,7 @@ def sustained(
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         written: list[float] = []
 
@@ -256,7 +256,12 @@ def sustained(
         got: Counter[tuple[str, tuple[int, ...]]] = Counter()
         if read_all:  # the rest, flushed, against the in-process detector
             run_stream(
-                workload, str(source), checkpoint, out, StreamSettings(format="jsonl", key_groups=KEY_GROUPS), spark
+                workload,
+                str(source),
+                checkpoint,
+                out,
+                StreamSettings(format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS),
+                spark,
             )
             got = streamed(spark, out)
     expected = truth(workload, frame) if read_all else Counter()
@@ -368,12 +373,15 @@ def main() -> None:
     parser.add_argument("--batch-events", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--key-groups", type=int, help="key groups per lane (default: the stream's)")
+    parser.add_argument("--partitions", type=int, help="the stream's shuffle partitions (default: the stream's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--out", default=str(ROOT / "results" / "stream.json"))
     args = parser.parse_args()
     workload = load_workload(ROOT.parent / "configs" / "stock_trading.toml")
     global KEY_GROUPS
     KEY_GROUPS = args.key_groups
+    global PARTITIONS
+    PARTITIONS = args.partitions
     # every micro-batch's progress is kept (Spark keeps 100 by default)
     conf = {"spark.sql.streaming.numRecentProgressUpdates": "100000", **dict(c.split("=", 1) for c in args.conf)}
     spark = spark_session("local[2]", **{**stream_conf(), **conf})
