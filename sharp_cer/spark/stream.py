@@ -463,11 +463,11 @@ def start_stream(
     try:
         return writer.start()
     finally:
-        for name, value in before.items():
-            if value is None:
+        for name, was in before.items():
+            if was is None:
                 spark.conf.unset(name)
             else:
-                spark.conf.set(name, value)
+                spark.conf.set(name, was)
 
 
 def detect_stream(
