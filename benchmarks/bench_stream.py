@@ -61,6 +61,7 @@ from sharp_cer.spark.stream_processors import RESTORED
 
 ROOT = Path(__file__).resolve().parent
 KEY_GROUPS: int | None = None  # key groups per lane (None: the stream's default)
+PARTITIONS: int | None = None  # the stream's shuffle partitions (None: the stream's default)
 
 
 def write_file(folder: Path, name: str, part: pd.DataFrame) -> None:
@@ -100,6 +101,31 @@ def wait_for(condition: Any, limit: float) -> bool:
     return True
 
 
+def tree_cpu() -> float:
+    """CPU seconds (user + sys) of this process and every live descendant
+    (the JVM, its Python workers), from /proc: ``time`` misses children not
+    yet reaped. A worker that exits between two readings takes its CPU
+    with it (Spark keeps its Python workers between micro-batches)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = int(fields[11]) + int(fields[12])
+    mine, grew = {os.getpid()}, True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in mine} - mine
+        grew = bool(found)
+        mine |= found
+    return sum(used.get(pid, 0) for pid in mine) / ticks
+
+
 def progress(query: Any) -> list[dict[str, Any]]:
     return list(query.recentProgress)
 
@@ -122,25 +148,33 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
     frame = tape(workload, events * (repeats + 1))
     reads: list[dict[str, Any]] = []
     releases: list[int] = []
+    cpu: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
             before = len(_runs(progress(query)))
+            began = tree_cpu()
             write_file(source, f"part-{k:04d}.jsonl", frame.iloc[k * events : (k + 1) * events])
             wait_for(lambda: len(_runs(progress(query))) > before, 300)  # noqa: B023 (called at once)
+            spent = tree_cpu() - began  # the file's micro-batch (and the idle triggers before it)
             # the no-data micro-batch the file's new watermark runs, if any
-            wait_for(lambda: len(_runs(progress(query))) > before + 1, 3 * trigger + 5)  # noqa: B023
+            if wait_for(lambda: len(_runs(progress(query))) > before + 1, 3 * trigger + 5):  # noqa: B023
+                spent = tree_cpu() - began
             time.sleep(trigger)
             read, *after = _runs(progress(query))[before : before + 2]
             release = after[0]["durationMs"]["triggerExecution"] if after and not after[0]["numInputRows"] else 0
-            print(f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms", flush=True)
+            print(
+                f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms, CPU {spent:.2f} s",
+                flush=True,
+            )
             if k:
                 reads.append(read)
                 releases.append(release)
+                cpu.append(spent)
         query.stop()
         restored = restores(spark, out)
     read_ms = [r["durationMs"]["triggerExecution"] for r in reads]
@@ -160,6 +194,9 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
         "p50_read_ms": float(np.median(read_ms)),
         "p50_release_ms": float(np.median(releases)),
         "p50_both_ms": float(np.median(both)),
+        # CPU of the process tree from writing the file to the end of its last micro-batch (polled: +50 ms)
+        "cpu_s": cpu,
+        "p50_cpu_s": float(np.median(cpu)),
         "read_phases_p50_ms": phases,
         "read_state_operators_p50_ms": operators,
         "engines_restored": restored,
@@ -185,7 +222,7 @@ def sustained(
     with tempfile.TemporaryDirectory() as tmp:
         source, checkpoint, out = Path(tmp, "source"), str(Path(tmp, "ck")), str(Path(tmp, "out"))
         source.mkdir()
-        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS)
+        settings = StreamSettings(trigger=trigger, format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS)
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         written: list[float] = []
 
@@ -219,7 +256,12 @@ def sustained(
         got: Counter[tuple[str, tuple[int, ...]]] = Counter()
         if read_all:  # the rest, flushed, against the in-process detector
             run_stream(
-                workload, str(source), checkpoint, out, StreamSettings(format="jsonl", key_groups=KEY_GROUPS), spark
+                workload,
+                str(source),
+                checkpoint,
+                out,
+                StreamSettings(format="jsonl", key_groups=KEY_GROUPS, partitions=PARTITIONS),
+                spark,
             )
             got = streamed(spark, out)
     expected = truth(workload, frame) if read_all else Counter()
@@ -331,12 +373,15 @@ def main() -> None:
     parser.add_argument("--batch-events", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--key-groups", type=int, help="key groups per lane (default: the stream's)")
+    parser.add_argument("--partitions", type=int, help="the stream's shuffle partitions (default: the stream's)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     parser.add_argument("--out", default=str(ROOT / "results" / "stream.json"))
     args = parser.parse_args()
     workload = load_workload(ROOT.parent / "configs" / "stock_trading.toml")
     global KEY_GROUPS
     KEY_GROUPS = args.key_groups
+    global PARTITIONS
+    PARTITIONS = args.partitions
     # every micro-batch's progress is kept (Spark keeps 100 by default)
     conf = {"spark.sql.streaming.numRecentProgressUpdates": "100000", **dict(c.split("=", 1) for c in args.conf)}
     spark = spark_session("local[2]", **{**stream_conf(), **conf})

@@ -127,6 +127,8 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+NO_DATA_MICRO_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 SIGNATURE_FILE = "sharp-cer-workload.json"
 
 
@@ -137,8 +139,10 @@ class StreamSettings:
     micro-batch, the watermark ``watermark_ms`` behind the latest time
     (None: allowed lateness + 2 ms: held events wait for nothing
     but the lateness), the shedder and seed, key groups per lane
-    (None: one per shuffle partition: a key group costs a dozen state calls
-    and a snapshot every micro-batch, whatever its events), the stream's shuffle partitions
+    (None: the fewest that give the workload's lanes a key group per shuffle
+    partition, ``fewest_key_groups``: a key group costs a dozen state calls
+    and a snapshot every micro-batch, whatever its events; a checkpoint
+    keeps the number it started with), the stream's shuffle partitions
     (None: one per core: each is a state store committed every micro-batch;
     a checkpoint keeps the number it started with), bins of ``bin_width``
     positions. ``groups``, the name of ``key_groups`` before 0.2.0, is
@@ -187,9 +191,15 @@ class StreamSettings:
         """The stream's shuffle partitions: as set, else one per core."""
         return self.partitions or spark.sparkContext.defaultParallelism
 
-    def key_groups_for(self, spark: SparkSession) -> int:
-        """Key groups per partitioned lane: as set, else one per shuffle partition."""
-        return self.key_groups or self.shuffle_partitions(spark)
+    def key_groups_for(self, spark: SparkSession, workload: Workload | None = None) -> int:
+        """Key groups per partitioned lane: as set, else one per shuffle
+        partition, or, given the stream's ``workload``, the fewest that give
+        its lanes at least one key group per shuffle partition
+        (``fewest_key_groups``)."""
+        if self.key_groups:
+            return self.key_groups
+        partitions = self.shuffle_partitions(spark)
+        return partitions if workload is None else fewest_key_groups(workload, partitions)
 
     def delay_ms(self, workload: Workload) -> int:
         """The watermark delay: above the allowed lateness, in ms."""
@@ -203,6 +213,29 @@ class StreamSettings:
                 "  hint: Spark drops rows behind the watermark unseen; keep it above the allowed lateness"
             )
         return self.watermark_ms
+
+
+def fewest_key_groups(workload: Workload, partitions: int) -> int:
+    """The fewest key groups per partitioned lane that give ``workload``'s
+    lanes at least one key group per shuffle partition (a lane without
+    PARTITION BY is one key group): every key group costs a Python call, a
+    dozen state round trips and a snapshot in each micro-batch, whatever
+    its events, and parallelism cannot exceed the partitions (one task
+    each) anyway.
+
+    >>> from sharp_cer.language import parse_workload
+    >>> w = parse_workload('[workload]\\nname = "w"\\nschema = "CREATE STREAM S { EVENT A { x:int } }"\\n'
+    ...                    '[[query]]\\nname = "q"\\ntext = "SELECT * WHERE A PARTITION BY [x]"\\n'
+    ...                    '[[query]]\\nname = "r"\\ntext = "SELECT * WHERE A"')
+    >>> fewest_key_groups(w, 2), fewest_key_groups(w, 8)  # one lane by x, one without: 1 + k >= partitions
+    (1, 7)
+    """
+    found = [lane for lane in lanes(workload) if lane.queries]
+    split = sum(1 for lane in found if lane.partition_attributes)
+    whole = len(found) - split
+    if not split:
+        return 1
+    return max(1, -(-(partitions - whole) // split))
 
 
 def _renamed_groups() -> None:
@@ -370,7 +403,12 @@ def start_stream(
     if fmt not in TEXT_FORMATS:
         raise SurfaceError(f"{source}: error: a stream reads .csv or .jsonl files\n  found: {fmt}")
     key_groups = check_checkpoint(
-        checkpoint, workload, settings.key_groups, settings.key_groups_for(spark), settings.shedder, operators or 1
+        checkpoint,
+        workload,
+        settings.key_groups,
+        settings.key_groups_for(spark, workload),
+        settings.shedder,
+        operators or 1,
     )
     settings = replace(settings, key_groups=key_groups)
     versions, kept_lanes = checkpoint_history(checkpoint)
@@ -412,13 +450,24 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{settings.trigger} seconds")
-    # the query takes the session's settings as it starts (a restart: the checkpoint's)
-    before = str(spark.conf.get("spark.sql.shuffle.partitions"))
-    spark.conf.set("spark.sql.shuffle.partitions", str(settings.shuffle_partitions(spark)))
+    # the query takes the session's settings as it starts (a restart: the checkpoint's partitions)
+    wanted = {SHUFFLE_PARTITIONS: str(settings.shuffle_partitions(spark))}
+    if plan == 1:
+        # every key group reads every file's summary, so it releases (and fires) in the micro-batch that
+        # reads a file all that the next watermark would: a micro-batch with no data would only move the
+        # watermark and find nothing to do (its timers lie past it), at the whole fixed cost of one
+        wanted[NO_DATA_MICRO_BATCHES] = "false"
+    before = {name: spark.conf.get(name, None) for name in wanted}
+    for name, value in wanted.items():
+        spark.conf.set(name, value)
     try:
         return writer.start()
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
+        for name, was in before.items():
+            if was is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, was)
 
 
 def detect_stream(
