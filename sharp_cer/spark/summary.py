@@ -145,10 +145,11 @@ class Summary:
             lines.append(f"  {LATENCY_NOT_RECORDED}")
         elif not self.ms_bounds_judged and any(q.bound.endswith("ms") for q in self.queries):
             lines.append(f"  {MS_NOT_JUDGED}")
-        lines.append(
-            "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
-            " at its key group's engine to its matches; over: events over the bound"
-        )
+        if self.latency_recorded:  # else the columns are "-" and the line above says why
+            lines.append(
+                "  latency: cost units per event (update + the query's enumeration), and ms from an event's arrival"
+                " at its key group's engine to its matches; over: events over the bound"
+            )
         lines.append("  per tenant: " + ", ".join(f"{t} {n:,}" for t, n in self.tenants.items()))
         return "\n".join(lines)
 
