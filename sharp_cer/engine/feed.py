@@ -23,6 +23,8 @@ import numpy.typing as npt
 from sharp_cer.events.batch import Column, EventBatch
 from sharp_cer.planner.plan import QueryGroup
 
+from .core_module import CORE
+
 #: Which events of a batch (row indices, in order; None: all of them).
 Rows = npt.NDArray[np.intp] | None
 
@@ -220,10 +222,8 @@ def _codes(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """
     if values.dtype == object:
         words = values.tolist()
-        from . import native  # (native imports this module)
-
-        if native._CORE is not None:  # the compiled core's loop: the same codes, a dict look-up per word in C
-            found: npt.NDArray[np.int64] = native._CORE.string_codes(words)
+        if CORE is not None:  # the compiled core's loop: the same codes, a dict look-up per word in C
+            found: npt.NDArray[np.int64] = CORE.string_codes(words)
             return found
         # every loop in C: the distinct words in order (``dict.fromkeys``), then a look-up per word (``map``)
         index = {word: k for k, word in enumerate(dict.fromkeys(words))}

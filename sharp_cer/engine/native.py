@@ -46,7 +46,6 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
-import os
 import time
 from collections.abc import Callable, Generator
 from typing import Any
@@ -57,6 +56,8 @@ from sharp_cer.events.batch import EventBatch
 from sharp_cer.events.match import line_head, line_key
 
 from . import condition_code, density
+from .core_module import CORE, WHY
+from .core_module import PURE as PURE  # (the variable's name, for callers of this module)
 from .cost import QueryCost
 from .feed import batch_times, key_groups, keyed, partition_keys, visible, window_array, window_column
 from .selection import distinct, limit_order
@@ -70,23 +71,7 @@ QueryGroupRunner = Any
 _INF = float("inf")
 #: strings a group's table codes beyond its live events' before it is looked at (``NativeGroup._recode``)
 _STRINGS_SLACK = 1024
-#: the environment variable that forces the pure-Python engine
-PURE = "SHARP_CER_PURE"
-
-
-def _load() -> tuple[Any, str]:
-    """The compiled module (None: not available) and why not."""
-    if os.environ.get(PURE, "") not in ("", "0"):
-        return None, f"{PURE}={os.environ[PURE]}"
-    try:
-        return importlib.import_module("sharp_cer.engine._core"), ""
-    except ModuleNotFoundError:
-        return None, "no compiled core: it was not built; reinstall with a C++ compiler (gcc) on the PATH"
-    except ImportError as error:
-        return None, f"no compiled core: {error}"
-
-
-_CORE, _WHY = _load()
+_CORE, _WHY = CORE, WHY  # (tests set ``_CORE`` to None to run the pure engine)
 
 
 def _load_lines() -> Any:
