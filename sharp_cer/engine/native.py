@@ -881,7 +881,7 @@ class _Observed:
             )
             if len(records):
                 at, queries = base + self.of, records[:, 0]
-                for q in np.flatnonzero(np.bincount(queries)).tolist():
+                for q in _labels_of(queries):
                     mine = queries == q
                     self.log.walks(
                         self.names[q], at[mine].tolist(), records[mine, 4].tolist(), self.walk_seconds[mine].tolist()
@@ -982,7 +982,8 @@ def _lines(
 
 
 def _labels_of(marks_label: np.ndarray) -> tuple[int, ...]:
-    """The distinct mark labels of a piece, ascending (labels are small and never negative): counted, not
+    """The distinct values of small non-negative codes (a piece's mark labels, its records' queries),
+    ascending: counted, not
     sorted, and without ``np.unique``, whose plain form imports ``numpy.ma`` (~17 ms of a process's start).
 
     >>> _labels_of(np.array([3, 1, 3, 0])), _labels_of(np.array([], dtype=np.int64))
