@@ -16,6 +16,7 @@ The engine line of ``sharp-cer --version`` says which engine runs; with
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import pickle
 import subprocess
@@ -385,6 +386,48 @@ def test_a_nan_in_a_summary_prunes_no_match(condition: str, pure: bool) -> None:
     got = sorted(m.key() for m in engine.process(_nan_batch()))
     assert got == sorted(m.key() for m in evaluate(named, _nan_batch()).per_query["q"])
     assert got  # the reference finds the match
+
+
+def _inf_batch(value: float) -> Any:
+    """A, B (y ``value``), C: min(b.y) and max(b.y) over the one B are ``value`` itself."""
+    from sharp_cer.events.batch import Column, EventBatch
+
+    ones = np.ones(3, dtype=bool)
+    columns = {
+        "x": Column("int", np.zeros(3, dtype=np.int64), ones),
+        "y": Column("double", np.array([0.0, value, 0.0]), ones),
+        "s": Column("string", np.array(["p"] * 3, dtype=object), ones),
+        "t": Column("primary_time", np.zeros(3, dtype=np.int64), ones),
+    }
+    events = tuple(RICH.event(name) for name in ("A", "B", "C"))
+    return EventBatch(events, np.arange(3, dtype=np.int64), np.array([0, 1, 2], dtype=np.int32), columns)
+
+
+@pytest.mark.parametrize(
+    ("condition", "value"),
+    [
+        ("NOT ((a.x + min(b.y)) < a.x)", math.inf),
+        ("min(b.y) > 0", math.inf),
+        ("NOT (max(b.y) > 0)", -math.inf),
+        ("max(b.y) < 0", -math.inf),
+        ("min(b.y) = max(b.y)", math.inf),
+    ],
+)
+@pytest.mark.parametrize("pure", [True, False])
+def test_an_infinite_minimum_is_a_value_not_an_empty_term(condition: str, value: float, pure: bool) -> None:
+    """Regression (found by the rich test): a min term's summary (inf, inf) was read as "over no
+    events" (out of its domain, the conjunct false), though one B with y = +inf gives the same
+    summary; both engines pruned the match {A, B, C} (and so for max and -inf). The bound test now
+    reads such a summary as a value."""
+    named = [
+        ("q", parse_and_check(f"SELECT * WHERE A AS a ; B+ AS b ; C AS c FILTER {condition} WITHIN 6 EVENTS", RICH))
+    ]
+    engine = Engine(compile_plan(named))
+    if pure:
+        _pure(engine)
+    got = sorted(m.key() for m in engine.process(_inf_batch(value)))
+    assert got == sorted(m.key() for m in evaluate(named, _inf_batch(value)).per_query["q"])
+    assert [key[3] for key in got] == [(0, 1, 2)]  # by hand: the one instance, and its condition holds
 
 
 @compiled_only

@@ -2122,7 +2122,7 @@ cdef class Core:
     cdef int _bound(self, int32_t k, int32_t c) except -2:
         """``compile_bounds``' test of conjunct ``c`` on ``ivl``: 1 true, 0 false, -1 unknown.
 
-        A term over no events on every path (not NaN) is out of its domain where it is read: its
+        An envelope term over no events on every path (not NaN) is out of its domain where it is read: its
         value is kind 3 (``conditions.EMPTY``), which what reads it passes on, except where AND's
         left is false or OR's left is true (the right is not read there); the conjunct is then false."""
         cdef int32_t j, kind, op
@@ -2141,9 +2141,7 @@ cdef class Core:
                 r.kind = 0 if _nan(r.lo) or _nan(r.hi) else 1
                 if r.kind == 1:
                     kind = self.ck_kinds[self.ck_toff[k] + j]
-                    if ((kind == 4 and _cmp(r.lo, r.hi) == 1)
-                            or (kind == 2 and r.lo.kind == K_FLT and r.lo.f == INF)
-                            or (kind == 3 and r.hi.kind == K_FLT and r.hi.f == -INF)):
+                    if kind == 4 and _cmp(r.lo, r.hi) == 1:  # only an envelope tells no events (``conditions._bounds``)
                         r.kind = 3
                 self.bstack.push_back(r)
             elif op == 1:  # CONST

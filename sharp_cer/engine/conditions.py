@@ -107,8 +107,9 @@ class Terms:
 
 
 class _Empty:
-    """A term over no events at all on every path (``avg``, ``min``, ``max``,
-    ``first``, ``last`` of none): out of its domain wherever it is read, so
+    """An envelope term over no events at all on every path (``avg``,
+    ``first``, ``last`` of none; a ``min`` or ``max`` of none is read as its
+    infinite identity, see ``_bounds``): out of its domain wherever it is read, so
     what reads it is too. It is not false: OR does not read its right side
     where its left is true, nor AND where its left is false (``reference``
     rule 6), and NOT keeps it out of domain."""
@@ -159,7 +160,10 @@ def _bounds(expr: ast.Expr, terms: Terms) -> Bounds:
             lo, hi = iv[i]
             if lo != lo or hi != hi:  # NaN: unknown
                 return None
-            if (kind == "env" and lo > hi) or (kind == "min" and lo == _INF) or (kind == "max" and hi == -_INF):
+            # Only an inverted envelope says "no events on every path". A min of (inf, inf) may be
+            # over no events or over +inf values (max, -inf): read as a value, which is sound, as a
+            # path over no events is out of its domain and so never makes its conjunct true.
+            if kind == "env" and lo > hi:
                 return EMPTY
             return (lo, hi)
 
