@@ -109,7 +109,7 @@ def route_partition(
         for lane, group, piece in _route(routing, schema, rows, kinds, where):
             pieces.append((lane, group, piece))
         if pieces:
-            blobs = [_ipc(piece) for _, _, piece in pieces]
+            blobs = [ipc_bytes(piece) for _, _, piece in pieces]
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array([p[0] for p in pieces], pa.int32()),
@@ -121,7 +121,8 @@ def route_partition(
             )
 
 
-def _ipc(piece: pa.RecordBatch) -> bytes:
+def ipc_bytes(piece: pa.RecordBatch) -> bytes:
+    """One batch as an Arrow IPC stream."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, piece.schema) as writer:
         writer.write_batch(piece)

@@ -708,6 +708,7 @@ def _one_operator(
     ride on rows of their own (lane ``TICKS``), which nothing reads."""
     from pyspark.sql import functions as F
 
+    from .stream_packing import PACKED_DDL, pack_key_groups
     from .stream_processors import KeyGroups
 
     # every key group, of every lane the stream has numbered (one whose queries are gone too: its cursor stays
@@ -739,24 +740,24 @@ def _one_operator(
     code = F.col(CODE)
     # a file's largest time + 1 ms, as stage 1's clocks (``stream_input.horizon_ms``)
     clock = (F.greatest(F.col(TS), F.lit(0).cast("bigint")) + F.lit(1_000_000)) / 1000
-    keyed = (
-        staged.select("*", F.posexplode_outer(ROUTE).alias("__pos", CODE))
-        .select(
-            F.coalesce(F.floor(code / key_groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
-            F.coalesce(F.pmod(code, F.lit(key_groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
-            F.when((code == tick) & (F.col(TS) != F.lit(NONE)), F.timestamp_micros(F.floor(clock).cast("bigint")))
-            .otherwise(F.lit(None).cast("timestamp"))
-            .alias(TIME),
-            F.coalesce(F.col("__pos") == 0, F.lit(True)).alias(FIRST),
-            F.lit(None).cast("double").alias(VALUE),
-            F.lit(None).cast("bigint").alias(SEQ),
-            F.lit(None).cast("bigint").alias(CLOCK),
-            *[F.col(f"`{c}`") for c in staged.columns if c != ROUTE],
-        )
-        .withWatermark(TIME, f"{settings.delay_ms(workload)} milliseconds")
+    keyed = staged.select("*", F.posexplode_outer(ROUTE).alias("__pos", CODE)).select(
+        F.coalesce(F.floor(code / key_groups).cast("bigint"), F.lit(-1).cast("bigint")).alias(LANE),
+        F.coalesce(F.pmod(code, F.lit(key_groups)).cast("bigint"), F.lit(0).cast("bigint")).alias(KEY_GROUP),
+        F.when((code == tick) & (F.col(TS) != F.lit(NONE)), F.timestamp_micros(F.floor(clock).cast("bigint")))
+        .otherwise(F.lit(None).cast("timestamp"))
+        .alias(TIME),
+        F.coalesce(F.col("__pos") == 0, F.lit(True)).alias(FIRST),
+        F.lit(None).cast("double").alias(VALUE),
+        F.lit(None).cast("bigint").alias(SEQ),
+        F.lit(None).cast("bigint").alias(CLOCK),
+        *[F.col(f"`{c}`") for c in staged.columns if c != ROUTE],
     )
-    processor = KeyGroups(job, keyed.columns, None, settings.delay_ms(workload))
-    return keyed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(processor, STREAM_DDL, "Append", "EventTime")
+    # each input batch's rows of one key group as one row: pyspark's stateful operator walks its input row by row
+    packed = keyed.mapInArrow(pack_key_groups, PACKED_DDL).withWatermark(
+        TIME, f"{settings.delay_ms(workload)} milliseconds"
+    )
+    processor = KeyGroups(job, keyed.columns, None, settings.delay_ms(workload), packed=True)
+    return packed.groupBy(LANE, KEY_GROUP).transformWithStateInPandas(processor, STREAM_DDL, "Append", "EventTime")
 
 
 def _carried(kinds: dict[str, str]) -> list[Column]:

@@ -113,6 +113,7 @@ from .stream_input import (
     python_values,
 )
 from .stream_key_group import FORMAT, KeyGroupStream, check_format, restore, snapshot, with_alert_columns
+from .stream_packing import unpack_rows
 from .telemetry import ENGINE, counter, telemetry_table
 from .worker import Job
 
@@ -235,9 +236,18 @@ class Sequencer(StatefulProcessor):
 class KeyGroups(StatefulProcessor):
     """Stage 2 (see the module docstring)."""
 
-    def __init__(self, job: Job, columns: list[str], registry: str | None = None, delay_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        columns: list[str],
+        registry: str | None = None,
+        delay_ms: int | None = None,
+        packed: bool = False,
+    ) -> None:
         self.job = job
         self.columns = columns
+        #: rows come packed, a key group's rows of an input batch in one (``stream_packing``)
+        self.packed = packed
         #: the one-operator plan (``stream.ONE``): each key group numbers its own rows (``number_key_group``)
         #: with the watermark delay ``delay_ms``; None: stage 1 numbered them
         self.delay_ms = delay_ms
@@ -262,7 +272,7 @@ class KeyGroups(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         lane = int(key[0])
-        frame = _named(rows, self.columns)
+        frame = unpack_rows(rows) if self.packed else _named(rows, self.columns)
         switch = None
         if self.delay_ms is not None:
             if lane == TICKS:  # rows that only move the watermark
