@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import math
 import pickle
@@ -51,6 +50,7 @@ from sharp_cer.events.match import Match
 from sharp_cer.language import Workload
 
 from .columns import ALERT, COUNTER, E2E, TYPE
+from .recent_events import RecentEvents
 from .telemetry import MAX_COUNTERS, MIN_COUNTERS, Telemetry, read_telemetry, telemetry_table
 from .worker import _NO_LATENESS, Job, KeyGroupRun
 
@@ -114,10 +114,9 @@ class KeyGroupStream(KeyGroupRun):
         check_live_bounds(job.workload, job.shedder)
         super().__init__(job, lane)
         self.sent: dict[tuple[str, str], float] = {}
-        # position -> (event time, the event: type and attributes) of the released events a later match
-        # may still hold: an alert carries its events whole; forgotten once no
-        # live run reaches them, so it stays within the windows
-        self.recent: dict[int, tuple[int | None, dict[str, Any]]] = {}
+        # the released events a later match may still hold (an alert carries its events whole),
+        # forgotten once no live run reaches them, so it stays within the windows
+        self.recent = RecentEvents()
         # workload versions to move to, each from a stream position on (``switch``), oldest first
         self.pending: list[tuple[int, Job]] = []
         if self.detector is not None:
@@ -168,7 +167,7 @@ class KeyGroupStream(KeyGroupRun):
     def from_data(cls, data: dict[str, Any]) -> KeyGroupStream:
         """The group ``as_data`` gave: a new one of its job and lane (the
         plan from this process's cache), its engine restored."""
-        if data.get("format") != DATA_FORMAT:
+        if data.get("format") not in (1, DATA_FORMAT):
             raise SurfaceError(
                 f"stream state: a key group's state of format {data.get('format')}\n"
                 f"  expected: format {DATA_FORMAT} (written by this sharp-cer)\n"
@@ -179,7 +178,10 @@ class KeyGroupStream(KeyGroupRun):
         assert detector is not None
         detector.engine.restore(data["engine"])
         detector._last_position, detector._next_position, detector._latest_time = data["positions"]
-        group.sent, group.recent = data["sent"], data["recent"]
+        group.sent = data["sent"]
+        # data format 1 kept the events as Python values (position -> (time, event))
+        recent = data["recent"]
+        group.recent = RecentEvents.from_dict(recent) if isinstance(recent, dict) else recent
         group.pending = [(at, _job_of(job)) for at, job in data["pending"]]
         detector.engine.observers.resume(data["server_ahead"])
         return group
@@ -196,6 +198,8 @@ class KeyGroupStream(KeyGroupRun):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         ahead = state.pop("server_ahead", -math.inf)  # a snapshot without it: the server starts idle
+        if isinstance(state.get("recent"), dict):  # pickled whole before RecentEvents (data format 1)
+            state["recent"] = RecentEvents.from_dict(state["recent"])
         self.__dict__.update(state)
         if self.detector is not None:
             self.detector.engine.observers.resume(ahead)
@@ -227,8 +231,7 @@ class KeyGroupStream(KeyGroupRun):
     def _release(self, table: pa.Table, positions: Sequence[int], arrived: Sequence[int], now_ms: int) -> pa.Table:
         batch = checked_arrow(table, self.workload.schema, positions)
         # kept as they came (no text made): an alert writes its few events as JSON
-        rows = table.to_pylist()
-        self.recent.update(zip(batch.positions.tolist(), zip(_times(batch), rows, strict=True), strict=True))
+        self.recent.add(batch.positions, *_times(batch), table)
         assert self.detector is not None
         found = self.detector.feed(batch)
         stats = self._statistics(self.detector)
@@ -267,14 +270,14 @@ class KeyGroupStream(KeyGroupRun):
         """The matches as rows, each with its events as JSON (in ``events``
         order) and the time of its last event."""
         rows = self._matches(found)
-        texts: dict[int, str] = {}  # an event in several matches is written once
-        events = [[texts.get(p) or texts.setdefault(p, self._text(p)) for p in e]
-                  for e in rows.column("events").to_pylist()]  # fmt: skip
-        return with_alert_columns(rows, events, [self.recent[m.end][0] for m in found])
+        named = rows.column("events").to_pylist()
+        # an event in several matches is written once
+        texts = {p: self._text(row) for p, row in self.recent.rows(p for e in named for p in e).items()}
+        ends = [self.recent.time(m.end) for m in found]
+        return with_alert_columns(rows, [[texts[p] for p in e] for e in named], ends)
 
-    def _text(self, position: int) -> str:
+    def _text(self, row: dict[str, Any]) -> str:
         """A released event as an alert shows it: JSON of its type and its type's attributes, in order."""
-        row = self.recent[position][1]
         event = self._types[row[TYPE]]
         return json.dumps({TYPE: row[TYPE], **{a: row[a] for a in event.attributes}})
 
@@ -286,9 +289,7 @@ class KeyGroupStream(KeyGroupRun):
         """Drop the events no live run reaches (released in stream order:
         the oldest come first)."""
         assert self.detector is not None
-        oldest = self.detector.engine.oldest_position()
-        for p in list(itertools.takewhile(lambda p: p < oldest, self.recent)):
-            del self.recent[p]
+        self.recent.forget(self.detector.engine.oldest_position())
 
     def _increments(self, stats: pa.Table) -> pa.Table:
         """Running-total counters turned into what changed since the last release."""
@@ -312,16 +313,19 @@ def with_alert_columns(table: pa.Table, events: list[Any] | None = None, times: 
     return table.append_column(ALERT.field(1), pa.array(times, pa.int64()) if times else pa.nulls(n, pa.int64()))
 
 
-def _times(batch: EventBatch) -> list[int | None]:
-    """Each event's primary time in ns (None: its type has none)."""
-    out: list[int | None] = [None] * len(batch)
+def _times(batch: EventBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's primary time in ns, and whether it has one (its type has
+    one, and its value is not null)."""
+    times = np.zeros(len(batch), dtype=np.int64)
+    timed = np.zeros(len(batch), dtype=bool)
     for code, event in enumerate(batch.event_types):
         if event.primary_time is None:
             continue
+        mine = batch.codes == code
         column = batch.columns[event.primary_time]
-        for i in np.flatnonzero(batch.codes == code).tolist():
-            out[i] = int(column.values[i]) if column.valid[i] else None
-    return out
+        times[mine] = column.values[mine]
+        timed[mine] = column.valid[mine]
+    return times, timed
 
 
 def check_format(found: int, where: str) -> None:
@@ -379,8 +383,10 @@ def lines_batch(schema: Any, texts: Sequence[str], positions: Sequence[int]) -> 
 #: a snapshot's first byte: the key group's state as data (``KeyGroupStream.as_data``),
 #: or the whole group pickled (a shedder's or an updated detector's state, not data yet)
 _DATA, _WHOLE = b"D", b"W"
-#: the format of a key group's state as data; another one is refused
-DATA_FORMAT = 1
+#: the format of a key group's state as data; another one is refused.
+#: 1: the released events a match may hold kept as Python values; 2: as the Arrow tables
+#: they were released in (``RecentEvents``; a format-1 state is read and converted)
+DATA_FORMAT = 2
 
 
 def snapshot(state: KeyGroupStream) -> bytes:
