@@ -287,14 +287,11 @@ class KeyGroups(StatefulProcessor):
             return
         else:
             horizon = int(frame[HORIZON].max())
-        events = frame[frame[ROW_KIND] == EVENT]
-        columns = [events[c].tolist() for c in (SEQ, CLOCK, ARRIVED, *self.carried.names)]
+        new = frame.loc[frame[ROW_KIND] == EVENT, [SEQ, CLOCK, ARRIVED, *self.carried.names]]
         flushes = frame[frame[ROW_KIND] == FLUSH]
         flush = bool(len(flushes))
         # a flush row's clock is the stream's latest time + 1 ms (stream_input.number_rows)
         latest = int(flushes[CLOCK].max()) - 1_000_000 if flush else None
-        # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
-        new = list(zip(*columns, strict=True))
         # a new workload version, for the events from its row's position on (``Sequencer``)
         versions = frame[frame[ROW_KIND] == VERSION]
         if len(versions):  # one per micro-batch: stage 1 tells the version in force from the batch's first position
@@ -361,7 +358,7 @@ class KeyGroups(StatefulProcessor):
         timer_values: TimerValues,
         flush: bool,
         horizon: int = 0,
-        new: list[Any] | None = None,
+        new: pd.DataFrame | None = None,
         latest: int | None = None,
         switch: tuple[int, Job] | None = None,
     ) -> Iterator[pd.DataFrame]:
@@ -375,20 +372,22 @@ class KeyGroups(StatefulProcessor):
         had = self.buffer.exists()  # a key holds events exactly when it has a timer for them
         due = int(self.deadline.get()[0]) if self.deadline.exists() else None  # type: ignore[index]
         timed = had or due is not None  # whether the key may have timers
-        held = sorted([*(self.buffer.get() if had else ()), *(new or ())])
+        # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
+        held = self._held(list(self.buffer.get()) if had else [], new)
+        clocks = held[CLOCK].to_numpy(np.int64)
         watermark = max(timer_values.getCurrentWatermarkInMs(), horizon)
         limit = math.inf if flush else watermark * 1_000_000
-        n = 0  # the released prefix: stream order, each event at or behind the watermark
-        while n < len(held) and held[n][1] <= limit:
-            n += 1
+        # the released prefix: stream order, each event at or behind the watermark
+        beyond = clocks > limit
+        n = int(np.argmax(beyond)) if beyond.any() else len(clocks)
         # event time to move the engine to: every event at or behind it is released by now
         lateness = self.job.workload.allowed_lateness
         moved = latest if flush and latest is not None else watermark * 1_000_000 + lateness
         fire = due is not None and due + lateness < moved
-        timer = max(-(-int(held[n][1]) // 1_000_000), watermark + 1) if n < len(held) else None
-        if n or new:
+        timer = max(-(-int(clocks[n]) // 1_000_000), watermark + 1) if n < len(held) else None
+        if n or (new is not None and len(new)):
             if n < len(held):
-                self.buffer.put(held[n:])
+                self.buffer.put(list(held.iloc[n:].itertuples(index=False, name=None)))
             elif had:
                 self.buffer.clear()
         if not n and not fire and switch is None:
@@ -402,9 +401,9 @@ class KeyGroups(StatefulProcessor):
         now = int(time.time() * 1000)
         parts = [with_alert_columns(telemetry_table([]))]
         if n:
-            released = held[:n]
-            events = held_events(self.carried, released)
-            parts.append(state.release(events, [h[0] for h in released], [h[2] for h in released], now))
+            released = held.iloc[:n]
+            events = _events_table(self.carried, {name: released[name].to_numpy() for name in self.carried.names})
+            parts.append(state.release(events, released[SEQ].tolist(), released[ARRIVED].tolist(), now))
         due = state.next_deadline()
         if due is not None and due + lateness < moved:
             # the watermark (other key groups' events) passed deadlines this group's own events did not
@@ -425,6 +424,19 @@ class KeyGroups(StatefulProcessor):
             counted = with_alert_columns(telemetry_table([counter(ENGINE, RESTORED, 1.0)]))
             out = pa.concat_tables([out, counted])
         yield _frame(out)
+
+    def _held(self, buffered: list[tuple[Any, ...]], new: pd.DataFrame | None) -> pd.DataFrame:
+        """The events the key group holds (``buffered``, from its state) and
+        the ``new`` ones, in stream order: position, clock, arrival, then the
+        carried columns."""
+        names = [SEQ, CLOCK, ARRIVED, *self.carried.names]
+        parts = [pd.DataFrame(buffered, columns=names)] if buffered else []
+        if new is not None and len(new):
+            parts.append(new.set_axis(names, axis=1))
+        if not parts:
+            return pd.DataFrame(columns=names)
+        held = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+        return held.sort_values(SEQ, kind="stable", ignore_index=True)
 
     def _time(self, held: int | None, due: int | None, timed: bool) -> None:
         """One timer at the oldest held event's time and one just past the
@@ -491,7 +503,13 @@ def held_events(carried: pa.Schema, held: Sequence[Any]) -> pa.Table:
     """
     names = carried.names
     columns = list(zip(*held, strict=True))[3:] if held else [()] * len(names)
-    by_name = dict(zip(names, columns, strict=True))
+    return _events_table(carried, dict(zip(names, columns, strict=True)))
+
+
+def _events_table(carried: pa.Schema, by_name: dict[str, Any]) -> pa.Table:
+    """The ``carried`` columns' values (sequences or arrays, by name) as the
+    events' table (``held_events``)."""
+    names = carried.names
     out: dict[str, pa.Array] = {}
     for field in carried:
         if field.name.startswith("__null"):
@@ -499,7 +517,7 @@ def held_events(carried: pa.Schema, held: Sequence[Any]) -> pa.Table:
         values = by_name[field.name]
         if pa.types.is_integer(field.type):
             flag = names[names.index(field.name) + 1]
-            mask = np.array(by_name[flag], dtype=bool) if values else None
+            mask = np.asarray(by_name[flag], dtype=bool) if len(values) else None
             out[field.name] = pa.array(values, field.type, mask=mask)
         else:
             out[field.name] = pa.array(values, field.type, from_pandas=True)
