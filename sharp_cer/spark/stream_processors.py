@@ -402,7 +402,7 @@ class KeyGroups(StatefulProcessor):
         parts = [with_alert_columns(telemetry_table([]))]
         if n:
             released = held.iloc[:n]
-            events = _events_table(self.carried, {name: released[name].to_numpy() for name in self.carried.names})
+            events = events_table(self.carried, {name: released[name].to_numpy() for name in self.carried.names})
             parts.append(state.release(events, released[SEQ].tolist(), released[ARRIVED].tolist(), now))
         due = state.next_deadline()
         if due is not None and due + lateness < moved:
@@ -492,23 +492,16 @@ def version_row(
     return pd.DataFrame([row], columns=out.columns)
 
 
-def held_events(carried: pa.Schema, held: Sequence[Any]) -> pa.Table:
-    """Held rows (position, clock, arrival, then the ``carried`` columns) as
+def events_table(carried: pa.Schema, by_name: dict[str, Any]) -> pa.Table:
+    """Released events' ``carried`` columns (arrays or sequences, by name) as
     the events' table: type and typed attributes (an int one null where its
     flag says so, a double's NaN null), no row judged again.
 
     >>> carried = pa.schema(carried_columns({"x": "int", "d": "double"}))
-    >>> held_events(carried, [(4, 0, 0, "A", 7, False, float("nan")), (5, 0, 0, "A", 0, True, 2.5)]).to_pylist()
+    >>> columns = {"type": ["A", "A"], "x": [7, 0], "__null0": [False, True], "d": [float("nan"), 2.5]}
+    >>> events_table(carried, columns).to_pylist()
     [{'type': 'A', 'x': 7, 'd': None}, {'type': 'A', 'x': None, 'd': 2.5}]
     """
-    names = carried.names
-    columns = list(zip(*held, strict=True))[3:] if held else [()] * len(names)
-    return _events_table(carried, dict(zip(names, columns, strict=True)))
-
-
-def _events_table(carried: pa.Schema, by_name: dict[str, Any]) -> pa.Table:
-    """The ``carried`` columns' values (sequences or arrays, by name) as the
-    events' table (``held_events``)."""
     names = carried.names
     out: dict[str, pa.Array] = {}
     for field in carried:
