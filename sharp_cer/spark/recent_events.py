@@ -37,6 +37,8 @@ class RecentEvents:
 
     def add(self, positions: np.ndarray, times: np.ndarray, timed: np.ndarray, table: pa.Table) -> None:
         """One release's events (positions ascending, after every earlier release's)."""
+        if len(positions) != table.num_rows:
+            raise ValueError(f"{len(positions)} positions for {table.num_rows} events")
         if len(positions):
             self._releases.append((np.asarray(positions, np.int64), times, timed, table))
             self._firsts.append(int(positions[0]))
