@@ -24,22 +24,30 @@ class FakeQuery:
     takes ``busy`` polls with a trigger active, then reports its progress;
     ``on_batch`` runs after each report (a test sends its signal there)."""
 
-    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None) -> None:
-        self.batches, self.busy, self.on_batch = batches, busy, on_batch
+    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None, idle: bool = False) -> None:
+        self.batches, self.busy, self.on_batch, self.idle = batches, busy, on_batch, idle
         self.recentProgress: list[dict[str, Any]] = []
         self.polls = 0
         self.stopped_mid_trigger: bool | None = None
 
+    @property
+    def ran(self) -> int:
+        return sum("addBatch" in p["durationMs"] for p in self.recentProgress)
+
     def _tick(self) -> None:
-        if len(self.recentProgress) >= self.batches or self.stopped_mid_trigger is not None:
+        if self.ran >= self.batches or self.stopped_mid_trigger is not None:
             return
         self.polls += 1
         if self.polls % self.busy == 0:
-            k = len(self.recentProgress)
+            k = self.ran
+            if self.idle:  # a trigger that found no data first reports under the next batch's id, as Spark does
+                self.recentProgress.append(
+                    {"batchId": k, "durationMs": {"latestOffset": 1, "triggerExecution": 2}, "observedMetrics": {}}
+                )
             self.recentProgress.append(
                 {
                     "batchId": k,
-                    "durationMs": {"triggerExecution": 100 + k},
+                    "durationMs": {"addBatch": 90 + k, "triggerExecution": 100 + k},
                     "observedMetrics": {EVENTS_IN: {"n": 10 * k}, MATCHES_OUT: {"n": k}},
                 }
             )
@@ -49,7 +57,7 @@ class FakeQuery:
     @property
     def isActive(self) -> bool:
         self._tick()
-        return self.stopped_mid_trigger is None and len(self.recentProgress) < self.batches
+        return self.stopped_mid_trigger is None and self.ran < self.batches
 
     @property
     def status(self) -> dict[str, Any]:
@@ -78,10 +86,15 @@ def test_a_signal_stops_the_stream_at_a_micro_batch_boundary_with_one_line(sent:
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # handlers restored
 
 
-def test_every_micro_batch_gets_one_line_and_an_ended_stream_none_about_stopping() -> None:
+@pytest.mark.parametrize("idle", [False, True])
+def test_every_micro_batch_gets_one_line_and_an_ended_stream_none_about_stopping(idle: bool) -> None:
+    # with idle triggers' reports between them (seen live: a report of micro-batch 1 with 0 rows in 4 ms,
+    # then the real micro-batch 1, which read a file, got no line), each micro-batch that ran gets its own
     out = io.StringIO()
-    assert watch(FakeQuery(batches=4), out, None, poll=0.001) == "ended"
-    assert [line.split(":")[0] for line in out.getvalue().splitlines()] == [f"micro-batch {k}" for k in range(4)]
+    assert watch(FakeQuery(batches=4, idle=idle), out, None, poll=0.001) == "ended"
+    assert out.getvalue().splitlines() == [
+        f"micro-batch {k}: {10 * k} events in, {k} matches out, {100 + k} ms" for k in range(4)
+    ]
 
 
 class FakeTracker:

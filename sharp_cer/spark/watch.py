@@ -7,7 +7,7 @@ The figures come from the query's progress reports: its duration, and the
 counts the stream observes on its rows (``observe``, named ``EVENTS_IN`` and
 ``MATCHES_OUT``, each a count ``n``).
 
->>> batch_line({"batchId": 3, "durationMs": {"triggerExecution": 812},
+>>> batch_line({"batchId": 3, "durationMs": {"addBatch": 700, "triggerExecution": 812},
 ...             "observedMetrics": {EVENTS_IN: {"n": 120}, MATCHES_OUT: {"n": 4}}})
 'micro-batch 3: 120 events in, 4 matches out, 812 ms'
 """
@@ -126,12 +126,14 @@ def watch(
         nonlocal shown, begun
         if not begun and not quiet:
             status = query.status
-            if query.recentProgress or (status.get("isTriggerActive") and status.get("isDataAvailable")):
+            if any(map(_ran, query.recentProgress)) or (
+                status.get("isTriggerActive") and status.get("isDataAvailable")
+            ):
                 assert first is not None
                 print(first(), file=out, flush=True)
                 begun = True
         for progress in query.recentProgress:
-            if progress["batchId"] > shown:
+            if _ran(progress) and progress["batchId"] > shown:
                 shown = progress["batchId"]
                 if not quiet:
                     print(line(progress), file=out, flush=True)
@@ -179,5 +181,16 @@ def watch(
 
 def _last_batch(query: Any) -> int:
     """The number of the query's last finished micro-batch (-1: none yet)."""
-    progress = query.recentProgress
-    return int(progress[-1]["batchId"]) if progress else -1
+    ran = [p for p in query.recentProgress if _ran(p)]
+    return int(ran[-1]["batchId"]) if ran else -1
+
+
+def _ran(progress: Any) -> bool:
+    """Whether a progress report is of a micro-batch that ran: a trigger
+    that found no new data reports too (every ``noDataProgressEventInterval``),
+    under the id the next micro-batch will have, and without ``addBatch``.
+
+    >>> _ran({"batchId": 1, "durationMs": {"latestOffset": 2, "triggerExecution": 4}})
+    False
+    """
+    return "addBatch" in (progress["durationMs"] or {})
