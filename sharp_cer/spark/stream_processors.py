@@ -177,7 +177,7 @@ class Sequencer(StatefulProcessor):
         frame = _named(rows, self.columns)
         asked = frame[frame[ROW_KIND] == VERSION]
         frame = frame[frame[ROW_KIND] != VERSION]
-        stored = self.cursor.get() if self.cursor.exists() else None
+        stored = self.cursor.get()  # None where it has no value: one round trip, not two
         saved = json.loads(str(stored[2])) if stored is not None else {}
         # the version in force: one moved to inside the query (kept in the cursor's signature, so
         # that the state's schema stays the one older checkpoints have), if later than the query's own
@@ -315,7 +315,7 @@ class KeyGroups(StatefulProcessor):
         restart with changed queries: what stage 1 tells the key groups in
         the two-operator plan); and the watermark of the next micro-batch."""
         workload = self.job.workload
-        stored = self.cursor.get() if self.cursor.exists() else None
+        stored = self.cursor.get()  # None where it has no value: one round trip, not two
         # what the cursor keeps of the workload: the parts a stream may not change, and its fingerprint
         fixed = {**_fixed(workload.signature()), KEY_GROUPS_PART: str(self.job.key_groups)}
         kept = json.dumps({**fixed, FINGERPRINT: self.job.fingerprint})
@@ -370,7 +370,8 @@ class KeyGroups(StatefulProcessor):
         deadline has no timer."""
         lane = int(key[0])
         had = self.buffer.exists()  # a key holds events exactly when it has a timer for them
-        due = int(self.deadline.get()[0]) if self.deadline.exists() else None  # type: ignore[index]
+        deadline = self.deadline.get()  # None where it has no value
+        due = int(deadline[0]) if deadline is not None else None
         timed = had or due is not None  # whether the key may have timers
         # what the next micro-batch's watermark would release goes now (stage 1 knows that watermark)
         held = self._held(list(self.buffer.get()) if had else [], new)
