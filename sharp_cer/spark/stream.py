@@ -15,7 +15,9 @@ The query (``start_stream``):
    ``detect_stream``, whose positions follow a sort of each micro-batch by
    ``order_by``. Otherwise (the *one-operator plan*, ``_one_operator``)
    each file's summary row goes to every key group, which numbers its own
-   rows from it exactly as stage 1 would (``stream_input.number_key_group``);
+   rows from it exactly as stage 1 would (``stream_input.number_key_group``),
+   and each input batch's rows of one key group travel to it as one row of
+   Arrow IPC bytes (``stream_packing``);
 3. the watermark, on the events' time, ``allowed_lateness`` plus a margin
    behind the latest time (so Spark's own late-row filter never drops a row:
    stage 1 has dead-lettered every late one already);
