@@ -341,11 +341,13 @@ class KeyGroups(StatefulProcessor):
                 counted = {ROW_KIND: COUNT, TEXT: "rows", VALUE: float(after.position - cursor.position)}
                 letters = pd.concat([letters, pd.DataFrame([counted])], ignore_index=True)
             return numbered.iloc[:0], None, letters, horizon
+        events = numbered[numbered[ROW_KIND] == EVENT]
         flushes = frame[frame[ROW_KIND] == FLUSH].copy()
+        if not len(flushes):  # the usual case: no concat (it copies every column to unify their types)
+            return events.reset_index(drop=True), switch, letters, horizon
         flushes[SEQ] = after.position
         flushes[CLOCK] = max(0 if after.latest == NONE else after.latest, 0) + 1_000_000
-        kept = pd.concat([numbered[numbered[ROW_KIND] == EVENT], flushes], ignore_index=True)
-        return kept, switch, letters, horizon
+        return pd.concat([events, flushes], ignore_index=True), switch, letters, horizon
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
