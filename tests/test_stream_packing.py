@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sharp_cer.spark.columns import KEY_GROUP, LANE, TIME
-from sharp_cer.spark.stream_packing import BLOB, pack_key_groups, unpack_rows
+from sharp_cer.spark.routing import BLOB
+from sharp_cer.spark.stream_packing import pack_key_groups, unpack_rows
 
 _ROW = st.tuples(
     st.integers(-2, 2),  # lane (TICKS and the letters' lane included)

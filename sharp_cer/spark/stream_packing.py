@@ -34,10 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .columns import KEY_GROUP, LANE, TIME
-from .routing import ipc_bytes
+from .routing import BLOB, ipc_bytes
 
-#: the packed rows' bytes
-BLOB = "__rows"
 #: the columns of a packed row, as Spark's DDL
 PACKED_DDL = f"{LANE} bigint, {KEY_GROUP} bigint, {TIME} timestamp, {BLOB} binary"
 
@@ -53,9 +51,8 @@ def pack_key_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         groups = batch.column(KEY_GROUP).to_numpy(zero_copy_only=False).astype(np.int64)
         times = batch.column(TIME)
         rest = batch.select([n for n in batch.schema.names if n not in (LANE, KEY_GROUP, TIME)])
-        pairs = np.stack([lanes, groups], axis=1)
-        _, first, which = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
-        which = which.reshape(-1)
+        # one code per (lane, key group): key groups are far below 2**32, lanes small (and TICKS negative)
+        _, first, which = np.unique((lanes << 32) + groups, return_index=True, return_inverse=True)
         order = np.argsort(which, kind="stable")
         ends = np.cumsum(np.bincount(which, minlength=len(first)))
         out_lanes, out_groups, out_times, blobs = [], [], [], []
