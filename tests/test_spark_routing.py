@@ -17,11 +17,21 @@ import pytest
 
 from sharp_cer.events.loaders import load_csv
 from sharp_cer.language import parse_workload
-from sharp_cer.spark.columns import LANE, SEQ, TYPE
+from sharp_cer.spark.columns import LANE, LINE, SEQ, TYPE
 from sharp_cer.spark.lanes import lanes
 from sharp_cer.spark.pipeline import batch_lanes
-from sharp_cer.spark.prepare import LoadSpec, load_partition, offsets
-from sharp_cer.spark.routing import LETTERS, PACKED, Routing, route_partition, unpack
+from sharp_cer.spark.prepare import LoadSpec, offsets
+from sharp_cer.spark.routing import (
+    LETTERS,
+    PACKED,
+    SUMMARIES,
+    Numbering,
+    Routing,
+    late_across,
+    route_partition,
+    summaries,
+    unpack,
+)
 
 WORKLOAD = parse_workload(
     """
@@ -49,34 +59,50 @@ PARTS = [
 ]
 
 
-def _route(parts: list[list[str]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _route(parts: list[list[str]], read_again: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``run_detection`` does with the partitions: read and route each
+    once, learn where each starts from their summaries, read again (judged
+    against the partitions before) only where an event may be late across
+    them (``read_again`` says which is expected), number in the workers."""
     spec = LoadSpec(WORKLOAD.schema, "csv", WORKLOAD.allowed_lateness)
     batches = [pa.record_batch({"value": lines}) for lines in parts]
-    summaries = []
-    for part, batch in enumerate(batches):
-        (row,) = pa.Table.from_batches(load_partition(spec, iter([batch]), part, summary_only=True)).to_pylist()
-        summaries.append((row["__part"], row["__local"], row["__line"], row["__ts"]))
-    plan = Routing(spec, offsets(summaries), batch_lanes(lanes(WORKLOAD)), 3)
+    plan = Routing(spec, batch_lanes(lanes(WORKLOAD)), 3)
+
+    def read(plan: Routing) -> list[pa.RecordBatch]:
+        return [b for part, batch in enumerate(batches) for b in route_partition(plan, iter([batch]), part)]
+
+    blobs = read(plan)
+    found = summaries(r for b in blobs for r in b.to_pylist())
+    assert sorted(s[0] for s in found) == list(range(len(parts)))
+    assert late_across(found, WORKLOAD.allowed_lateness) == read_again
+    at = offsets([s[:4] for s in found])
+    if read_again:
+        blobs = read(Routing(spec, plan.lanes, plan.key_groups, at.latest))
     routed = []
-    for part, batch in enumerate(batches):
-        for blobs in route_partition(plan, iter([batch]), part):
-            for table in unpack(blobs):
-                routed += table.to_pylist()
+    for batch in blobs:
+        kept = batch.filter(pa.compute.not_equal(batch[LANE], SUMMARIES))
+        for table in unpack(kept, Numbering(at, text=True)):
+            routed += table.to_pylist()
     events = [r for r in routed if r[LANE] != LETTERS]
-    letters = [{"position": r[SEQ], **json.loads(r[PACKED])} for r in routed if r[LANE] == LETTERS]
+    letters = [{"position": r[SEQ], "line": r[LINE], **json.loads(r[PACKED])} for r in routed if r[LANE] == LETTERS]
     return events, letters
 
 
-def test_each_event_once_per_lane_at_its_position_and_the_loaders_letters() -> None:
-    events, letters = _route(PARTS)
-    text = "\n".join(line for part in PARTS for line in part) + "\n"
+# the same with the second partition's first row in time (t=14 after 12): nothing late across partitions
+IN_TIME = [PARTS[0], ["B,1,14", *PARTS[1][1:]]]
+
+
+@pytest.mark.parametrize("parts", [PARTS, IN_TIME], ids=["late-across", "in-time"])
+def test_each_event_once_per_lane_at_its_position_and_the_loaders_letters(parts: list[list[str]]) -> None:
+    events, letters = _route(parts, read_again=parts is PARTS)
+    text = "\n".join(line for part in parts for line in part) + "\n"
     batch, report = load_csv(text, WORKLOAD.schema, allowed_lateness=WORKLOAD.allowed_lateness)
     truth = [
         {"position": d.position, "line": d.line, "kind": d.kind, "reason": d.reason, "raw": d.raw}
         for d in report.dead_letters
     ]
     assert {"late", "mistyped_attribute"} <= {d["kind"] for d in truth}
-    assert any(d["raw"] == "B,1,4" for d in truth)  # late against the first partition
+    assert any(d["raw"] == "B,1,4" for d in truth) == (parts is PARTS)  # late against the first partition
     assert sorted(({k: d[k] for k in truth[0]} for d in letters), key=lambda d: d["position"]) == truth
     # two lanes: by k (by_k and by_k_j merged: an event without j goes there too, its engine skips it for
     # by_k_j as in-process) and the one without a key; an event goes to each that reads it

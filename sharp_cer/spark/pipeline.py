@@ -1,13 +1,15 @@
 """Batch detection on Spark: events in, matches out, one engine per key group.
 
-``run_detection`` counts the input's partitions (``prepare``: one small
-job), then reads, validates, numbers and routes the events in one Python
-pass (``routing``): each event goes to every lane that reads it (lanes whose
-partition attributes overlap merged, ``batch_lanes``), with the key group
-of its partition key there (a hash of the key's values into ``key_groups``
-buckets), and each input batch's rows of one lane and key group travel as
-one row of Arrow IPC bytes. The workers run one engine per lane and key
-group (``worker``):
+``run_detection`` reads, validates and routes the events in one Python pass
+(``routing``), kept (persisted) while the driver collects each partition's
+summary from it (one Spark job, a small collect), which says where each
+partition starts in the stream: each event goes to every lane that reads it
+(lanes whose partition attributes overlap merged, ``batch_lanes``), with the
+key group of its partition key there (a hash of the key's values into
+``key_groups`` buckets), and each input batch's rows of one lane and key
+group travel as one row of Arrow IPC bytes. The workers number the rows
+they get in the stream and run one engine per lane and key group
+(``worker``):
 
 - ``method="udtf"`` (default): the Arrow Python UDTF over
   ``TABLE(blobs) PARTITION BY (lane, key group) ORDER BY`` the input's
@@ -51,8 +53,22 @@ from .columns import (
     arrow_ddl,
 )
 from .lanes import Lane, lanes
-from .prepare import Prepared, prepare, read_input
-from .routing import BATCH_DDL, BLOBS, LETTERS, ORDER, Routing, letter_output, route_partition, unpack, widen
+from .prepare import TEXT_FORMATS, LoadSpec, Prepared, prepare, read_input
+from .routing import (
+    BATCH_DDL,
+    BLOBS,
+    LETTERS,
+    ORDER,
+    SUMMARIES,
+    Numbering,
+    Routing,
+    late_across,
+    letter_output,
+    route_partition,
+    summaries,
+    unpack,
+    widen,
+)
 from .summary import Summary, summarize_rows
 from .worker import Job, KeyGroupRun, floor_warnings_before, run_sorted
 
@@ -75,6 +91,8 @@ class Detection:
     #: the bounds below the update floor, said before the run (``run_detection``)
     floor_warnings: list[str] = field(default_factory=list)
     _persisted: list[DataFrame] = field(default_factory=list)
+    #: the routed input, kept from the read that counted the partitions' summaries (released by ``close``)
+    _routed: DataFrame | None = None
 
     @property
     def matches(self) -> DataFrame:
@@ -143,6 +161,8 @@ class Detection:
         """Release what this job persisted."""
         for frame in self._persisted:
             frame.unpersist()
+        if self._routed is not None:
+            self._routed.unpersist()
         self.prepared.close()
 
 
@@ -206,12 +226,33 @@ def run_detection(
         raw, fmt = read_input(spark, events, format)
     else:
         raw, fmt = events, format or "table"
-    prepared = prepare(raw, workload.schema, fmt, workload.allowed_lateness)
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
     found = batch_lanes(lanes(workload))
-    parts = int(prepared.events.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
+    parts = int(raw.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
     # few engines cost less (each runs every query of its lanes over its keys, as in-process), and a few
     # more than the cores still spread the keys: half a shuffle partition's worth (two per core, by default)
     count = key_groups or max(2, parts // 2)
+    spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
+    plan = Routing(spec, found, count)
+    # read, validated and routed once, in one Python pass (the rows meet Spark's row handling once, on the
+    # shuffle), and kept while the driver learns where each partition starts from their summaries
+    routed = raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
+    routed = routed.persist(StorageLevel.MEMORY_AND_DISK)
+    found_summaries = summaries(r.asDict() for r in routed.where(F.col(LANE) == SUMMARIES).collect())
+    prepared = prepare(raw, spec, found_summaries)
+    assert prepared.offsets is not None
+    if late_across(found_summaries, workload.allowed_lateness):
+        # an event may be late against an earlier partition: read again, each partition judged against them
+        routed.unpersist()
+        plan = dataclasses.replace(plan, latest=prepared.offsets.latest)
+        routed = raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
+        kept = None
+    else:
+        kept = routed
+    routed = routed.where(F.col(LANE) != SUMMARIES)
+    numbering = Numbering(prepared.offsets, fmt in TEXT_FORMATS)
     width = max(1, -(-prepared.rows // bins))
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
     final_time = prepared.latest_time if trailing else None
@@ -220,16 +261,13 @@ def run_detection(
     floor = floor_warnings_before(job, _first_events(prepared, workload)) if shedder is not None else []
     for line in floor:
         warnings.warn(line, RuntimeWarning, stacklevel=2)
-    assert prepared.spec is not None and prepared.offsets is not None and prepared.raw is not None
-    plan = Routing(prepared.spec, prepared.offsets, found, count)
-    # read, numbered and routed in one Python pass: the rows meet Spark's row handling once, on the shuffle
-    routed = prepared.raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
     if method == "udtf":
-        output = _detect_key_group_udtf(job)(routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(ORDER))
+        by_key_group = routed.asTable().partitionBy(LANE, KEY_GROUP).orderBy(ORDER)
+        output = _detect_key_group_udtf(job, numbering)(by_key_group)
     else:
         ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, ORDER)
-        output = ordered.mapInArrow(functools.partial(run_sorted_batch, job), BATCH_DDL)
-    return Detection(job, found, prepared, output, floor)
+        output = ordered.mapInArrow(functools.partial(run_sorted_batch, job, numbering), BATCH_DDL)
+    return Detection(job, found, prepared, output, floor, _routed=kept)
 
 
 def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:
@@ -318,10 +356,10 @@ def _key(lane: Lane, attributes: set[str]) -> Column:
     return F.when(present, F.to_json(F.array(*[F.col(f"`{n}`").cast("string") for n in names])))
 
 
-def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def run_sorted_batch(job: Job, numbering: Numbering, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``worker.run_sorted`` over routed rows (``method="map"``; ``BLOBS``
-    sorted by lane, key group and input order): the dead letters' rows
-    written out as they are, the rest run by the key groups' engines."""
+    sorted by lane, key group and input order), numbered in the stream: the
+    dead letters' rows written out, the rest run by the key groups' engines."""
     import pyarrow as pa
 
     letters: list[pa.Table] = []
@@ -329,7 +367,7 @@ def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.
     def events() -> Iterator[pa.RecordBatch]:
         for blobs in tables:
             lanes = blobs.column(LANE).to_pylist()
-            for lane, rows in zip(lanes, unpack(blobs), strict=True):
+            for lane, rows in zip(lanes, unpack(blobs, numbering), strict=True):
                 if lane == LETTERS:
                     letters.append(letter_output(rows))
                 else:
@@ -341,8 +379,36 @@ def run_sorted_batch(job: Job, tables: Iterable[pa.RecordBatch]) -> Iterator[pa.
         yield from table.to_batches()
 
 
-def _detect_key_group_udtf(job: Job) -> Any:
-    """The Arrow UDTF that runs one lane and key group: a new instance per key group."""
+#: a key group's routed pieces are fed to its engine joined up to about this many rows: an engine's
+#: cost per batch is paid once per ~65k events, not once per input batch's piece of a few thousand
+FEED_ROWS = 65536
+
+
+def together(tables: Iterable[pa.Table], rows: int = FEED_ROWS) -> Iterator[pa.Table]:
+    """Consecutive ``tables`` (one schema) joined into tables of at least
+    ``rows`` rows each (the last may hold fewer), in their order.
+
+    >>> import pyarrow as pa
+    >>> [t["x"].to_pylist() for t in together([pa.table({"x": [i] * i}) for i in (1, 2, 3, 1)], rows=3)]
+    [[1, 2, 2], [3, 3, 3], [1]]
+    """
+    import pyarrow as pa
+
+    held: list[pa.Table] = []
+    size = 0
+    for table in tables:
+        held.append(table)
+        size += table.num_rows
+        if size >= rows:
+            yield pa.concat_tables(held).combine_chunks()
+            held, size = [], 0
+    if held:
+        yield pa.concat_tables(held).combine_chunks()
+
+
+def _detect_key_group_udtf(job: Job, numbering: Numbering) -> Any:
+    """The Arrow UDTF that runs one lane and key group (its rows numbered in
+    the stream by ``numbering``): a new instance per key group."""
     from pyspark.sql.functions import arrow_udtf
 
     @arrow_udtf(returnType=BATCH_DDL)  # type: ignore[arg-type]  # PySpark's stubs expect a function
@@ -352,12 +418,13 @@ def _detect_key_group_udtf(job: Job) -> Any:
 
         def eval(self, blobs: pa.RecordBatch) -> Any:
             lane = blobs.column(LANE)[0].as_py()
-            for rows in unpack(blobs):
-                if lane == LETTERS:  # the dead letters' lane: written out as they are
+            if lane == LETTERS:  # the dead letters' lane: written out as they are
+                for rows in unpack(blobs, numbering):
                     yield letter_output(rows)
-                    continue
-                if self.run is None:
-                    self.run = KeyGroupRun(job, lane)
+                return
+            if self.run is None:
+                self.run = KeyGroupRun(job, lane)
+            for rows in together(unpack(blobs, numbering)):
                 yield widen(self.run.feed(rows))
 
         def terminate(self) -> Any:

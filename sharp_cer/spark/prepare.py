@@ -4,18 +4,20 @@ The stream order is the input's order (a file's rows in order, a
 DataFrame's partitions in order), exactly as the in-process loaders read
 it. Each partition is loaded by the in-process loaders (CSV and JSONL
 lines as text, anything else as Arrow batches), which validate every row
-and dead-letter the bad ones (``load_partition``). The input is read twice:
-
-1. a first read keeps only each partition's summary (rows, lines, largest
-   and least time), collected by the driver (``offsets``): how many rows
-   and lines come before each partition and the largest time before it;
-2. the second read judges each partition from its start against that
-   largest time, so an event more than ``allowed_lateness`` behind it is
-   dead-lettered by the loader as in-process (its line and text), and
-   numbers every row densely (``__seq``, the event's position, as
-   in-process: dead-lettered rows count). A batch run routes its rows in
-   the same pass (``routing``); ``Prepared.events`` and ``dead_letters``
-   number them with Spark expressions.
+and dead-letter the bad ones (``load_partition``), and each partition ends
+with its summary (rows, lines, largest and least time). A batch run reads
+the input once (``routing``): its rows are routed numbered within their
+partitions, and the driver collects the summaries (``offsets``): how many
+rows and lines come before each partition and the largest time before it,
+from which the workers number every row densely (``__seq``, the event's
+position, as in-process: dead-lettered rows count). An event more than
+``allowed_lateness`` behind an earlier partition's largest time is
+dead-lettered by the loader as in-process (its line and text) when a
+partition is read judged from its start against that time
+(``load_partition``'s ``carried``): the run reads the input so again only
+where the summaries say some event may be. ``Prepared.events`` and
+``dead_letters`` read the input that way, numbering the rows with Spark
+expressions.
 
 Nothing is cached: reading and validating again costs less than Spark's
 cache of every row. CSV and JSONL rows must each be one line (Spark splits
@@ -320,7 +322,7 @@ class Prepared:
     """The numbered events (``__seq``, ``type``, every attribute), the dead
     letters (``columns.DEAD_LETTERS``), and how many rows were read; both
     frames are computed when used (each use reads the input again: a run
-    reads the events through ``number`` instead, once)."""
+    reads the events through ``routing`` instead, once)."""
 
     events: DataFrame
     dead_letters: DataFrame
@@ -330,7 +332,7 @@ class Prepared:
     #: the largest primary time of the input (None: no event has one): the
     #: stream's event time at its end, which trailing absences read
     latest_time: int | None = None
-    #: how pass 1 loads a partition, the raw input, and each partition's offsets (for ``number``)
+    #: how pass 1 loads a partition, the raw input, and each partition's offsets
     spec: LoadSpec | None = None
     raw: DataFrame | None = None
     offsets: Offsets | None = None
@@ -372,25 +374,23 @@ def _by_partition(values: dict[int, int]) -> Column:
     return F.element_at(F.create_map(*pairs), F.col(PART)) if pairs else F.lit(0)
 
 
-def prepare(raw: DataFrame, schema: Schema, format: str = "table", allowed_lateness: int = 0) -> Prepared:
-    """Read the raw input once for its partitions' summaries (one Spark
-    job, a small collect): rows, lines and times per partition; the rest
-    (see the module docstring) is planned, computed when used."""
+def prepare(raw: DataFrame, spec: LoadSpec, summaries: list[tuple[int, int, int, int | None, int | None]]) -> Prepared:
+    """The input's numbered events and dead letters (see the module
+    docstring), planned from its partitions' ``summaries`` (partition,
+    rows, lines, largest and least time; ``routing.summaries``), computed
+    when used: no Spark job here."""
     from pyspark.sql import functions as F
 
-    spec = LoadSpec(schema, format, allowed_lateness)
     ddl = arrow_ddl(spec.arrow)
-    counted = raw.mapInArrow(functools.partial(load_partition, spec, summary_only=True), ddl)
-    summaries = [(r[PART], r[LOCAL], r[LINE], r[TS]) for r in counted.select(PART, LOCAL, LINE, TS).collect()]
-    at = offsets(summaries)
-    # read again, each partition judged from its start against the largest time of the ones before it, so
-    # that the loader dead-letters an event late across partitions as in-process (its line and text)
+    at = offsets([s[:4] for s in summaries])
+    # each partition judged from its start against the largest time of the ones before it, so that the
+    # loader dead-letters an event late across partitions as in-process (its line and text)
     first = raw.mapInArrow(functools.partial(load_partition, spec, carried=dict(at.latest)), ddl)
     kinds = spec.kinds
     attributes = [F.col(f"`{n}`") for n in kinds]
     # the global numbers are Spark expressions: no second trip through Python
     seq = F.col(LOCAL) + _by_partition(at.rows)
-    line = seq + 1 if format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
+    line = seq + 1 if spec.format not in TEXT_FORMATS else F.col(LINE) + _by_partition(at.lines)
     numbered = first.where(F.col(ROW_KIND) != SUMMARY)
     second = numbered.select(ROW_KIND, seq.alias(SEQ), line.alias(LINE), TYPE, *attributes, *LETTER_COLUMNS)
     events = second.where(F.col(ROW_KIND) == EVENT).select(SEQ, TYPE, *attributes)
