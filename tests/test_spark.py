@@ -238,9 +238,12 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     path.write_text("\n".join(lines) + "\n")
     batch, report = load_csv(str(path), workload.schema, allowed_lateness=workload.allowed_lateness)
     assert ("late" in report.counts) == late and report.counts["mistyped_attribute"] > 1
+    kept = spark.sparkContext._jsc.getPersistentRDDs().size()
     detection = run_detection(str(path), workload, spark=spark)
     try:
         assert detection.prepared.read.rdd.getNumPartitions() > 1
+        # the input read once and kept for the run; read again (not kept) only where a row is late across splits
+        assert spark.sparkContext._jsc.getPersistentRDDs().size() == kept + (0 if late else 1)
 
         # every field of every letter, a row late against an earlier split's events too (its line and CSV text)
         def fields(position: int, line: int, kind: str, reason: str, raw: str) -> tuple[Any, ...]:
@@ -258,6 +261,7 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
             assert summary.rows == report.read and summary.dead_letters == report.counts
     finally:
         detection.close()
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == kept  # released
 
 
 def test_summary_counts_latency_and_bounds(spark: Any) -> None:

@@ -169,8 +169,12 @@ class Detection:
 def detect(events: DataFrame, workload: Workload, **options: Any) -> DataFrame:
     """The matches of ``workload`` over a DataFrame of events (a ``type``
     column and one column per attribute), as a DataFrame with columns
-    ``MATCH_COLUMNS``; see ``run_detection`` for the options."""
-    return run_detection(events, workload, **options).matches
+    ``MATCH_COLUMNS``; see ``run_detection`` for the options. Nothing is
+    kept for it (each use reads the events again): ``run_detection`` keeps
+    the routed input for its job until ``close``."""
+    detection = run_detection(events, workload, **options)
+    detection.close()
+    return detection.matches
 
 
 def run_detection(
