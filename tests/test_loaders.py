@@ -67,6 +67,20 @@ PING,1709544600000000003
 EXPECTED = "int64 nanoseconds or an ISO-8601 timestamp"
 
 
+def test_csv_bytes_given_read_as_the_file_holding_them(tmp_path: Path) -> None:
+    """The bytes themselves (as Spark's workers pass a partition's lines)
+    load as the file holding them does: every event, every letter (the line
+    that is not UTF-8 too, its bytes kept), only the source's name differs."""
+    path = tmp_path / "events.csv"
+    path.write_bytes(CSV_BYTES)
+    from_file, file_report = load_csv(path, SCHEMA, allowed_lateness=10)
+    given, report = load_csv(CSV_BYTES, SCHEMA, allowed_lateness=10)
+    assert report.source == "<csv text>" and (report.read, report.counts) == (file_report.read, file_report.counts)
+    assert report.dead_letters == file_report.dead_letters
+    assert given.positions.tolist() == from_file.positions.tolist()
+    assert [given.row(i) for i in range(len(given))] == [from_file.row(i) for i in range(len(from_file))]
+
+
 def test_csv_every_kind_of_bad_row(tmp_path: Path) -> None:
     path = tmp_path / "events.csv"
     path.write_bytes(CSV_BYTES)

@@ -73,6 +73,8 @@ from .batch import FILLER, STORAGE, Column, DeadLetter, EventBatch, LoadReport, 
 from .csv_blocks import BLOCK_BYTES, CsvBlock, line_blocks, plain_utf8, read_blocks
 
 Source = str | os.PathLike[str]
+#: what the text loaders read: a path, the text itself (a ``str`` holding a newline), or its bytes
+TextSource = Source | bytes
 _Mask = npt.NDArray[np.bool_]
 #: kinds whose CSV fields pyarrow's reader may parse: every text it takes, the string patterns take alike
 _ARROW_NUMBER = {"int": pa.int64(), "primary_time": pa.int64(), "double": pa.float64()}
@@ -153,7 +155,7 @@ class _Converted:
 
 
 def load_csv(
-    source: Source,
+    source: TextSource,
     schema: Schema,
     *,
     header: bool | None = None,
@@ -164,8 +166,8 @@ def load_csv(
 ) -> tuple[EventBatch, LoadReport]:
     """Load CORE-style CSV: each row is an event type and then that type's
     attributes in declaration order (rows of different types may differ in
-    length). ``source`` is a path, or CSV text if it is a ``str`` holding a
-    newline. ``header=None`` treats the first row as a header when its first
+    length). ``source`` is a path, CSV text if it is a ``str`` holding a
+    newline, or its bytes (``bytes``). ``header=None`` treats the first row as a header when its first
     field is no event type and it is ``type`` or the rest are attribute
     names; a header naming only attributes must list one event type's
     attributes in order (rows are read by position, not by header name).
@@ -189,7 +191,7 @@ def load_csv(
 
 
 def iter_csv(
-    source: Source,
+    source: TextSource,
     schema: Schema,
     *,
     header: bool | None = None,
@@ -259,7 +261,7 @@ def collect(chunks: Iterable[tuple[EventBatch, LoadReport]], name: str) -> tuple
 
 
 def load_jsonl(
-    source: Source,
+    source: TextSource,
     schema: Schema,
     *,
     strict: bool = False,
@@ -269,7 +271,8 @@ def load_jsonl(
 ) -> tuple[EventBatch, LoadReport]:
     """Load JSON Lines: one object per line with a ``type`` key and one key
     per attribute (other keys are ignored; blank lines are not rows).
-    ``source`` is a path, or JSONL text if it is a ``str`` holding a newline.
+    ``source`` is a path, JSONL text if it is a ``str`` holding a newline,
+    or its bytes (``bytes``).
 
     >>> from sharp_cer.language import Schema
     >>> s = Schema.parse("CREATE STREAM S { EVENT A { x:int, t:primary_time } }")
@@ -285,7 +288,7 @@ def load_jsonl(
 
 
 def iter_jsonl(
-    source: Source,
+    source: TextSource,
     schema: Schema,
     *,
     strict: bool = False,
@@ -487,12 +490,13 @@ def _check_lateness(value: int) -> int:
     return value
 
 
-def _source_name(source: Source, label: str) -> str:
-    return label if _is_text(source) else str(Path(source))
+def _source_name(source: TextSource, label: str) -> str:
+    return label if _is_text(source) else str(Path(source))  # type: ignore[arg-type]  # bytes are text
 
 
-def _is_text(source: Source) -> bool:
-    return isinstance(source, str) and (source == "" or "\n" in source or "\r" in source)
+def _is_text(source: TextSource) -> bool:
+    """Whether ``source`` is the data itself: bytes, or a str holding a line break."""
+    return isinstance(source, bytes) or (isinstance(source, str) and (source == "" or "\n" in source or "\r" in source))
 
 
 def _text_bytes(text: str) -> bytes:
@@ -510,8 +514,11 @@ def _text_bytes(text: str) -> bytes:
 
 
 @contextmanager
-def _open_bytes(source: Source, name: str) -> Iterator[BinaryIO]:
-    """The input as a binary stream: the file, or the text given."""
+def _open_bytes(source: TextSource, name: str) -> Iterator[BinaryIO]:
+    """The input as a binary stream: the file, or the text (or bytes) given."""
+    if isinstance(source, bytes):
+        yield io.BytesIO(source)
+        return
     if _is_text(source):
         yield io.BytesIO(_text_bytes(str(source)))
         return

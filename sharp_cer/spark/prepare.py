@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sharp_cer.errors import SurfaceError
 from sharp_cer.events.batch import EventBatch, LoadReport
@@ -179,8 +180,7 @@ def load_partition(
         # judged against the earlier batches (and partitions, given): the loader's letters say line and text
         progress = StreamProgress(0, latest)
         if spec.format in TEXT_FORMATS:
-            texts = _texts_of(batch.column(TEXT_VALUE))
-            text = "\n".join(texts) + "\n"
+            text, span = _text_of(batch.column(TEXT_VALUE))
             lateness = spec.allowed_lateness
             if spec.format == "csv":
                 header = None if part == 0 and lines == 0 else False  # a header on the input's first line only
@@ -189,7 +189,6 @@ def load_partition(
                 )
             else:
                 events, report = load_jsonl(text, spec.schema, allowed_lateness=lateness, progress=progress)
-            span = len(texts)
         else:
             table = pa.Table.from_batches([batch])
             events, report = load_arrow(table, spec.schema, allowed_lateness=spec.allowed_lateness, progress=progress)
@@ -226,27 +225,33 @@ def _pass_one_rows(
         before[1:] = np.maximum(np.maximum.accumulate(marked)[:-1], latest)
     # an event's line: text rows keep the loader's line; table rows are numbered from 1
     letters = report.dead_letters
+    k = len(letters)
     columns: dict[str, Any] = {
-        PART: [part] * (n + len(letters)),
-        ROW_KIND: [EVENT] * n + [DEAD] * len(letters),
-        LOCAL: (events.positions + rows).tolist() + [d.position + rows for d in letters],
-        LINE: [0] * n + [d.line + lines for d in letters],
+        PART: pa.array(np.full(n + k, part, np.int32)),
+        ROW_KIND: pa.concat_arrays([pa.repeat(EVENT, n), pa.repeat(DEAD, k)]),
+        LOCAL: pa.array(np.concatenate([events.positions + rows, _ints(d.position + rows for d in letters)])),
+        LINE: pa.array(np.concatenate([np.zeros(n, np.int64), _ints(d.line + lines for d in letters)])),
         TS: pa.array(
-            np.concatenate([times.values, np.zeros(len(letters), np.int64)]),
-            mask=np.concatenate([~times.valid, np.ones(len(letters), bool)]),
+            np.concatenate([times.values, np.zeros(k, np.int64)]),
+            mask=np.concatenate([~times.valid, np.ones(k, bool)]),
         ),
         PREV: pa.array(
-            np.concatenate([before, np.zeros(len(letters), np.int64)]),
-            mask=np.concatenate([before == _NONE, np.ones(len(letters), bool)]),
+            np.concatenate([before, np.zeros(k, np.int64)]),
+            mask=np.concatenate([before == _NONE, np.ones(k, bool)]),
         ),
-        TYPE: list(events.types) + [None] * len(letters),
+        TYPE: pa.concat_arrays([pa.array(events.types, pa.string()), pa.nulls(k, pa.string())]),
     }
     for name, kind in spec.kinds.items():
         column = events.columns[name].to_arrow()
-        columns[name] = pa.concat_arrays([column, pa.nulls(len(letters), _ARROW_TYPES[kind])])
+        columns[name] = pa.concat_arrays([column, pa.nulls(k, _ARROW_TYPES[kind])])
     for field, column in zip(LETTER, LETTER_COLUMNS, strict=True):
-        columns[column] = [None] * n + [letter_text(getattr(d, field)) for d in letters]
+        texts = pa.array([letter_text(getattr(d, field)) for d in letters], pa.string())
+        columns[column] = pa.concat_arrays([pa.nulls(n, pa.string()), texts])
     return _record(spec.arrow, columns, n + len(letters))
+
+
+def _ints(values: Iterable[int]) -> _Ints:
+    return np.fromiter(values, dtype=np.int64)
 
 
 def letter_text(value: Any) -> str | None:
@@ -270,13 +275,21 @@ def letter_text(value: Any) -> str | None:
     return text
 
 
-def _texts_of(column: pa.Array) -> list[str]:
-    """A text column's lines as str, decoded with ``surrogateescape``:
-    Spark's text source passes bytes that are not UTF-8 on as they are, and
-    such a line must reach the loader, which dead-letters it, instead of
-    failing the whole batch in Arrow's decoding."""
+def _text_of(column: pa.Array) -> tuple[bytes, int]:
+    """A text column's lines as the bytes of one text, each line ended by a
+    line break, and how many lines: the bytes as Spark's text source passed
+    them (a line that is not UTF-8 reaches the loader as it is, which
+    dead-letters it, instead of failing the whole batch in a decoding); a
+    null line is an empty one.
+
+    >>> _text_of(pa.array(["A,1", None, "B,2"]))
+    (b'A,1\\n\\nB,2\\n', 3)
+    """
     raw = column.cast(pa.binary()) if pa.types.is_string(column.type) else column
-    return ["" if t is None else t.decode("utf-8", "surrogateescape") for t in raw.to_pylist()]
+    raw = raw.fill_null(b"")
+    lines = pa.ListArray.from_arrays(pa.array([0, len(raw)], pa.int32()), raw)
+    joined = pc.binary_join(lines, b"\n")[0].as_py()
+    return (joined + b"\n" if len(raw) else b""), len(raw)
 
 
 def _record(schema: pa.Schema, columns: dict[str, Any], n: int) -> pa.RecordBatch:
