@@ -54,6 +54,7 @@ from sharp_cer.latency_summary import query_summaries
 from sharp_cer.planner import Plan, compile_plan
 
 from .columns import BIN, COUNTER, KEY_GROUP, LANE, LATENCY, LATENCY_MS, MATCH, OUTPUT, SEQ, rows_of
+from .match_lines import of_lines
 from .telemetry import ms_bin_rows, telemetry_table
 
 #: a key group's held events are replayed in slices of this many: in wall mode
@@ -162,6 +163,9 @@ class KeyGroupRun:
         self.detector: Detector | None = None
         if self.held is None:
             self.detector = self._detector(None)
+        # without a shedder nothing needs the Match objects: the matches come as the lines the core writes
+        # (``Detector.feed_ranked_lines``), read into columns by Arrow (``match_lines``)
+        self.ranks = None if job.shedder else dict.fromkeys((q.name for q in self.workload.queries), 0)
 
     def _detector(self, reference_ms: dict[str, float] | None) -> Detector:
         # a shedder's log counts events over its bounds; without one, the workload's are still judged
@@ -181,6 +185,8 @@ class KeyGroupRun:
             self.held.append(batch)
             return _empty()
         assert self.detector is not None
+        if self.ranks is not None:
+            return self._found(of_lines([line for _, _, line in self.detector.feed_ranked_lines(batch, self.ranks)]))
         return self._matches(self.detector.feed(batch))
 
     def finish(self) -> pa.Table:
@@ -213,11 +219,14 @@ class KeyGroupRun:
         return checked_arrow(table, self.workload.schema, seq)
 
     def _matches(self, matches: list[Match]) -> pa.Table:
-        width = self.job.bin_width
-        self.match_bins.update((m.query, m.end // width) for m in matches)
-        found = matches_to_arrow(matches)
+        return self._found(matches_to_arrow(matches))
+
+    def _found(self, found: pa.Table) -> pa.Table:
+        """Match rows of the matches ``found`` (``api.MATCH_SCHEMA``), counted in their time bins."""
+        ends = np.asarray(found.column("end").to_numpy(), dtype=np.int64) // self.job.bin_width
+        self.match_bins.update(zip(found.column("query").to_pylist(), ends.tolist(), strict=True))
         columns = {name: found.column(name) for name in found.column_names}
-        return rows_of([MATCH] * len(matches), **columns)
+        return rows_of([MATCH] * found.num_rows, **columns)
 
     def _statistics(self, detector: Detector) -> pa.Table:
         engine, width = detector.engine, self.job.bin_width
