@@ -16,7 +16,6 @@ from sharp_cer.events.match import Match
 from sharp_cer.language import load_workload
 from sharp_cer.spark.match_lines import of_lines
 
-
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 NAMES = st.text(alphabet="abcxyz_B", min_size=1, max_size=4)
 POSITIONS = st.lists(st.integers(0, 2**62), max_size=4).map(tuple)
