@@ -230,32 +230,14 @@ def run_detection(
         raw, fmt = read_input(spark, events, format)
     else:
         raw, fmt = events, format or "table"
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     found = batch_lanes(lanes(workload))
     parts = int(raw.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
     # few engines cost less (each runs every query of its lanes over its keys, as in-process), and a few
     # more than the cores still spread the keys: half a shuffle partition's worth (two per core, by default)
     count = key_groups or max(2, parts // 2)
-    spec = LoadSpec(workload.schema, fmt, workload.allowed_lateness)
-    plan = Routing(spec, found, count)
-    # read, validated and routed once, in one Python pass (the rows meet Spark's row handling once, on the
-    # shuffle), and kept while the driver learns where each partition starts from their summaries
-    routed = raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
-    routed = routed.persist(StorageLevel.MEMORY_AND_DISK)
-    found_summaries = summaries(r.asDict() for r in routed.where(F.col(LANE) == SUMMARIES).collect())
-    prepared = prepare(raw, spec, found_summaries)
+    plan = Routing(LoadSpec(workload.schema, fmt, workload.allowed_lateness), found, count)
+    routed, prepared, kept = _read_once(raw, plan)
     assert prepared.offsets is not None
-    if late_across(found_summaries, workload.allowed_lateness):
-        # an event may be late against an earlier partition: read again, each partition judged against them
-        routed.unpersist()
-        plan = dataclasses.replace(plan, latest=prepared.offsets.latest)
-        routed = raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
-        kept = None
-    else:
-        kept = routed
-    routed = routed.where(F.col(LANE) != SUMMARIES)
     numbering = Numbering(prepared.offsets, fmt in TEXT_FORMATS)
     width = max(1, -(-prepared.rows // bins))
     trailing = any(trailing_absence(q.checked.query.pattern) is not None for q in workload.queries)
@@ -272,6 +254,29 @@ def run_detection(
         ordered = routed.repartition(parts, LANE, KEY_GROUP).sortWithinPartitions(LANE, KEY_GROUP, ORDER)
         output = ordered.mapInArrow(functools.partial(run_sorted_batch, job, numbering), BATCH_DDL)
     return Detection(job, found, prepared, output, floor, _routed=kept)
+
+
+def _read_once(raw: DataFrame, plan: Routing) -> tuple[DataFrame, Prepared, DataFrame | None]:
+    """The input read, validated and routed in one Python pass (the rows
+    meet Spark's row handling once, on the shuffle) and kept while the
+    driver collects the partitions' summaries (one Spark job): the routed
+    rows, the input prepared from the summaries, and what is kept (to
+    release once the job is done). Where an event may be late against an
+    earlier partition (``routing.late_across``), the input is read again,
+    each partition judged against the ones before it, and nothing is kept."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    routed = raw.mapInArrow(functools.partial(route_partition, plan), arrow_ddl(BLOBS))
+    kept: DataFrame | None = routed.persist(StorageLevel.MEMORY_AND_DISK)
+    found = summaries(r.asDict() for r in routed.where(F.col(LANE) == SUMMARIES).collect())
+    prepared = prepare(raw, plan.spec, found)
+    if late_across(found, plan.spec.allowed_lateness):
+        routed.unpersist()
+        assert prepared.offsets is not None
+        again = dataclasses.replace(plan, latest=prepared.offsets.latest)
+        routed, kept = raw.mapInArrow(functools.partial(route_partition, again), arrow_ddl(BLOBS)), None
+    return routed.where(F.col(LANE) != SUMMARIES), prepared, kept
 
 
 def _first_events(prepared: Prepared, workload: Workload, count: int = 2000) -> Any:

@@ -157,8 +157,8 @@ def summaries(rows: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, int, in
     for row in rows:
         if row[LANE] == SUMMARIES:
             (found,) = pa.ipc.open_stream(row[BLOB]).read_all().to_pylist()
-            out.append(tuple(found[c] for c in SUMMARY_COLUMNS))
-    return out  # type: ignore[return-value]  # five fields, by SUMMARY_COLUMNS
+            out.append((found[PART], found[LOCAL], found[LINE], found[TS], found[PREV]))
+    return out
 
 
 def late_across(found: list[tuple[int, int, int, int | None, int | None]], lateness: int) -> bool:
@@ -171,10 +171,11 @@ def late_across(found: list[tuple[int, int, int, int | None, int | None]], laten
     (False, True)
     """
     latest = offsets([s[:4] for s in found]).latest
-    return any(
-        least is not None and latest[part] is not None and latest[part] - least > lateness  # type: ignore[operator]
-        for part, *_, least in found
-    )
+    for part, *_, least in found:
+        before = latest[part]
+        if least is not None and before is not None and before - least > lateness:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
