@@ -264,6 +264,38 @@ def test_numbering_without_a_python_pass_and_letters_carried_in_the_output(
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == kept  # released
 
 
+@pytest.mark.parametrize("method", ["udtf", "map"])
+def test_a_tables_rows_numbered_across_partitions_with_their_letters(spark: Any, tmp_path: Path, method: str) -> None:
+    """A table (Parquet, several files, so several partitions) read once:
+    every row's position and every dead letter's line (a table row's line
+    is its position + 1) are the in-process loader's, the workers numbering
+    the rows of each partition from the partitions' summaries; the matches
+    too, with the fallback method as well."""
+    from sharp_cer.events.loaders import load_pandas
+    from sharp_cer.spark import run_detection
+
+    workload = parse_workload(HAND_MADE)
+    frame = hand_made_events(2400, 13)
+    frame["t"] = frame["t"].astype("Int64")
+    frame.loc[frame.index % 300 == 17, "t"] = pd.NA  # a primary time missing: a dead letter, counted in positions
+    folder = tmp_path / "events"
+    folder.mkdir()
+    for i, lo in enumerate(range(0, len(frame), 600)):  # in name order, which is the order Spark reads them in
+        frame.iloc[lo : lo + 600].to_parquet(folder / f"part-{i}.parquet", index=False)
+    batch, report = load_pandas(frame, workload.schema)
+    assert report.counts == {"missing_attribute": 8}
+    detection = run_detection(str(folder), workload, spark=spark, method=method)
+    try:
+        assert detection.prepared.read.rdd.getNumPartitions() > 1
+        letters = sorted((r["position"], r["line"], r["kind"]) for r in detection.dead_letters.collect())
+        assert letters == [(d.position, d.position + 1, d.kind) for d in report.dead_letters]
+        assert collected(detection) == expected(workload, batch)
+        detection.persist()
+        assert detection.summary().dead_letters == report.counts
+    finally:
+        detection.close()
+
+
 def test_summary_counts_latency_and_bounds(spark: Any) -> None:
     from sharp_cer.spark import run_detection
     from sharp_cer.spark.summary import MS_NOT_JUDGED

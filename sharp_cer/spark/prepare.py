@@ -356,13 +356,24 @@ class Prepared:
 
 def read_input(spark: SparkSession, path: str, format: str | None = None) -> tuple[DataFrame, str]:
     """The raw input of an events file or folder and its format: ``.csv``
-    and ``.jsonl`` as lines of text, ``.parquet`` as a table."""
+    and ``.jsonl`` as lines of text, ``.parquet`` as a table. A folder's
+    files (those Spark reads there) come in the order of their paths, each
+    in its own order: Spark's own scan of several files orders its pieces
+    by size, which would put later events before earlier ones."""
     fmt = format or format_of(path)
-    if fmt in TEXT_FORMATS:
-        return spark.read.text(path), fmt
-    if fmt == "parquet":
-        return spark.read.parquet(path), "table"
-    raise SurfaceError(f"{path}: error: unknown events format {fmt!r}\n  expected: .csv, .jsonl or .parquet")
+    if fmt not in (*TEXT_FORMATS, "parquet"):
+        raise SurfaceError(f"{path}: error: unknown events format {fmt!r}\n  expected: .csv, .jsonl or .parquet")
+    kind = fmt if fmt in TEXT_FORMATS else "table"
+
+    def read(where: str) -> DataFrame:
+        return spark.read.text(where) if fmt in TEXT_FORMATS else spark.read.parquet(where)
+
+    whole = read(path)
+    files = sorted(whole.inputFiles())
+    if len(files) < 2:
+        return whole, kind
+    # one scan per file, in path order: a union keeps its inputs' partitions in order
+    return functools.reduce(lambda a, b: a.union(b), (read(f) for f in files)), kind
 
 
 def format_of(path: str) -> str:
