@@ -144,11 +144,9 @@ def load_partition(
     batches: Iterator[pa.RecordBatch],
     part: int | None = None,
     carried: dict[int, int | None] | None = None,
-    summary_only: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Pass 1 over one partition (see the module docstring); with
-    ``summary_only``, its summary row alone (``prepare``'s first job). Every batch
-    is judged against the partition's earlier ones (the loader's lateness,
+    """Pass 1 over one partition (see the module docstring): its rows, then
+    its summary row. Every batch is judged against the partition's earlier ones (the loader's lateness,
     with each late row's line and text); with ``carried`` (per partition,
     the largest time of the partitions before it: a second read, see
     ``prepare``) against the earlier partitions too.
@@ -193,8 +191,7 @@ def load_partition(
             table = pa.Table.from_batches([batch])
             events, report = load_arrow(table, spec.schema, allowed_lateness=spec.allowed_lateness, progress=progress)
             span = batch.num_rows
-        if not summary_only:
-            yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
+        yield _pass_one_rows(spec, part, events, report, rows, lines, latest)
         times = events.times()
         if times.valid.any():
             timed = times.values[times.valid]
