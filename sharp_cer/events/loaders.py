@@ -491,7 +491,9 @@ def _check_lateness(value: int) -> int:
 
 
 def _source_name(source: TextSource, label: str) -> str:
-    return label if _is_text(source) else str(Path(source))  # type: ignore[arg-type]  # bytes are text
+    if isinstance(source, bytes) or _is_text(source):
+        return label
+    return str(Path(source))
 
 
 def _is_text(source: TextSource) -> bool:

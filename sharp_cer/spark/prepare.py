@@ -19,8 +19,9 @@ where the summaries say some event may be. ``Prepared.events`` and
 ``dead_letters`` read the input that way, numbering the rows with Spark
 expressions.
 
-Nothing is cached: reading and validating again costs less than Spark's
-cache of every row. CSV and JSONL rows must each be one line (Spark splits
+``Prepared``'s frames are not cached (each use reads the input again);
+a run keeps its routed rows, a few packed rows per input batch, only while
+it runs. CSV and JSONL rows must each be one line (Spark splits
 text files at line breaks); a CSV header is recognised on the first line
 of the input only.
 """
@@ -146,8 +147,8 @@ def load_partition(
     carried: dict[int, int | None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Pass 1 over one partition (see the module docstring): its rows, then
-    its summary row. Every batch is judged against the partition's earlier ones (the loader's lateness,
-    with each late row's line and text); with ``carried`` (per partition,
+    its summary row. Every batch is judged against the partition's earlier
+    ones (the loader's lateness, with each late row's line and text); with ``carried`` (per partition,
     the largest time of the partitions before it: a second read, see
     ``prepare``) against the earlier partitions too.
 

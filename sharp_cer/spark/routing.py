@@ -192,9 +192,11 @@ class Numbering:
         """``rows`` of partition ``part`` with their stream positions and lines."""
         seq = pc.add(rows.column(SEQ), self.offsets.rows[part])
         rows = rows.set_column(rows.schema.get_field_index(SEQ), SEQ, seq)
-        where = rows.schema.get_field_index(LINE)
-        line = pc.add(rows.column(LINE), self.offsets.lines[part]) if self.text else pc.add(seq, 1)
-        return rows.set_column(where, LINE, pc.if_else(rows.column(LINE).is_null(), None, line))
+        lines = rows.column(LINE)
+        if lines.null_count == rows.num_rows:  # events: a piece holds either events or dead letters, which have lines
+            return rows
+        line = pc.add(lines, self.offsets.lines[part]) if self.text else pc.add(seq, 1)
+        return rows.set_column(rows.schema.get_field_index(LINE), LINE, line)
 
 
 def unpack(blobs: pa.RecordBatch | pa.Table, numbering: Numbering | None = None) -> Iterator[pa.Table]:
