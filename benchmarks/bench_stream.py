@@ -58,6 +58,7 @@ from sharp_cer.spark.session import spark_session
 from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream, stream_conf
 from sharp_cer.spark.stream_output import committed_files
 from sharp_cer.spark.stream_processors import RESTORED
+from sharp_cer.spark.watch import Reports
 
 ROOT = Path(__file__).resolve().parent
 KEY_GROUPS: int | None = None  # key groups per lane (None: the stream's default)
@@ -156,16 +157,17 @@ def one_batch(spark: Any, workload: Workload, events: int, repeats: int, trigger
         query = start_stream(workload, str(source), checkpoint, out, settings, spark)
         wait_for(lambda: query.lastProgress is not None, 120)
         for k in range(repeats + 1):  # the first warms the Python workers up
-            before = len(_runs(progress(query)))
+            reports = Reports(query)  # polled cheaply: ``recentProgress`` at every poll took a core's share
+            before = reports.poll()  # the id of the last micro-batch that ran
             began = tree_cpu()
             write_file(source, f"part-{k:04d}.jsonl", frame.iloc[k * events : (k + 1) * events])
-            wait_for(lambda: len(_runs(progress(query))) > before, 300)  # noqa: B023 (called at once)
+            wait_for(lambda: reports.poll() > before, 300)  # noqa: B023 (called at once)
             spent = tree_cpu() - began  # the file's micro-batch (and the idle triggers before it)
             # the no-data micro-batch the file's new watermark runs, if any
-            if wait_for(lambda: len(_runs(progress(query))) > before + 1, 3 * trigger + 5):  # noqa: B023
+            if wait_for(lambda: reports.poll() > before + 1, 3 * trigger + 5):  # noqa: B023
                 spent = tree_cpu() - began
             time.sleep(trigger)
-            read, *after = _runs(progress(query))[before : before + 2]
+            read, *after = [p for p in _runs(progress(query)) if p["batchId"] > before][:2]
             release = after[0]["durationMs"]["triggerExecution"] if after and not after[0]["numInputRows"] else 0
             print(
                 f"  file {k}: read {read['durationMs']['triggerExecution']} ms, then {release} ms, CPU {spent:.2f} s",

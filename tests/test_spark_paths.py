@@ -24,27 +24,40 @@ class FakeQuery:
     takes ``busy`` polls with a trigger active, then reports its progress;
     ``on_batch`` runs after each report (a test sends its signal there)."""
 
-    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None, idle: bool = False) -> None:
+    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None, idle: bool = False, burst: int = 1) -> None:
         self.batches, self.busy, self.on_batch, self.idle = batches, busy, on_batch, idle
-        self.recentProgress: list[dict[str, Any]] = []
+        self.burst = burst  # micro-batches that end together
+        self.reports: list[dict[str, Any]] = []
         self.polls = 0
+        self.full_reads = 0  # reads of every report kept (``recentProgress``), the costly one
         self.stopped_mid_trigger: bool | None = None
 
     @property
+    def recentProgress(self) -> list[dict[str, Any]]:
+        self.full_reads += 1
+        return list(self.reports)
+
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:
+        return self.reports[-1] if self.reports else None
+
+    @property
     def ran(self) -> int:
-        return sum("addBatch" in p["durationMs"] for p in self.recentProgress)
+        return sum("addBatch" in p["durationMs"] for p in self.reports)
 
     def _tick(self) -> None:
         if self.ran >= self.batches or self.stopped_mid_trigger is not None:
             return
         self.polls += 1
-        if self.polls % self.busy == 0:
+        for _ in range(self.burst if self.polls % self.busy == 0 else 0):
             k = self.ran
+            if k >= self.batches:
+                break
             if self.idle:  # a trigger that found no data first reports under the next batch's id, as Spark does
-                self.recentProgress.append(
+                self.reports.append(
                     {"batchId": k, "durationMs": {"latestOffset": 1, "triggerExecution": 2}, "observedMetrics": {}}
                 )
-            self.recentProgress.append(
+            self.reports.append(
                 {
                     "batchId": k,
                     "durationMs": {"addBatch": 90 + k, "triggerExecution": 100 + k},
@@ -95,6 +108,21 @@ def test_every_micro_batch_gets_one_line_and_an_ended_stream_none_about_stopping
     assert out.getvalue().splitlines() == [
         f"micro-batch {k}: {10 * k} events in, {k} matches out, {100 + k} ms" for k in range(4)
     ]
+
+
+@pytest.mark.parametrize("burst", [1, 3])
+def test_micro_batches_between_two_polls_each_get_their_line_and_the_reports_are_read_one_at_a_time(
+    burst: int,
+) -> None:
+    # burst=3: three micro-batches end between two polls, and the whole list of reports is read to find
+    # them; burst=1: one at a time, each read alone
+    query = FakeQuery(batches=12, burst=burst)
+    out = io.StringIO()
+    assert watch(query, out, None, poll=0.001) == "ended"
+    assert out.getvalue().splitlines() == [
+        f"micro-batch {k}: {10 * k} events in, {k} matches out, {100 + k} ms" for k in range(12)
+    ]
+    assert query.full_reads == (4 if burst == 3 else 0)
 
 
 class FakeTracker:
@@ -197,11 +225,9 @@ def test_a_stop_request_ends_a_stream_whose_micro_batches_run_back_to_back() -> 
     query = BackToBack(batches=50, on_batch=lambda k: k == 1 and asked.set())
     out = io.StringIO()
     assert watch(query, out, None, poll=0.001, asked=asked) == "a request"
-    assert query.stopped_mid_trigger is not None and len(query.recentProgress) <= 4  # stopped, not run to the end
+    assert query.stopped_mid_trigger is not None and len(query.reports) <= 4  # stopped, not run to the end
     assert (
-        out.getvalue()
-        .splitlines()[-1]
-        .startswith(f"stopped (a request) after micro-batch {len(query.recentProgress) - 1};")
+        out.getvalue().splitlines()[-1].startswith(f"stopped (a request) after micro-batch {len(query.reports) - 1};")
     )
 
 
