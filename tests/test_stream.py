@@ -9,6 +9,7 @@ alerts carrying their events; ``sharp-cer stream``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -82,10 +84,13 @@ def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return stopped_and_restarted(spark, tmp_path_factory.mktemp("stream"), parse_workload(LATE))
 
 
-def stopped_and_restarted(spark: Any, root: Path, workload: Workload, **settings: Any) -> dict[str, Any]:
+def stopped_and_restarted(
+    spark: Any, root: Path, workload: Workload, first_run: Any = None, **settings: Any
+) -> dict[str, Any]:
     """``workload`` over the faulty stream in six files, one file per
     micro-batch (``settings``: more ``StreamSettings``), stopped after two
-    micro-batches, then restarted to the end and flushed."""
+    micro-batches (inside the context manager ``first_run``, if given), then
+    restarted to the end and flushed."""
     from sharp_cer.spark.stream import StreamSettings, read_output, run_stream, start_stream
 
     began = time.time()
@@ -98,11 +103,12 @@ def stopped_and_restarted(spark: Any, root: Path, workload: Workload, **settings
         part.write_text("\n".join(lines[k * step : (k + 1) * step]) + "\n")
         os.utime(part, (1_700_000_000 + k, 1_700_000_000 + k))  # Spark's file source takes files by time
     how = StreamSettings(max_files=1, **settings)
-    query = start_stream(workload, str(source), checkpoint, out, how, spark)
-    deadline = time.time() + 300
-    while (query.lastProgress is None or query.lastProgress["batchId"] < 1) and time.time() < deadline:
-        time.sleep(0.2)
-    query.stop()
+    with first_run if first_run is not None else contextlib.nullcontext():
+        query = start_stream(workload, str(source), checkpoint, out, how, spark)
+        deadline = time.time() + 300
+        while (query.lastProgress is None or query.lastProgress["batchId"] < 1) and time.time() < deadline:
+            time.sleep(0.2)
+        query.stop()
     first = read_output(spark, out).where("kind = 'match'").count() if Path(out).exists() else 0
     cut = read_output(spark, out).where("kind = 'counter' AND name LIKE 'cut_%'").count() if first else 0
     summary = run_stream(workload, str(source), checkpoint, out, how, spark)
@@ -134,6 +140,32 @@ def test_stopped_and_restarted_stream_equals_the_batch_result(spark: Any, stream
     )
     assert {"mistyped_attribute", "late"} <= {r["name"] for r in letters}
     assert all(r["file"].endswith(".csv") and 0 < r["line"] <= 300 for r in letters)  # a line of its own file
+
+
+def test_a_checkpoint_whose_state_the_workers_registered_from_ddl_restarts_with_the_schemas_parsed_ahead(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to sharp-cer 0.2 each task registered its state variables from
+    DDL text, which pyspark asks the JVM to parse; now the driver parses
+    them once (``state_schemas``). Spark checks a restarted query's state
+    schemas against its checkpoint's: a checkpoint written the old way goes
+    on with the new, every match committed once."""
+    import sharp_cer.spark.stream_processors as processors
+
+    assert all(not isinstance(s, str) for s in processors.state_schemas(cursor=processors.CURSOR_DDL).values())
+    workload = parse_workload(LATE)
+
+    @contextlib.contextmanager
+    def as_text() -> Iterator[None]:
+        with monkeypatch.context() as old:
+            old.setattr(processors, "state_schemas", lambda **ddl: dict(ddl))  # the DDL, as before
+            yield
+
+    run = stopped_and_restarted(spark, tmp_path, workload, first_run=as_text())
+    batch, _ = load_csv(str(tmp_path / "all.csv"), workload.schema, allowed_lateness=workload.allowed_lateness)
+    truth = expected(workload, batch, allowed_lateness=workload.allowed_lateness)
+    assert 0 <= run["first"] < sum(truth.values())
+    assert stream_matches(run["output"]) == truth
 
 
 def test_stream_summary_reports_engine_and_end_to_end_latency(streamed: dict[str, Any]) -> None:

@@ -65,6 +65,7 @@ from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessorHandle,
     TimerValues,
 )
+from pyspark.sql.types import StructType
 
 from sharp_cer.language import Workload
 
@@ -131,6 +132,26 @@ COLUMNS = STREAM_OUTPUT.names
 _ENGINES: dict[tuple[str, int, int], tuple[str, KeyGroupStream]] = {}
 
 
+#: the schema of a stream's cursor (stage 1's, and each key group's copy in the one-operator plan)
+CURSOR_DDL = "position bigint, latest bigint, signature string"
+
+
+def state_schemas(**ddl: str) -> dict[str, StructType | str]:
+    """Each state variable's schema (given as DDL) parsed here, on the
+    driver, by the parser pyspark's state server uses
+    (``CatalystSqlParser.parseTableSchema``), so that a task registers its
+    state variables without asking the JVM to parse them: a round trip per
+    variable, task and micro-batch. Where no Spark runs in this process (a
+    processor made in a test), the DDL itself, which the worker has parsed."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or context._jvm is None:
+        return dict(ddl)
+    parser = getattr(getattr(context._jvm.org.apache.spark.sql.catalyst.parser, "CatalystSqlParser$"), "MODULE$")
+    return {name: StructType.fromJson(json.loads(parser.parseTableSchema(text).json())) for name, text in ddl.items()}
+
+
 class Sequencer(StatefulProcessor):
     """Stage 1 (see the module docstring)."""
 
@@ -158,6 +179,7 @@ class Sequencer(StatefulProcessor):
         self.version = version
         self.registry = registry
         self.job = job
+        self.schemas = state_schemas(cursor=CURSOR_DDL)
         # the lanes Spark's expression routes (None: every lane); the others stage 1 routes
         # (``stream_versions.stage_one_routes``): lanes added while a query ran, and after its restarts
         ones = {tuple(spec) for spec in stage_one}
@@ -169,7 +191,7 @@ class Sequencer(StatefulProcessor):
         )  # fmt: skip
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
+        self.cursor = handle.getValueState("cursor", self.schemas["cursor"])
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -255,18 +277,26 @@ class KeyGroups(StatefulProcessor):
         self.carried = pa.schema(carried_columns(attribute_kinds(job.workload.schema)))
         #: where the jobs of versions moved to inside the running query are (``stream_versions``)
         self.registry = registry
+        # the event's columns under names of their own: the state's schema holds no user name
+        carried = ", ".join(f"c{i} {arrow_ddl(pa.schema([f])).split(' ', 1)[1]}" for i, f in enumerate(self.carried))
+        self.schemas = state_schemas(
+            engine="format int, fingerprint string, token string",
+            snapshot="data binary",
+            buffer=f"seq bigint, clock bigint, arrived bigint, {carried}",
+            # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
+            deadline="at bigint",
+            cursor=CURSOR_DDL,
+        )
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.engine = handle.getValueState("engine", "format int, fingerprint string, token string")
-        self.snapshot = handle.getValueState("snapshot", "data binary")
-        # the event's columns under names of their own: the state's schema holds no user name
-        carried = ", ".join(f"c{i} {arrow_ddl(pa.schema([f])).split(' ', 1)[1]}" for i, f in enumerate(self.carried))
-        self.buffer = handle.getListState("buffer", f"seq bigint, clock bigint, arrived bigint, {carried}")
-        # the earliest deadline (ns) of the group's pending trailing absences, timed like held events
-        self.deadline = handle.getValueState("deadline", "at bigint")
+        schemas = self.schemas
+        self.engine = handle.getValueState("engine", schemas["engine"])
+        self.snapshot = handle.getValueState("snapshot", schemas["snapshot"])
+        self.buffer = handle.getListState("buffer", schemas["buffer"])
+        self.deadline = handle.getValueState("deadline", schemas["deadline"])
         if self.delay_ms is not None:  # the key group's copy of the stream's cursor (``number_key_group``)
-            self.cursor = handle.getValueState("cursor", "position bigint, latest bigint, signature string")
+            self.cursor = handle.getValueState("cursor", schemas["cursor"])
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
