@@ -21,12 +21,22 @@ from sharp_cer.spark.watch import EVENTS_IN, MATCHES_OUT, watch
 
 class FakeQuery:
     """A streaming query's surface as ``watch`` reads it: micro-batch ``k``
-    takes ``busy`` polls with a trigger active, then reports its progress;
-    ``on_batch`` runs after each report (a test sends its signal there)."""
+    takes ``busy`` polls with a trigger active, then reports its progress
+    (``burst`` of them at once); ``on_batch`` runs after each report (a test
+    sends its signal there)."""
 
-    def __init__(self, batches: int, busy: int = 3, on_batch: Any = None, idle: bool = False, burst: int = 1) -> None:
+    def __init__(
+        self,
+        batches: int,
+        busy: int = 3,
+        on_batch: Any = None,
+        idle: bool = False,
+        burst: int = 1,
+        first_id: int = 0,
+    ) -> None:
         self.batches, self.busy, self.on_batch, self.idle = batches, busy, on_batch, idle
         self.burst = burst  # micro-batches that end together
+        self.first_id = first_id  # a restarted query's first micro-batch: the one after its checkpoint's last
         self.reports: list[dict[str, Any]] = []
         self.polls = 0
         self.full_reads = 0  # reads of every report kept (``recentProgress``), the costly one
@@ -55,11 +65,15 @@ class FakeQuery:
                 break
             if self.idle:  # a trigger that found no data first reports under the next batch's id, as Spark does
                 self.reports.append(
-                    {"batchId": k, "durationMs": {"latestOffset": 1, "triggerExecution": 2}, "observedMetrics": {}}
+                    {
+                        "batchId": self.first_id + k,
+                        "durationMs": {"latestOffset": 1, "triggerExecution": 2},
+                        "observedMetrics": {},
+                    }
                 )
             self.reports.append(
                 {
-                    "batchId": k,
+                    "batchId": self.first_id + k,
                     "durationMs": {"addBatch": 90 + k, "triggerExecution": 100 + k},
                     "observedMetrics": {EVENTS_IN: {"n": 10 * k}, MATCHES_OUT: {"n": k}},
                 }
@@ -123,6 +137,18 @@ def test_micro_batches_between_two_polls_each_get_their_line_and_the_reports_are
         f"micro-batch {k}: {10 * k} events in, {k} matches out, {100 + k} ms" for k in range(12)
     ]
     assert query.full_reads == (4 if burst == 3 else 0)
+
+
+def test_a_restarted_stream_s_lines_go_on_from_its_checkpoint_s_micro_batch_reading_its_reports_once() -> None:
+    # its first report, for a while, is an idle trigger's under the id after the checkpoint's last micro-batch
+    query = FakeQuery(batches=3, busy=5, first_id=7)
+    query.reports.append(
+        {"batchId": 7, "durationMs": {"latestOffset": 1, "triggerExecution": 2}, "observedMetrics": {}}
+    )
+    out = io.StringIO()
+    assert watch(query, out, None, poll=0.001) == "ended"
+    assert [line.split(":")[0] for line in out.getvalue().splitlines()] == [f"micro-batch {k}" for k in (7, 8, 9)]
+    assert query.full_reads == 2  # at the first idle report (nothing ran yet), at micro-batch 7; then one at a time
 
 
 class FakeTracker:

@@ -198,6 +198,9 @@ class Reports:
         self.query = query
         #: the id of the last micro-batch seen to have run (-1: none yet)
         self.last = -1
+        # the last micro-batch a report said had run, read or not (a restarted query's first reports,
+        # idle, say so of one the checkpoint committed before it: that read is not repeated each poll)
+        self._seen = -1
         self._new: list[Any] = []
 
     def poll(self) -> int:
@@ -208,8 +211,9 @@ class Reports:
         ran = _ran(report)
         # a trigger that found no data reports under the id the next micro-batch will have
         seen = int(report["batchId"]) if ran else int(report["batchId"]) - 1
-        if seen <= self.last:
+        if seen <= self._seen:
             return self.last
+        self._seen = seen
         if ran and seen == self.last + 1:
             found = [report]
         else:  # one or more micro-batches ran between two polls
