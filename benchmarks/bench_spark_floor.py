@@ -82,25 +82,9 @@ spark.stop()
 JVM_DEFAULTS = ("spark.driver.extraJavaOptions=-XX:+UseG1GC", "spark.ui.enabled=true")
 
 
-def one_run(master: str, conf: tuple[str, ...]) -> dict[str, float]:
-    """One session, one job, stop: wall and CPU seconds of the whole process tree."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    if conf:
-        env["SPARK_LAUNCHER_OPTS"] = "-XX:+UseG1GC"  # the launcher's JVM at its defaults too
-    began = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", JOB, master, *conf], env=env, stderr=subprocess.DEVNULL)
-    with ProcessTree(child.pid) as tree:
-        child.wait()
-        time.sleep(1.0)  # the JVM outlives its driver by a moment
-        tree.sample()
-    if child.returncode != 0:
-        raise SystemExit(f"the floor job failed ({child.returncode})")
-    return {"wall_s": round(time.perf_counter() - began - 1.0, 2), "cpu_s": round(tree.cpu_s, 2)}
-
-
-def timed(argv: list[str]) -> dict[str, float]:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
     """``python ARGV`` in a fresh process: wall and CPU seconds of its whole tree."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     began = time.perf_counter()
     child = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with ProcessTree(child.pid) as tree:
@@ -110,6 +94,12 @@ def timed(argv: list[str]) -> dict[str, float]:
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:3])} failed ({child.returncode})")
     return {"wall_s": round(time.perf_counter() - began - 1.0, 2), "cpu_s": round(tree.cpu_s, 2)}
+
+
+def one_run(master: str, conf: tuple[str, ...]) -> dict[str, float]:
+    """One session, one job, stop: wall and CPU seconds of the whole process tree."""
+    # with the JVM's defaults, the launcher's JVM at its defaults too
+    return timed(["-c", JOB, master, *conf], {"SPARK_LAUNCHER_OPTS": "-XX:+UseG1GC"} if conf else None)
 
 
 def shape(sizes: list[int], master: str, repeat: int) -> dict[str, object]:
