@@ -85,7 +85,11 @@ def streamed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 
 def stopped_and_restarted(
-    spark: Any, root: Path, workload: Workload, first_run: Any = None, **settings: Any
+    spark: Any,
+    root: Path,
+    workload: Workload,
+    first_run: contextlib.AbstractContextManager[None] | None = None,
+    **settings: Any,
 ) -> dict[str, Any]:
     """``workload`` over the faulty stream in six files, one file per
     micro-batch (``settings``: more ``StreamSettings``), stopped after two
