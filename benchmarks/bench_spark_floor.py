@@ -38,8 +38,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from spark_cpu import ProcessTree  # the script's folder is on the path
 
@@ -102,9 +104,9 @@ def one_run(master: str, conf: tuple[str, ...]) -> dict[str, float]:
     return timed(["-c", JOB, master, *conf], {"SPARK_LAUNCHER_OPTS": "-XX:+UseG1GC"} if conf else None)
 
 
-def shape(sizes: list[int], master: str, repeat: int) -> dict[str, object]:
+def shape(sizes: list[int], master: str, repeat: int) -> dict[str, Any]:
     """The ``--shape`` experiment (see the module docstring)."""
-    import tempfile
+    from bench_spark import timed_command
 
     from sharp_cer.events.generators import generate, write_core_csv
     from sharp_cer.language import load_workload
@@ -112,25 +114,23 @@ def shape(sizes: list[int], master: str, repeat: int) -> dict[str, object]:
     config = str(HERE.parent / "configs" / "stock_trading.toml")
     workload = load_workload(config)
     types = {e.name: list(e.attributes) for e in workload.schema.event_types()}
-    match = ["-c", "import sys; from sharp_cer.cli import main; sys.exit(main(sys.argv[1:]))", "match", config]
-    result: dict[str, object] = {"master": master, "sizes": sizes, "load_before": os.getloadavg()}
-    runs: list[dict[str, object]] = []
+    result: dict[str, Any] = {"master": master, "sizes": sizes, "load_before": os.getloadavg()}
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for events in sizes:
             path = Path(tmp) / f"events_{events}.csv"
             write_core_csv(generate(workload.generator or "", events, seed=0), types, path)
             for _ in range(repeat):  # alternately, so that the machine's drift falls on both
-                for what, argv in (
-                    ("shape", ["-c", SHAPE, master, str(path)]),
-                    ("match", [*match, "--events", str(path), "--out", str(Path(tmp) / "m.jsonl")]),
-                ):
-                    runs.append({"what": what, "events": events, **timed(argv)})
-                    print(f"{events:,} events, {what}: {runs[-1]}; load {os.getloadavg()[0]:.1f}", flush=True)
+                runs.append({"what": "shape", "events": events, **timed(["-c", SHAPE, master, str(path)])})
+                print(f"{events:,} events, shape: {runs[-1]}; load {os.getloadavg()[0]:.1f}", flush=True)
+                argv = ["match", config, "--events", str(path), "--out", str(Path(tmp) / "m.jsonl")]
+                runs.append({"what": "match", "events": events, **timed_command(argv, Path.cwd())})
+                print(f"{events:,} events, match: {runs[-1]}; load {os.getloadavg()[0]:.1f}", flush=True)
     result["runs"] = runs
     big, small = max(sizes), min(sizes)
 
     def per_event(what: str) -> float:
-        cpu = {n: statistics.median(float(r["cpu_s"]) for r in runs if r["what"] == what and r["events"] == n)  # type: ignore[arg-type]
+        cpu = {n: statistics.median(r["cpu_s"] for r in runs if r["what"] == what and r["events"] == n)
                for n in (big, small)}  # fmt: skip
         return (cpu[big] - cpu[small]) / (big - small) * 1e6
 

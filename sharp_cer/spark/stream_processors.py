@@ -142,7 +142,7 @@ def state_schemas(**ddl: str) -> dict[str, StructType | str]:
     (``CatalystSqlParser.parseTableSchema``), so that a task registers its
     state variables without asking the JVM to parse them: a round trip per
     variable, task and micro-batch. Where no Spark runs in this process (a
-    processor made in a test), the DDL itself, which the worker has parsed."""
+    processor made in a test), the DDL itself, for the worker to have parsed."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
